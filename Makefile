@@ -1,0 +1,36 @@
+# Two commands for a newcomer: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+PIP     = $(VENV)/bin/pip
+STAMP   = $(VENV)/.installed
+TRACE  ?= traces/ior-small-shared-4k.darshan
+OUT    ?= out
+
+.PHONY: demo test venv system-deps bench lint clean
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	@mkdir -p $(OUT)
+	$(VENV)/bin/ioadvisor diagnose $(TRACE) --json $(OUT)/demo.json --html $(OUT)/demo.html --verify --target $(OUT)/replay-scratch || true
+	@echo "report: $(OUT)/demo.html (JSON: $(OUT)/demo.json)"
+
+# System components the tests start for real (Slurm, GlusterFS, Chromium, fio): installed when root.
+system-deps:
+	@bash tests/system/install-components.sh
+
+test: $(STAMP) system-deps
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup tests
+
+bench: $(STAMP)
+	for b in bench/*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) $(OUT) build dist *.egg-info

@@ -1,0 +1,93 @@
+"""The diagnosis data model that every reporter reads (terminal, JSON, HTML, hook, fleet).
+
+Serialized as the versioned JSON document ``ioadvisor/diagnosis/v1``
+(schema: ``advisor/schemas/diagnosis-v1.json``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA_ID = "ioadvisor/diagnosis/v1"
+
+SEVERITIES = ("high", "warn", "info")
+SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+
+CATEGORIES = (
+    "small-io", "random-access", "misaligned", "metadata", "imbalance", "no-collective",
+    "no-mpiio", "stdio", "fsync", "partial-log", "striping", "bad-ost", "redundant-io",
+    "subsetting", "server-config", "client-config", "benchmark-validity", "scaling",
+    "regression", "anomaly", "read-write-mix",
+)
+
+
+@dataclass
+class Recommendation:
+    text: str
+    commands: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Finding:
+    """One problem found in one job, with its evidence, its cost and its fix."""
+
+    code: str
+    category: str
+    severity: str
+    title: str
+    message: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+    ranks: list[int] = field(default_factory=list)
+    cost_s: float = 0.0
+    recommendation: Recommendation = field(default_factory=lambda: Recommendation(""))
+    fix: dict[str, Any] | None = None
+    references: list[str] = field(default_factory=list)
+    verification: dict[str, Any] | None = None  # filled by the replayer
+    prediction: dict[str, Any] | None = None  # filled by a learned model
+
+
+@dataclass
+class NotChecked:
+    """A check that could not run, and why (e.g. no LUSTRE module, no DXT)."""
+
+    check: str
+    reason: str
+
+
+@dataclass
+class Diagnosis:
+    source: dict[str, Any]  # path, format, parser, log_version, notes
+    job: dict[str, Any]  # jobid, nprocs, runtime_s, exe, ...
+    findings: list[Finding] = field(default_factory=list)
+    not_checked: list[NotChecked] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)  # bytes, io time, share of run time
+    tool: dict[str, Any] = field(default_factory=dict)  # ioadvisor version, rule set
+    error: str | None = None  # set when the input could not be diagnosed
+
+    def sorted_findings(self) -> list[Finding]:
+        """Findings by severity, then by estimated time lost (largest first)."""
+        return sorted(self.findings, key=lambda f: (SEVERITY_RANK[f.severity], -f.cost_s, f.code))
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["findings"] = [asdict(f) for f in self.sorted_findings()]
+        return {"schema": SCHEMA_ID, **doc}
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> "Diagnosis":
+        findings = []
+        for f in doc.get("findings", []):
+            f = dict(f)
+            f["recommendation"] = Recommendation(**f.get("recommendation", {"text": ""}))
+            findings.append(Finding(**f))
+        return cls(
+            source=doc["source"],
+            job=doc["job"],
+            findings=findings,
+            not_checked=[NotChecked(**n) for n in doc.get("not_checked", [])],
+            summary=doc.get("summary", {}),
+            tool=doc.get("tool", {}),
+            error=doc.get("error"),
+        )

@@ -1,0 +1,80 @@
+"""Ingest: turn an input file into a :class:`advisor.profile.JobProfile`.
+
+Each input format is one module that registers a :class:`InputFormat` in
+:data:`FORMATS` (a sniffer and a loader). Adding a format touches nothing else:
+the rules only ever see the job profile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from advisor.errors import InputError
+from advisor.profile import JobProfile
+
+SNIFF_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class InputFormat:
+    """One input format: `sniff(path, head)` says whether it is ours; `load(path)` reads it."""
+
+    name: str
+    sniff: Callable[[Path, bytes], bool]
+    load: Callable[[Path], JobProfile]
+    isolate: bool = False  # parse in a child process (C libraries that may crash)
+
+
+FORMATS: list[InputFormat] = []
+
+
+def register(fmt: InputFormat) -> InputFormat:
+    FORMATS.append(fmt)
+    return fmt
+
+
+def _load_formats() -> None:
+    # Import order is sniff order: the most specific formats first.
+    if FORMATS:
+        return
+    import importlib
+
+    for module in ("darshan_log", "parser_dump", "ior", "snapshot"):
+        try:
+            importlib.import_module(f"advisor.ingest.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"advisor.ingest.{module}":
+                raise
+
+
+def detect(path: str | Path) -> InputFormat:
+    """The format of `path`, or InputError naming the path and why it is not an input."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(str(path), "no such file")
+    if path.is_dir():
+        raise InputError(str(path), "is a directory, not a log file")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    if not head:
+        raise InputError(str(path), "empty file")
+    _load_formats()
+    for fmt in FORMATS:
+        if fmt.sniff(path, head):
+            return fmt
+    raise InputError(str(path), "not a recognised input (Darshan log, darshan-parser dump, IOR output or ioadvisor snapshot)")
+
+
+def load_profile(path: str | Path, *, timeout_s: float = 120.0) -> JobProfile:
+    """Read one input into a job profile; InputError for anything unusable."""
+    fmt = detect(path)
+    if fmt.isolate:
+        from advisor.ingest.isolate import run_isolated
+
+        return run_isolated(fmt.load, Path(path), timeout_s=timeout_s)
+    return fmt.load(Path(path))

@@ -1,0 +1,212 @@
+"""The normalized job profile: what a job did, independent of the input format.
+
+Every ingest (Darshan log through pydarshan, `darshan-parser` dump, IOR output,
+node snapshot) produces a :class:`JobProfile`; every later stage (facts, rules,
+models, replay planning, reports) reads only this model.
+
+Per-module records are kept column-wise (:class:`ModuleRecords`: one numpy array
+per counter) so that a log with a million records or a million DXT segments stays
+small and every fact is a vector operation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+SHARED_RANK = -1
+"""Darshan's rank for a record reduced over all ranks of a shared file."""
+
+
+@dataclass
+class Provenance:
+    """Where a profile came from."""
+
+    path: str
+    format: str  # "darshan", "darshan-parser", "ior-text", "ior-json", "ior-csv", "snapshot"
+    parser: str  # e.g. "pydarshan 3.5.0"
+    log_version: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class JobInfo:
+    """Job-level metadata."""
+
+    jobid: str = ""
+    uid: int | None = None
+    user: str = ""
+    nprocs: int = 0
+    start_time: float | None = None  # POSIX seconds
+    end_time: float | None = None
+    runtime_s: float = 0.0
+    exe: str = ""
+    library_version: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ModuleInfo:
+    """One instrumentation module of the log and whether its data is complete."""
+
+    name: str
+    records: int = 0
+    version: int | None = None
+    partial: bool = False
+    supported: bool = True
+    note: str = ""  # why unsupported or unreadable
+
+
+@dataclass
+class ModuleRecords:
+    """All records of one module, column-wise.
+
+    `counters` maps the full Darshan counter name (e.g. ``POSIX_BYTES_READ``) to an
+    int64 array; `fcounters` maps float counter names (``POSIX_F_READ_TIME``) to a
+    float64 array. Row *i* of every array belongs to record ``ids[i]`` on rank
+    ``ranks[i]`` (``-1`` for a shared-file record reduced over all ranks).
+    """
+
+    module: str
+    ids: np.ndarray  # uint64 record ids
+    ranks: np.ndarray  # int64
+    counters: dict[str, np.ndarray] = field(default_factory=dict)
+    fcounters: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+    def get(self, name: str, default: float = 0) -> np.ndarray:
+        """Column `name` (int or float counter), or a column of `default` when absent."""
+        if name in self.counters:
+            return self.counters[name]
+        if name in self.fcounters:
+            return self.fcounters[name]
+        return np.full(len(self), default, dtype=np.float64)
+
+    def has(self, name: str) -> bool:
+        return name in self.counters or name in self.fcounters
+
+
+@dataclass
+class LustreComponent:
+    """One layout component of a Lustre file (a plain layout is one component)."""
+
+    extent_start: int = 0
+    extent_end: int = -1  # -1: EOF
+    stripe_size: int = 0
+    stripe_count: int = 0
+    stripe_offset: int = -1
+    pattern: str = "raid0"  # raid0, overstriped, mdt, released ...
+    pool: str = ""
+    ost_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class LustreLayout:
+    """Lustre layout of one file, from the LUSTRE module (old or 3.4.6+ component form)."""
+
+    record_id: int
+    components: list[LustreComponent] = field(default_factory=list)
+    mdts: int | None = None  # LUSTRE_MDTS where recorded
+    osts: int | None = None  # LUSTRE_OSTS (file system OST count) where recorded
+
+    @property
+    def stripe_count(self) -> int:
+        return max((c.stripe_count for c in self.components), default=0)
+
+    @property
+    def stripe_size(self) -> int:
+        return self.components[0].stripe_size if self.components else 0
+
+    @property
+    def ost_ids(self) -> list[int]:
+        seen: dict[int, None] = {}
+        for c in self.components:
+            for ost in c.ost_ids:
+                seen[ost] = None
+        return list(seen)
+
+
+DXT_READ = 0
+DXT_WRITE = 1
+
+
+@dataclass
+class DxtTrace:
+    """DXT segments of one module (DXT_POSIX or DXT_MPIIO) as parallel numpy arrays.
+
+    One element per I/O operation: ``rank`` (int32), ``record_id`` (uint64),
+    ``op`` (int8, DXT_READ/DXT_WRITE), ``offset`` and ``length`` (int64),
+    ``start`` and ``end`` (float64 seconds from job start). Sorted by rank, then start.
+    """
+
+    module: str
+    rank: np.ndarray
+    record_id: np.ndarray
+    op: np.ndarray
+    offset: np.ndarray
+    length: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    hostnames: dict[int, str] = field(default_factory=dict)  # rank -> host
+    readable: bool = True
+    note: str = ""  # why unreadable, or that the trace is partial
+
+    def __len__(self) -> int:
+        return int(self.rank.shape[0])
+
+    @classmethod
+    def empty(cls, module: str, note: str = "", readable: bool = True) -> "DxtTrace":
+        return cls(
+            module=module,
+            rank=np.empty(0, np.int32),
+            record_id=np.empty(0, np.uint64),
+            op=np.empty(0, np.int8),
+            offset=np.empty(0, np.int64),
+            length=np.empty(0, np.int64),
+            start=np.empty(0, np.float64),
+            end=np.empty(0, np.float64),
+            readable=readable,
+            note=note,
+        )
+
+
+@dataclass
+class MountPoint:
+    path: str
+    fstype: str
+
+
+@dataclass
+class JobProfile:
+    """Everything later stages know about one job (or one benchmark run)."""
+
+    source: Provenance
+    job: JobInfo
+    modules: dict[str, ModuleInfo] = field(default_factory=dict)
+    records: dict[str, ModuleRecords] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)  # record id -> file path
+    mounts: list[MountPoint] = field(default_factory=list)
+    lustre: dict[int, LustreLayout] = field(default_factory=dict)  # record id -> layout
+    dxt: dict[str, DxtTrace] = field(default_factory=dict)
+    # Inputs that are not Darshan logs carry their own typed payload here
+    # (e.g. "ior": advisor.ingest.ior model, "snapshot": node settings).
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def partial_modules(self) -> list[str]:
+        return [m.name for m in self.modules.values() if m.partial]
+
+    def name_of(self, record_id: int) -> str:
+        return self.names.get(int(record_id), f"<record {int(record_id):#x}>")
+
+    def fstype_of(self, path: str) -> str:
+        """File system type of `path` from the job's mount table (longest prefix)."""
+        best = ("", "")
+        for m in self.mounts:
+            if path.startswith(m.path) and len(m.path) > len(best[0]):
+                best = (m.path, m.fstype)
+        return best[1]

@@ -1,0 +1,1 @@
+"""Report templates and assets (installed as advisor._reports)."""
