@@ -64,6 +64,9 @@ class Diagnosis:
     not_checked: list[NotChecked] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)  # bytes, io time, share of run time
     tool: dict[str, Any] = field(default_factory=dict)  # ioadvisor version, rule set
+    # Compact, downsampled plot data (per-rank bytes, histograms, DXT timeline, per-OST
+    # bandwidth, ...) so that a saved diagnosis re-renders as HTML without the log.
+    figures: dict[str, Any] = field(default_factory=dict)
     error: str | None = None  # set when the input could not be diagnosed
 
     def sorted_findings(self) -> list[Finding]:
@@ -89,5 +92,6 @@ class Diagnosis:
             not_checked=[NotChecked(**n) for n in doc.get("not_checked", [])],
             summary=doc.get("summary", {}),
             tool=doc.get("tool", {}),
+            figures=doc.get("figures", {}),
             error=doc.get("error"),
         )
