@@ -1,0 +1,156 @@
+"""One log -> its fleet rows (runs on a Dask worker).
+
+The same pipeline as ``ioadvisor diagnose`` (:func:`advisor.api.load` then
+:func:`advisor.api.diagnose_profile`, i.e. what :func:`advisor.api.diagnose_path`
+does), kept as two calls because the fleet also needs the profile for the mount
+table and the model features. Whatever goes wrong with one log becomes that
+log's error row; nothing here raises.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from advisor import __version__
+from advisor.errors import AdvisorError, InputError
+from advisor.findings import Diagnosis, Finding
+from advisor.fleet.walk import LogFile, content_hash
+from advisor.profile import JobProfile
+
+INTERPRETERS = ("python", "python2", "python3", "bash", "sh", "perl", "Rscript", "julia", "ruby", "java")
+
+
+def analyse_log(log: LogFile, config: Any, timeout_s: float) -> dict[str, Any]:
+    """``{"job": row, "findings": [rows]}`` for one log; unusable logs give an error row."""
+    from advisor import api
+
+    started = time.perf_counter()
+    try:
+        digest = content_hash(log.path)
+        profile = api.load(log.path, timeout_s=timeout_s)
+        diagnosis = api.diagnose_profile(profile, config)
+    except OSError as exc:
+        return failed_log(log, f"cannot read: {exc.strerror or exc}", started)
+    except InputError as exc:
+        return failed_log(log, exc.reason, started, digest)
+    except AdvisorError as exc:
+        return failed_log(log, str(exc), started, digest)
+    except Exception as exc:  # a bug on one log must not stop a run over millions
+        return failed_log(log, f"internal error: {type(exc).__name__}: {exc}", started, digest)
+    return _rows(log, digest, profile, diagnosis, time.perf_counter() - started)
+
+
+def failed_log(log: LogFile, reason: str, started: float | None = None, digest: str = "") -> dict[str, Any]:
+    """The error row of a log that could not be diagnosed."""
+    job = _base_row(log, digest, (time.perf_counter() - started) if started else 0.0)
+    job["error"] = reason.splitlines()[0] if reason else "unknown error"
+    return {"job": job, "findings": []}
+
+
+def _base_row(log: LogFile, digest: str, elapsed: float) -> dict[str, Any]:
+    return {"path": log.path, "content_hash": digest, "size": log.size, "mtime_ns": log.mtime_ns,
+            "analysed_s": elapsed, "analysed_at": datetime.now(timezone.utc),
+            "tool_version": __version__, "error": None}
+
+
+def _rows(log: LogFile, digest: str, profile: JobProfile, diagnosis: Diagnosis,
+          elapsed: float) -> dict[str, Any]:
+    job_info = profile.job
+    summary = diagnosis.summary
+    mounts = _job_mounts(profile)
+    app = app_name(job_info.exe)
+    start = _when(job_info.start_time)
+    findings = diagnosis.sorted_findings()
+    job = _base_row(log, digest, elapsed) | {
+        "format": profile.source.format, "jobid": str(job_info.jobid),
+        "uid": job_info.uid, "user": job_info.user or _uid_name(job_info.uid),
+        "exe": job_info.exe, "app": app,
+        "start_time": start, "end_time": _when(job_info.end_time),
+        "runtime_s": float(diagnosis.job.get("runtime_s") or job_info.runtime_s or 0.0),
+        "nprocs": int(job_info.nprocs),
+        "bytes_read": int(summary.get("bytes_read") or 0),
+        "bytes_written": int(summary.get("bytes_written") or 0),
+        "io_time_s": float(summary.get("io_time_s") or 0.0),
+        "mounts": [label for label, _ in mounts],
+        "categories": sorted({f.category for f in findings}),
+        "codes": [{"code": f.code, "category": f.category, "severity": f.severity,
+                   "cost_s": float(f.cost_s)} for f in findings],
+        "cost_s": float(sum(f.cost_s for f in findings)),
+        "n_findings": len(findings),
+        "features": _features(profile),
+        "diagnosis": json.dumps(diagnosis.to_dict() | {"figures": {}}, default=str),
+    }
+    main_mount = mounts[0][0] if mounts else ""
+    rows = [_finding_row(job, f, _finding_mount(profile, f) or main_mount) for f in findings]
+    return {"job": job, "findings": rows}
+
+
+def _finding_row(job: dict[str, Any], finding: Finding, mount: str) -> dict[str, Any]:
+    return {"path": job["path"], "content_hash": job["content_hash"], "jobid": job["jobid"],
+            "user": job["user"], "app": job["app"], "start_time": job["start_time"],
+            "code": finding.code, "category": finding.category, "severity": finding.severity,
+            "title": finding.title, "cost_s": float(finding.cost_s), "mount": mount,
+            "n_files": len(finding.files), "n_ranks": len(finding.ranks)}
+
+
+def app_name(exe: str) -> str:
+    """A short application name from Darshan's command line (``python3 train.py`` for scripts)."""
+    try:
+        words = shlex.split(exe or "")
+    except ValueError:
+        words = (exe or "").split()
+    if not words:
+        return ""
+    name = os.path.basename(words[0])
+    if name.rstrip("0123456789.") in INTERPRETERS or name in INTERPRETERS:
+        script = next((w for w in words[1:] if not w.startswith("-")), "")
+        return f"{name} {os.path.basename(script)}".strip()
+    return name
+
+
+def mount_label(profile: JobProfile, path: str) -> str:
+    """``"/lustre/scratch (lustre)"`` for the job mount holding `path` (longest prefix), else ""."""
+    best = None
+    for m in profile.mounts:
+        if path.startswith(m.path) and (best is None or len(m.path) > len(best.path)):
+            best = m
+    return f"{best.path} ({best.fstype})" if best else ""
+
+
+def _job_mounts(profile: JobProfile) -> list[tuple[str, int]]:
+    """Mounts of the job's files, most files first."""
+    counts: dict[str, int] = {}
+    for name in profile.names.values():
+        label = mount_label(profile, name)
+        if label:
+            counts[label] = counts.get(label, 0) + 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _finding_mount(profile: JobProfile, finding: Finding) -> str:
+    return next((label for f in finding.files if (label := mount_label(profile, f))), "")
+
+
+def _features(profile: JobProfile) -> dict[str, float]:
+    from advisor.models.features import job_features
+
+    return job_features(profile)
+
+
+def _when(posix: float | None) -> datetime | None:
+    if not posix or posix <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(float(posix), timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _uid_name(uid: int | None) -> str:
+    """Darshan records the uid; the name is only known where the log was written."""
+    return "" if uid is None else f"uid {uid}"
