@@ -1,0 +1,177 @@
+"""The IOR run model: what one IOR output file says, whatever its format.
+
+One file holds one :class:`IorRun`; a run holds one :class:`IorTest` per test IOR
+executed (an ``-f`` script, or several invocations appended to one file, give
+several). Bandwidths are IOR's own unit, MiB/s; sizes are bytes.
+
+Carried in ``JobProfile.extras["ior"]`` and read by ``advisor.facts.ior`` and
+``advisor.campaign``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+MiB = 1 << 20
+
+SHARED = "shared"  # one file for all tasks (IOR "single-shared-file")
+FPP = "fpp"  # one file per process (IOR -F, "file-per-process")
+
+
+@dataclass
+class IorParams:
+    """The parameters of one test, as far as the output states them (None: not stated)."""
+
+    api: str = ""
+    api_version: str = ""
+    test_file: str = ""
+    access: str = ""  # SHARED, FPP or "" when unknown
+    collective: bool | None = None
+    segments: int | None = None
+    random_offsets: bool | None = None  # -z ("ordering in a file: random")
+    ordering_inter_file: str = ""
+    task_offset: int | None = None  # -Q
+    reorder_tasks: bool | None = None  # -C: read what a neighbour node wrote
+    reorder_random: bool | None = None  # -Z
+    nodes: int | None = None
+    tasks: int | None = None
+    tasks_per_node: int | None = None
+    repetitions: int | None = None
+    transfer_size: int | None = None
+    block_size: int | None = None
+    aggregate_size: int | None = None
+    fsync: bool | None = None  # -e: fsync at close
+    fsync_per_write: bool | None = None  # -Y
+    direct_io: bool | None = None  # -B / --posix.odirect
+    write: bool | None = None
+    read: bool | None = None
+    keep_file: bool | None = None
+    stonewall_s: float | None = None  # -D deadline
+    stonewall_wearout: bool | None = None
+    stripe_count: int | None = None  # -O lustreStripeCount, --posix.lustre... where given
+    stripe_size: int | None = None
+    hints: dict[str, str] = field(default_factory=dict)  # MPI-IO hints and -O options
+    other: dict[str, str] = field(default_factory=dict)  # every other option line verbatim
+
+    @property
+    def bytes_per_task(self) -> int | None:
+        """Data each task moves per phase (block x segments)."""
+        if self.block_size is None:
+            return None
+        return self.block_size * (self.segments or 1)
+
+
+@dataclass
+class IorIteration:
+    """One row of the results table: one phase (write or read) of one repetition."""
+
+    operation: str  # "write" or "read"
+    iteration: int
+    bw_mib: float  # MiB/s as printed
+    iops: float | None = None
+    latency_s: float | None = None
+    block_kib: float | None = None
+    xfer_kib: float | None = None
+    open_s: float | None = None
+    wrrd_s: float | None = None
+    close_s: float | None = None
+    total_s: float | None = None
+    stonewall: str = ""  # the "stonewalling pairs accessed ..." line preceding the row
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class IorSummary:
+    """One operation of a test, summarized over its repetitions (MiB/s).
+
+    `source` says where the numbers come from: ``summary`` (IOR's "Summary of all
+    tests" or JSON ``summary``), ``max-line`` (only the ``Max Write:`` line) or
+    ``results`` (computed here from the result rows because IOR printed no summary).
+    """
+
+    operation: str
+    max_mib: float
+    min_mib: float
+    mean_mib: float
+    stddev_mib: float = 0.0
+    ops_max: float | None = None
+    ops_min: float | None = None
+    ops_mean: float | None = None
+    mean_time_s: float | None = None
+    stonewall_s: float | None = None
+    stonewall_mib: float | None = None
+    repetitions: int = 0
+    source: str = "summary"
+
+
+@dataclass
+class IorTest:
+    """One IOR test: its parameters, its result rows and its per-operation summary."""
+
+    test_id: int = 0
+    command_line: str = ""
+    version: str = ""
+    machine: str = ""
+    began: str = ""
+    finished: str = ""
+    path: str = ""
+    fs_info: str = ""  # "FS: 29877.0 TiB Used FS: 0.1% ..." as printed
+    params: IorParams = field(default_factory=IorParams)
+    iterations: list[IorIteration] = field(default_factory=list)
+    summaries: dict[str, IorSummary] = field(default_factory=dict)  # operation -> summary
+    max_lines: dict[str, float] = field(default_factory=dict)  # "Max Write:" MiB/s by operation
+    hosts: int | None = None  # distinct hosts in a "task N on HOST" listing
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def operations(self) -> list[str]:
+        seen = dict.fromkeys(list(self.summaries) + [it.operation for it in self.iterations])
+        return list(seen)
+
+    def bandwidth(self, operation: str, stat: str = "max") -> float | None:
+        """The test's max/mean/min bandwidth of `operation` in MiB/s, or None."""
+        summary = self.summaries.get(operation)
+        if summary is None:
+            return None
+        return {"max": summary.max_mib, "mean": summary.mean_mib, "min": summary.min_mib}[stat]
+
+    def fill_summaries_from_rows(self) -> None:
+        """Summarize operations IOR printed no summary for, from rows or the Max line."""
+        for op in self.operations():
+            if op in self.summaries:
+                continue
+            rows = [it.bw_mib for it in self.iterations if it.operation == op]
+            if rows:
+                self.summaries[op] = IorSummary(
+                    operation=op, max_mib=max(rows), min_mib=min(rows),
+                    mean_mib=statistics.fmean(rows),
+                    stddev_mib=statistics.pstdev(rows) if len(rows) > 1 else 0.0,
+                    repetitions=len(rows), source="results")
+        for op, bw in self.max_lines.items():
+            if op not in self.summaries:
+                self.summaries[op] = IorSummary(op, bw, bw, bw, repetitions=1, source="max-line")
+
+
+@dataclass
+class IorRun:
+    """Everything one IOR output file holds."""
+
+    format: str  # "ior-text", "ior-json", "ior-csv"
+    version: str = ""
+    command_line: str = ""
+    machine: str = ""
+    began: str = ""
+    finished: str = ""
+    tests: list[IorTest] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was recovered, skipped or guessed
+
+    @property
+    def tasks(self) -> int:
+        return max((t.params.tasks or 0 for t in self.tests), default=0)
+
+    def best(self, operation: str) -> float | None:
+        """The highest max bandwidth of `operation` over all tests (MiB/s)."""
+        values = [t.bandwidth(operation) for t in self.tests]
+        values = [v for v in values if v is not None]
+        return max(values) if values else None
