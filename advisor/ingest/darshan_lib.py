@@ -1,0 +1,177 @@
+"""A thin, robust handle on libdarshan-util as pydarshan loads it (cffi).
+
+pydarshan's own readers build one Python dict per record (and per DXT segment),
+decode names strictly and cannot tell "end of module" from "module unreadable".
+This module keeps pydarshan's `ffi`/`libdutil` (libdarshan-util does all the
+decoding, decompression and version up-conversion) and adds what ingest needs:
+error-aware record iteration, lenient text decoding, and capture of the messages
+the C library prints on stderr so they can become the reason of an error.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from typing import Iterator
+
+from advisor.errors import InputError
+
+
+def backend():
+    """pydarshan's cffi backend (imported lazily: it pulls in pandas)."""
+    from darshan.backend import cffi_backend
+
+    return cffi_backend
+
+
+def text(ffi, cdata) -> str:
+    """A C string as text; bytes that are not UTF-8 are kept visible as \\xNN."""
+    return ffi.string(cdata).decode("utf-8", "backslashreplace")
+
+
+class CStderr:
+    """Collects what native code writes to file descriptor 2 while active."""
+
+    def __init__(self) -> None:
+        self._file = None
+        self._saved = -1
+        self._pos = 0
+
+    def __enter__(self) -> "CStderr":
+        self._file = tempfile.TemporaryFile(mode="w+b")
+        self._saved = os.dup(2)
+        os.dup2(self._file.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._saved = -1
+
+    def new_lines(self) -> list[str]:
+        """Lines written since the previous call (stripped, non-empty)."""
+        if self._file is None:
+            return []
+        self._file.seek(self._pos)
+        data = self._file.read()
+        self._pos += len(data)
+        return [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+
+    def reason(self, default: str) -> str:
+        """The library's own message (last new line), or `default`."""
+        lines = self.new_lines()
+        return lines[-1].removeprefix("Error: ").strip() if lines else default
+
+
+class ModuleUnreadable(Exception):
+    """libdarshan-util refused a module's records (version, corruption, truncation)."""
+
+
+class DarshanLog:
+    """An open Darshan 3.x log (libdarshan-util handle) with robust accessors."""
+
+    def __init__(self, path: str, stderr: CStderr):
+        b = backend()
+        self.ffi, self.lib, self.stderr, self.path = b.ffi, b.libdutil, stderr, path
+        self.handle = self.lib.darshan_log_open(os.fsencode(path))
+        if not self.handle:
+            raise InputError(path, "not a readable Darshan 3.x log: "
+                             + stderr.reason("libdarshan-util could not open it"))
+
+    def close(self) -> None:
+        if self.handle:
+            self.lib.darshan_log_close(self.handle)
+            self.handle = None
+
+    @property
+    def format_version(self) -> str:
+        # libdarshan-util keeps the version string at the start of its handle
+        # (pydarshan reads it the same way).
+        return text(self.ffi, self.ffi.cast("char *", self.handle))
+
+    def job(self):
+        """(struct darshan_job, runtime seconds); InputError when unreadable."""
+        job = self.ffi.new("struct darshan_job *")
+        if self.lib.darshan_log_get_job(self.handle, job) < 0:
+            raise InputError(self.path, "job header unreadable (truncated or corrupt log): "
+                             + self.stderr.reason("no detail from libdarshan-util"))
+        runtime = self.ffi.new("double *")
+        self.lib.darshan_log_get_job_runtime(self.handle, job[0], runtime)
+        return job, float(runtime[0])
+
+    def exe(self) -> str:
+        buf = self.ffi.new("char[]", 4096)
+        if self.lib.darshan_log_get_exe(self.handle, buf) < 0:
+            return ""
+        return text(self.ffi, buf)
+
+    def mounts(self) -> list[tuple[str, str]]:
+        mnts = self.ffi.new("struct darshan_mnt_info **")
+        cnt = self.ffi.new("int *")
+        if self.lib.darshan_log_get_mounts(self.handle, mnts, cnt) < 0:
+            return []
+        try:
+            return [(text(self.ffi, mnts[0][i].mnt_path), text(self.ffi, mnts[0][i].mnt_type))
+                    for i in range(cnt[0])]
+        finally:
+            if cnt[0] > 0:
+                self.lib.darshan_free(mnts[0])
+
+    def modules(self) -> dict[str, dict]:
+        """Module name -> {len, ver, idx, partial} as recorded in the log's header."""
+        mods = self.ffi.new("struct darshan_mod_info **")
+        cnt = self.ffi.new("int *")
+        self.lib.darshan_log_get_modules(self.handle, mods, cnt)
+        out = {}
+        for i in range(cnt[0]):
+            m = mods[0][i]
+            out[text(self.ffi, m.name)] = {"len": int(m.len), "ver": int(m.ver), "idx": int(m.idx),
+                                           "partial": bool(m.partial_flag)}
+        if cnt[0] > 0:
+            self.lib.darshan_free(mods[0])
+        return out
+
+    def names(self) -> dict[int, str]:
+        """Record id -> name (file path, dataset, heatmap:MODULE ...)."""
+        nrecs = self.ffi.new("struct darshan_name_record **")
+        cnt = self.ffi.new("int *")
+        self.lib.darshan_log_get_name_records(self.handle, nrecs, cnt)
+        out = {}
+        for i in range(cnt[0]):
+            rec = nrecs[0][i]
+            out[int(rec.id)] = text(self.ffi, rec.name)
+            self.lib.darshan_free(rec.name)
+        if cnt[0] > 0:
+            self.lib.darshan_free(nrecs[0])
+        return out
+
+    def records(self, idx: int) -> Iterator:
+        """Each record buffer (void *) of module `idx`; valid until the next one.
+
+        Raises ModuleUnreadable with libdarshan-util's message when it refuses.
+        """
+        buf = self.ffi.new("void **")
+        while True:
+            # The library writes into *buf when it is not NULL: always start fresh.
+            buf[0] = self.ffi.NULL
+            status = self.lib.darshan_log_get_record(self.handle, idx, buf)
+            if status == 0:
+                return
+            if status < 0:
+                raise ModuleUnreadable(self.stderr.reason("libdarshan-util could not read its records"))
+            try:
+                yield buf[0]
+            finally:
+                self.lib.darshan_free(buf[0])
+
+
+@contextmanager
+def open_log(path: str) -> Iterator[DarshanLog]:
+    """Open `path` with libdarshan-util, its stderr chatter captured."""
+    with CStderr() as err:
+        log = DarshanLog(path, err)
+        try:
+            yield log
+        finally:
+            log.close()
