@@ -1,1 +1,149 @@
-"""advisor.facts"""
+"""Named facts about one job: the only thing rules may look at.
+
+A fact is a function of a :class:`FactContext` (the job profile, the site config and the
+other facts), registered with :func:`fact` under a name, a unit and a one-line doc.
+Facts are computed lazily, once per profile. A fact that cannot be computed for this
+profile raises :class:`Missing` with the reason (the rules that need it go to
+``not_checked``); a fact that does not apply to this kind of input (Darshan facts of an
+IOR run) raises :class:`NotApplicable` and the rule is skipped silently.
+
+Every module of this package is a concern (``requests``, ``lustre``, ``ost`` ...) and is
+imported by :func:`registry`, so a new module adds facts without touching anything else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from advisor.config import SiteConfig
+from advisor.profile import JobProfile
+
+
+class Missing(Exception):
+    """This fact cannot be computed for this profile; `reason` says why (no DXT, no LUSTRE ...)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class NotApplicable(Missing):
+    """This fact means nothing for this kind of input (rules needing it are skipped silently)."""
+
+
+@dataclass(frozen=True)
+class Fact:
+    name: str
+    unit: str  # "s", "bytes", "ops", "ratio", "count", "bool", "list", "record" ...
+    doc: str
+    compute: Callable[["FactContext"], Any]
+    module: str
+
+
+@dataclass(frozen=True)
+class Param:
+    """A tunable number a fact uses (overridable globally in the site config's [thresholds])."""
+
+    name: str
+    default: Any
+    doc: str
+
+
+FACTS: dict[str, Fact] = {}
+PARAMS: dict[str, Param] = {}
+_LOADED = False
+
+
+def fact(name: str, unit: str, doc: str):
+    """Register `fn(ctx)` as the fact `name`."""
+
+    def register(fn: Callable[["FactContext"], Any]) -> Callable[["FactContext"], Any]:
+        if name in FACTS and FACTS[name].compute is not fn:
+            raise ValueError(f"fact {name!r} registered twice ({FACTS[name].module}, {fn.__module__})")
+        FACTS[name] = Fact(name, unit, doc, fn, fn.__module__)
+        return fn
+
+    return register
+
+
+def param(name: str, default: Any, doc: str) -> str:
+    """Declare a fact parameter; returns its name for use with :meth:`FactContext.param`."""
+    PARAMS[name] = Param(name, default, doc)
+    return name
+
+
+def registry() -> dict[str, Fact]:
+    """Every fact, importing each module of this package once."""
+    global _LOADED
+    if not _LOADED:
+        for info in pkgutil.iter_modules(__path__):
+            if not info.name.startswith("_"):
+                importlib.import_module(f"{__name__}.{info.name}")
+        _LOADED = True
+    return FACTS
+
+
+@dataclass
+class FactContext:
+    """One profile's facts, computed on first use and cached (values and reasons)."""
+
+    profile: JobProfile
+    config: SiteConfig = field(default_factory=SiteConfig)
+    _values: dict[str, Any] = field(default_factory=dict)
+    _missing: dict[str, Missing] = field(default_factory=dict)
+    _memo: dict[str, Any] = field(default_factory=dict)
+    _active: set[str] = field(default_factory=set)
+
+    def get(self, name: str) -> Any:
+        """The value of fact `name`; raises :class:`Missing` (or NotApplicable) when there is none."""
+        if name in self._values:
+            return self._values[name]
+        if name in self._missing:
+            raise self._missing[name]
+        facts = registry()
+        if name not in facts:
+            raise KeyError(f"unknown fact {name!r}")
+        if name in self._active:
+            raise RuntimeError(f"fact {name!r} depends on itself")
+        self._active.add(name)
+        try:
+            value = facts[name].compute(self)
+        except Missing as exc:
+            self._missing[name] = exc
+            raise
+        finally:
+            self._active.discard(name)
+        if value is None:
+            exc = Missing(f"{name} is not available for this input")
+            self._missing[name] = exc
+            raise exc
+        self._values[name] = value
+        return value
+
+    def value(self, name: str) -> Any:
+        """Fact `name` or None when missing (for facts that degrade gracefully)."""
+        try:
+            return self.get(name)
+        except Missing:
+            return None
+
+    def reason(self, name: str) -> str | None:
+        """Why `name` is missing (after a failed :meth:`get`), else None."""
+        exc = self._missing.get(name)
+        return exc.reason if exc else None
+
+    def applicable(self, name: str) -> bool:
+        return not isinstance(self._missing.get(name), NotApplicable)
+
+    def param(self, name: str) -> Any:
+        """A fact parameter: the site config's global override, else the declared default."""
+        return self.config.threshold(name, PARAMS[name].default)
+
+    def memo(self, key: str, build: Callable[[], Any]) -> Any:
+        """Share an intermediate result (e.g. the per-file table) between the facts of a module."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        return self._memo[key]

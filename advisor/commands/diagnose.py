@@ -1,0 +1,167 @@
+"""`ioadvisor diagnose PATH...`: findings with evidence, cost and fix, for every input.
+
+Each input is diagnosed on its own; an input that cannot be read is one error line and
+the others go on (exit status 2 at the end). ``--fail-on`` turns findings into exit
+status 1 for pipelines. Optional parts (HTML report, replay verification, learned model,
+IOR campaigns) are called only when their module is installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from advisor.errors import AdvisorError, ConfigError
+from advisor.findings import SEVERITY_RANK, Diagnosis
+
+
+def _optional(module: str, attr: str):
+    """`module.attr`, or None when that part is not in this build."""
+    try:
+        if importlib.util.find_spec(module) is None:
+            return None
+    except ModuleNotFoundError:
+        return None
+    return getattr(importlib.import_module(module), attr, None)
+
+
+def _need(module: str, attr: str, option: str):
+    fn = _optional(module, attr)
+    if fn is None:
+        raise ConfigError(f"{option} is not available in this build (no {module}.{attr})")
+    return fn
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write `text` to `path` whole or not at all; '-' is standard output."""
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".",
+                                   prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _json_text(diagnoses: list[Diagnosis]) -> str:
+    docs = [d.to_dict() for d in diagnoses]
+    return json.dumps(docs[0] if len(docs) == 1 else docs, indent=2, default=_default) + "\n"
+
+
+def _default(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+def _failed_error(path: str, exc: Exception) -> Diagnosis:
+    return Diagnosis(source={"path": path, "format": "unknown"},
+                     job={"jobid": "", "nprocs": 0, "runtime_s": 0.0, "exe": ""}, error=str(exc))
+
+
+@click.command(name="diagnose")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=True, path_type=str))
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Site config (TOML); default $IOADVISOR_CONFIG.")
+@click.option("--json", "json_out", metavar="FILE|-", default=None,
+              help="Write the diagnosis as JSON (ioadvisor/diagnosis/v1); '-' for stdout.")
+@click.option("--html", "html_out", metavar="FILE", default=None, help="Write a self-contained HTML report.")
+@click.option("--fail-on", type=click.Choice(["high", "warn"]), default=None,
+              help="Exit with status 1 when a finding of this severity or worse exists.")
+@click.option("--verify", is_flag=True, help="Replay the job with each fix on --target and measure.")
+@click.option("--target", type=click.Path(file_okay=False), default=None, help="Scratch directory for --verify.")
+@click.option("--repeat", type=click.IntRange(1, 100), default=3, show_default=True,
+              help="Replay repetitions per variant.")
+@click.option("--np", "nprocs", type=click.IntRange(1, 100000), default=None, help="Ranks for the replay.")
+@click.option("--scale", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="Replay this fraction of the bytes.")
+@click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
+              help="Apply a trained bandwidth model to each job.")
+@click.option("--baseline", "baselines", multiple=True, type=click.Path(), help="Baseline run(s) for a campaign.")
+@click.option("-v", "--verbose", is_flag=True, help="Show evidence, all commands and every unchecked rule.")
+def command(paths, config_path, json_out, html_out, fail_on, verify, target, repeat, nprocs, scale,
+            model_path, baselines, verbose):
+    """Diagnose jobs: findings with evidence, cost and fix."""
+    from advisor import api
+    from advisor.config import load_config
+    from advisor.engine import check_thresholds
+    from advisor.engine.rules import load_catalogue
+    from advisor.report.terminal import console, print_report
+
+    config = load_config(config_path)
+    check_thresholds(config, load_catalogue())
+    if verify and not target:
+        raise click.UsageError("--verify needs --target DIR (a scratch directory on the mount to test)")
+    figure_data = _optional("advisor.report.figures", "figure_data") if (json_out or html_out) else None
+    write_html = _need("advisor.report.html", "write_html", "--html") if html_out else None
+    verify_findings = _need("advisor.verify", "verify_findings", "--verify") if verify else None
+    apply_model = _need("advisor.models.predict", "apply_model", "--model") if model_path else None
+
+    diagnoses: list[Diagnosis] = []
+    profiles = []
+    failed = False
+    for path in paths:
+        try:
+            profile = api.load(path)
+            diagnosis = api.diagnose_profile(profile, config)
+            if apply_model:
+                apply_model(model_path, profile, diagnosis)
+            if verify_findings:
+                verify_findings(profile, diagnosis, Path(target), repeat, nprocs, scale)
+            if figure_data:
+                diagnosis.figures = figure_data(profile)
+        except AdvisorError as exc:
+            click.echo(f"ioadvisor: error: {exc}", err=True)
+            failed = True
+            continue
+        diagnoses.append(diagnosis)
+        profiles.append(profile)
+    diagnoses += _campaign(profiles, config, baselines)
+
+    if json_out:
+        write_atomic(json_out, _json_text(diagnoses))
+    if html_out and diagnoses:
+        write_html(Path(html_out), diagnoses)
+    if json_out != "-":
+        out = console()
+        for diagnosis in diagnoses:
+            print_report(diagnosis, out, verbose=verbose)
+    if failed:
+        sys.exit(2)
+    if fail_on and any(SEVERITY_RANK[f.severity] <= SEVERITY_RANK[fail_on]
+                       for d in diagnoses for f in d.findings):
+        sys.exit(1)
+
+
+def _campaign(profiles: list, config, baselines: tuple[str, ...]) -> list[Diagnosis]:
+    """A campaign diagnosis when two or more inputs are IOR runs (and the part is installed)."""
+    from advisor.engine import input_kind
+
+    runs = [p for p in profiles if input_kind(p) == "ior"]
+    diagnose_campaign = _optional("advisor.campaign", "diagnose_campaign")
+    if len(runs) < 2 or diagnose_campaign is None:
+        return []
+    from advisor import api
+
+    base = [api.load(b) for b in baselines]
+    return [diagnose_campaign(runs, config, base)]

@@ -1,0 +1,82 @@
+"""`ioadvisor rules`: the rule catalogue; `ioadvisor rules explain CODE`: one rule in full."""
+
+from __future__ import annotations
+
+import click
+from rich.markdown import Markdown
+from rich.table import Table
+from rich.text import Text
+
+from advisor.errors import ConfigError
+
+
+@click.group(name="rules", invoke_without_command=True)
+@click.option("--category", default=None, help="Only rules of this category.")
+@click.pass_context
+def command(ctx, category):
+    """List the rule catalogue or explain one rule."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from advisor.engine.rules import load_catalogue
+    from advisor.report.terminal import STYLE, console
+
+    rules = sorted(load_catalogue().rules, key=lambda r: r.code)
+    if category:
+        rules = [r for r in rules if r.category == category]
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("code", "name", "category", "severity", "title"):
+        table.add_column(column)
+    for rule in rules:
+        table.add_row(rule.code, rule.name, rule.category, Text(rule.severity, style=STYLE[rule.severity]),
+                      rule.title)
+    out = console()
+    out.print(table)
+    out.print(Text(f"{len(rules)} rules. `ioadvisor rules explain CODE` for one rule.", style="dim"))
+
+
+@command.command(name="explain")
+@click.argument("code")
+def explain(code):
+    """What rule CODE checks, why it matters, how to fix it, with an example."""
+    from advisor.engine.rules import load_catalogue
+    from advisor.report.terminal import console
+
+    rule = load_catalogue().get(code)
+    if rule is None:
+        raise ConfigError(f"no rule {code!r} (see `ioadvisor rules`)")
+    console().print(Markdown(markdown(rule)))
+
+
+def markdown(rule) -> str:
+    """The rule's documentation page (also used to build docs/rules.md)."""
+    thresholds = ", ".join(f"`{k} = {v}`" for k, v in rule.thresholds.items()) or "none"
+    fix = "none (advice only)" if not rule.fix else "`" + ", ".join(
+        f"{k}: {v if not hasattr(v, 'pos') else '(computed)'}" for k, v in rule.fix.items()) + "`"
+    commands = "\n".join(f"    {c}" for c in rule.recommendation["commands"])
+    return f"""# {rule.code} {rule.name}: {rule.title}
+
+Category `{rule.category}`, severity up to `{rule.severity}`
+{"(lowered when the time it costs is a small share of the run)" if rule.cost is not None else ""}.
+
+## What it does
+{rule.docs['what']}
+
+## Why it matters
+{rule.docs['why']}
+
+## How to fix it
+{rule.docs['how']}
+
+## Example
+{rule.docs['example']}
+
+## Details
+- Condition: `{' '.join(rule.condition_text.split())}`
+- Thresholds: {thresholds} (override in the site config: `[thresholds.{rule.code}]`)
+- Cost: `{' '.join(rule.cost_text.split()) or 'not estimated'}`
+- Replay fix: {fix}
+- Recommendation: {' '.join(rule.recommendation['text'].split())}
+{commands}
+- References: {', '.join(rule.references) or 'none'}
+- Defined in {rule.source.rsplit('/', 1)[-1]}
+"""

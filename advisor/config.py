@@ -1,0 +1,206 @@
+"""The site config: what logs cannot tell (the file system's OSTs, default layout, RPC size)
+and the thresholds a site wants different from the rule catalogue's defaults.
+
+A TOML file (read with :mod:`tomllib`), one section per concern::
+
+    [system]
+    osts = 48
+    default_stripe_count = 1
+    default_stripe_size = 1048576
+
+    [thresholds]
+    high_share = 0.10          # global: every rule/fact parameter of that name
+
+    [thresholds.IO001]         # one rule only
+    min_share = 0.2
+
+Every section is a dataclass registered in :data:`SECTIONS`; unknown keys and wrong
+types are rejected with a :class:`ConfigError` naming the file and the key. Another
+part of the tool adds its own section with :func:`section`::
+
+    @section("hook")
+    @dataclass
+    class HookConfig:
+        enabled: bool = True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.errors import ConfigError
+
+ENV_VAR = "IOADVISOR_CONFIG"
+
+MiB = 1 << 20
+
+SECTIONS: dict[str, type] = {}
+"""TOML section name -> dataclass type; filled by :func:`section`."""
+
+
+def section(name: str):
+    """Register a dataclass as the config section ``[name]`` (a small additive edit per part)."""
+
+    def register(cls: type) -> type:
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"config section {name!r} must be a dataclass")
+        SECTIONS[name] = cls
+        return cls
+
+    return register
+
+
+@section("system")
+@dataclass
+class SystemConfig:
+    """Facts about the file system that a Darshan log does not record."""
+
+    osts: int | None = None  # OSTs in the file system (LUSTRE_OSTS when the log has it)
+    mdts: int | None = None
+    default_stripe_count: int | None = None  # the file system's default layout
+    default_stripe_size: int | None = None
+    rpc_size: int = MiB  # Lustre's bulk RPC size (max_pages_per_rpc x page size)
+    lustre_version: str = ""
+    pfl_default: bool | None = None  # a progressive file layout is the default
+    peak_write_mib_s: float | None = None  # sustainable aggregate peaks of the file system
+    peak_read_mib_s: float | None = None
+    ost_peak_mib_s: float | None = None  # what one OST sustains
+
+
+@dataclass
+class SiteConfig:
+    """The whole site config. ``thresholds`` maps a global name or a rule code to overrides."""
+
+    system: SystemConfig = field(default_factory=SystemConfig)
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    sections: dict[str, Any] = field(default_factory=dict)  # every other registered section
+    path: str = ""  # where it was read from ("" for the built-in defaults)
+
+    def section(self, name: str) -> Any:
+        """The dataclass instance of section `name` (defaults when the file has none)."""
+        if name == "system":
+            return self.system
+        if name not in self.sections:
+            self.sections[name] = SECTIONS[name]()
+        return self.sections[name]
+
+    def threshold(self, name: str, default: Any, rule: str | None = None) -> Any:
+        """`name` for `rule`: the rule's own override, else the global one, else `default`."""
+        if rule is not None:
+            per_rule = self.thresholds.get(rule)
+            if isinstance(per_rule, dict) and name in per_rule:
+                return per_rule[name]
+        value = self.thresholds.get(name, default)
+        return default if isinstance(value, dict) else value
+
+
+def load_config(path: str | Path | None = None) -> SiteConfig:
+    """Read the site config at `path` (or ``$IOADVISOR_CONFIG``); defaults when neither is set."""
+    if path is None:
+        path = os.environ.get(ENV_VAR) or None
+    if path is None:
+        return SiteConfig()
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return from_dict(doc, str(path))
+
+
+def from_dict(doc: dict[str, Any], where: str = "<config>") -> SiteConfig:
+    """Validate a parsed TOML document into a :class:`SiteConfig`."""
+    config = SiteConfig(path=where)
+    for name, value in doc.items():
+        if name == "thresholds":
+            config.thresholds = _thresholds(value, where)
+        elif name in SECTIONS:
+            built = _build(SECTIONS[name], value, f"{where}: [{name}]")
+            if name == "system":
+                config.system = built
+            else:
+                config.sections[name] = built
+        else:
+            known = ", ".join(sorted([*SECTIONS, "thresholds"]))
+            raise ConfigError(f"{where}: unknown section [{name}] (known: {known})")
+    return config
+
+
+def _build(cls: type, table: Any, where: str) -> Any:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    values = {}
+    for key, value in table.items():
+        if key not in fields:
+            raise ConfigError(f"{where}: unknown key '{key}' (known: {', '.join(sorted(fields))})")
+        if not _type_ok(value, hints[key]):
+            raise ConfigError(f"{where}: key '{key}' must be {_type_name(hints[key])}, "
+                              f"not {type(value).__name__} {value!r}")
+        values[key] = value
+    return cls(**values)
+
+
+def _type_ok(value: Any, hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_type_ok(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin in (list, tuple):
+        (item,) = typing.get_args(hint)[:1] or (Any,)
+        return isinstance(value, list) and all(_type_ok(v, item) for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if hint is Any:
+        return True
+    return isinstance(value, hint)
+
+
+def _type_name(hint: Any) -> str:
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if args:
+        return " or ".join(_type_name(a) for a in args)
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(
+        hint, getattr(hint, "__name__", str(hint)))
+
+
+def _thresholds(table: Any, where: str) -> dict[str, Any]:
+    """Shape check only; names are checked against the rule catalogue by the engine."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [thresholds] must be a table")
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            out[key] = {name: _threshold_value(inner, f"{where}: [thresholds.{key}] key '{name}'")
+                        for name, inner in value.items()}
+        else:
+            out[key] = _threshold_value(value, f"{where}: [thresholds] key '{key}'")
+    return out
+
+
+def _threshold_value(value: Any, where: str) -> Any:
+    from advisor.engine.expr import ExprError, quantity
+
+    try:
+        return quantity(value)
+    except ExprError:
+        raise ConfigError(f"{where} must be a number (units allowed: '10%', '4MiB'), "
+                          f"not {value!r}") from None

@@ -1,0 +1,185 @@
+"""Forward chaining: evaluate the catalogue's rules over one job's facts.
+
+Rules run in dependency order (a rule after every rule it names in ``fired()``), so one
+pass reaches the fixed point even with ``not fired(...)``. A rule whose condition holds
+becomes a :class:`Finding`: its cost (seconds of run time lost) is evaluated, its severity
+follows the cost's share of the run time, and its templates are rendered with the evidence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from advisor.config import SiteConfig
+from advisor.engine import expr, render
+from advisor.engine.rules import Catalogue, Rule
+from advisor.facts import PARAMS, FactContext, Missing, NotApplicable, param
+from advisor.findings import SEVERITY_RANK, Finding, NotChecked, Recommendation
+
+HIGH_SHARE = param("high_share", 0.10, "a finding costing this share of the run time or more is high")
+WARN_SHARE = param("warn_share", 0.02, "below this share of the run time a finding is at most info")
+MIN_SHARE = param("min_share", 0.001, "below this share of the run time there is no finding at all")
+MAX_LISTED = 50  # files/ranks listed in one finding
+
+
+@dataclass
+class Outcome:
+    """What one pass over the catalogue produced."""
+
+    findings: list[Finding] = field(default_factory=list)
+    not_checked: list[NotChecked] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # rule evaluation errors (a rule bug)
+
+
+class _RuleScope:
+    """Name lookup for one rule: its thresholds (site overrides first), then facts."""
+
+    def __init__(self, rule: Rule, ctx: FactContext, config: SiteConfig):
+        self.rule, self.ctx, self.config = rule, ctx, config
+        self.missing: dict[str, Missing] = {}
+
+    def lookup(self, name: str) -> Any:
+        if name in self.rule.thresholds:
+            return self.config.threshold(name, self.rule.thresholds[name], self.rule.code)
+        if name in PARAMS:
+            return self.ctx.param(name)
+        try:
+            return _plain(self.ctx.get(name))
+        except Missing as exc:
+            self.missing[name] = exc
+            return None
+
+
+def run(catalogue: Catalogue, ctx: FactContext, kind: str, runtime_s: float) -> Outcome:
+    """Evaluate every rule that applies to inputs of `kind` ("darshan", "ior", ...)."""
+    out = Outcome()
+    fired: set[str] = set()
+    for rule in catalogue.rules:
+        if kind not in rule.inputs:
+            continue
+        scope = _RuleScope(rule, ctx, ctx.config)
+        evaluator = expr.Evaluator(scope.lookup, fired.__contains__)
+        try:
+            holds = evaluator.evaluate(rule.condition)
+        except expr.ExprError as exc:
+            out.errors.append(f"{rule.code}: {exc}")
+            out.not_checked.append(NotChecked(_label(rule), f"rule could not be evaluated: {exc}"))
+            continue
+        if holds is None:
+            _unknown(rule, scope, out)
+            continue
+        if not holds:
+            continue
+        try:
+            finding = _finding(rule, scope, evaluator, runtime_s)
+        except (expr.ExprError, ValueError, TypeError) as exc:
+            out.errors.append(f"{rule.code}: {exc}")
+            out.not_checked.append(NotChecked(_label(rule), f"rule could not be evaluated: {exc}"))
+            continue
+        if finding is not None:
+            out.findings.append(finding)
+            fired.add(rule.code)
+    return out
+
+
+def _label(rule: Rule) -> str:
+    return f"{rule.code} {rule.name}"
+
+
+def _unknown(rule: Rule, scope: _RuleScope, out: Outcome) -> None:
+    if any(isinstance(m, NotApplicable) for m in scope.missing.values()):
+        return
+    reasons = sorted({m.reason for m in scope.missing.values()}) or ["the facts it needs are unknown"]
+    out.not_checked.append(NotChecked(_label(rule), "; ".join(reasons)))
+
+
+def _finding(rule: Rule, scope: _RuleScope, ev: expr.Evaluator, runtime_s: float) -> Finding | None:
+    cost = ev.evaluate(rule.cost) if rule.cost is not None else None
+    cost_s = float(cost) if isinstance(cost, (int, float)) and math.isfinite(cost) and cost > 0 else 0.0
+    share = cost_s / runtime_s if runtime_s > 0 else None
+    severity = rule.severity
+    if rule.cost is not None and rule.cost_sets_severity and share is not None:
+        severity = _severity_for(rule, share, scope)
+        if severity is None:
+            return None  # evidence too small to matter
+    evidence = {name: scope.lookup(name) for name in rule.evidence}
+    files = _listed(ev.evaluate(rule.files)) if rule.files is not None else []
+    ranks = [int(r) for r in _listed(ev.evaluate(rule.ranks))] if rule.ranks is not None else []
+    fix = _fix(rule, ev)
+    values = {**{k: scope.lookup(k) for k in rule.thresholds}, **evidence,
+              "cost_s": cost_s, "cost_share": share, "files": files, "ranks": ranks, "fix": fix,
+              "nprocs": scope.ctx.profile.job.nprocs, "runtime_s": runtime_s}
+    if share is not None:
+        evidence = {**evidence, "cost_share": round(share, 6)}
+    return Finding(
+        code=rule.code, category=rule.category, severity=severity, title=rule.title,
+        message=render.render(rule.message, values),
+        evidence=_json_ready(evidence), files=[str(f) for f in files], ranks=ranks,
+        cost_s=round(cost_s, 6),
+        recommendation=Recommendation(
+            text=render.render(rule.recommendation["text"], values),
+            commands=[render.render(c, values) for c in rule.recommendation["commands"]]),
+        fix=fix, references=list(rule.references),
+    )
+
+
+def _severity_for(rule: Rule, share: float, scope: _RuleScope) -> str | None:
+    if share < scope.lookup(MIN_SHARE):
+        return None
+    if share >= scope.lookup(HIGH_SHARE):
+        by_cost = "high"
+    elif share >= scope.lookup(WARN_SHARE):
+        by_cost = "warn"
+    else:
+        by_cost = "info"
+    # the rule's severity is a ceiling: cost can only lower it
+    return max(rule.severity, by_cost, key=SEVERITY_RANK.__getitem__)
+
+
+def _fix(rule: Rule, ev: expr.Evaluator) -> dict[str, Any] | None:
+    if rule.fix is None:
+        return None
+    fix: dict[str, Any] = {}
+    for key, value in rule.fix.items():
+        if isinstance(value, expr.Node):
+            value = _plain(ev.evaluate(value))
+            if value is None:
+                return None  # a fix we cannot size is no fix
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+        fix[key] = value
+    return fix
+
+
+def _listed(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)[:MAX_LISTED]
+    return [value]
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and arrays as Python values (the condition language knows only those)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _json_ready(value: Any) -> Any:
+    value = _plain(value)
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, float):
+        return round(value, 6) if math.isfinite(value) else None
+    return value

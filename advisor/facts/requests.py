@@ -1,0 +1,222 @@
+"""Request sizes: how many reads and writes were small, exactly, and what they cost.
+
+Darshan's size histogram cannot say whether a request in the 100K-1M bin is small: the
+bin includes exactly 1 MiB (1048576 bytes). The count is made exact from the DXT trace
+when there is a complete one, else from the four most common access sizes of each
+record (a frequent 1 MiB request size is always among them); only the part of the bin
+the common sizes do not explain is counted as small.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.facts import FactContext, Missing, fact, param
+from advisor.facts._darshan import col, dxt, nprocs, records, shared_mask, top_files
+from advisor.profile import DXT_READ, DXT_WRITE, ModuleRecords
+
+SMALL = param("small_request_bytes", 1 << 20, "requests below this size are small (bytes)")
+
+# Darshan's size bins: counter suffix and inclusive byte range.
+BINS = (
+    ("0_100", 0, 100), ("100_1K", 101, 1024), ("1K_10K", 1025, 10240),
+    ("10K_100K", 10241, 102400), ("100K_1M", 102401, 1048576), ("1M_4M", 1048577, 4194304),
+    ("4M_10M", 4194305, 10485760), ("10M_100M", 10485761, 104857600),
+    ("100M_1G", 104857601, 1073741824), ("1G_PLUS", 1073741825, 1 << 62),
+)
+OPS = {"read": ("READS", "SIZE_READ_", "F_READ_TIME", "BYTES_READ", DXT_READ),
+       "write": ("WRITES", "SIZE_WRITE_", "F_WRITE_TIME", "BYTES_WRITTEN", DXT_WRITE)}
+
+
+@dataclass
+class SmallTable:
+    """Per POSIX record and op: all requests, small requests, and the small requests' seconds."""
+
+    rec: ModuleRecords
+    ops: dict[str, np.ndarray]
+    small: dict[str, np.ndarray]
+    small_seconds: dict[str, np.ndarray]
+    small_bytes: dict[str, float | None]  # exact from DXT, else None
+    method: str  # "dxt" or "histogram"
+
+
+def _common_sizes(rec: ModuleRecords, lo: int, hi: int, threshold: int) -> tuple[np.ndarray, np.ndarray]:
+    """Counts of common access sizes in [lo, hi]: (below threshold, at or above it)."""
+    below = np.zeros(len(rec))
+    above = np.zeros(len(rec))
+    for k in range(1, 5):
+        size = col(rec, f"ACCESS{k}_ACCESS")
+        count = col(rec, f"ACCESS{k}_COUNT")
+        inside = (size >= lo) & (size <= hi)
+        below += np.where(inside & (size < threshold), count, 0)
+        above += np.where(inside & (size >= threshold), count, 0)
+    return below, above
+
+
+def _histogram_small(rec: ModuleRecords, threshold: int) -> dict[str, np.ndarray]:
+    small = {op: np.zeros(len(rec)) for op in OPS}
+    for suffix, lo, hi in BINS:
+        counts = {op: col(rec, spec[1] + suffix) for op, spec in OPS.items()}
+        if hi < threshold:
+            for op in OPS:
+                small[op] += counts[op]
+        elif lo < threshold:  # the bin straddles the threshold
+            below, above = _common_sizes(rec, lo, hi, threshold)
+            both = counts["read"] + counts["write"]
+            unexplained = np.maximum(both - below - above, 0)
+            # When the threshold is the bin's top, the only size of the bin that is not
+            # small is the top itself, which the common sizes list when it is frequent.
+            fraction = 1.0 if threshold == hi else (threshold - lo) / (hi - lo + 1)
+            in_bin = np.minimum(below + unexplained * fraction, both)
+            share = np.divide(in_bin, both, out=np.zeros_like(both), where=both > 0)
+            for op in OPS:
+                small[op] += counts[op] * share
+    return small
+
+
+def _table(ctx: FactContext) -> SmallTable:
+    rec = records(ctx, "POSIX")
+    threshold = int(ctx.param(SMALL))
+    ops = {op: col(rec, spec[0]) for op, spec in OPS.items()}
+    try:
+        trace = dxt(ctx, "DXT_POSIX")
+    except Missing:
+        trace = None
+    if trace is not None:
+        return _from_dxt(rec, trace, ops, threshold)
+    small = _histogram_small(rec, threshold)
+    seconds = {}
+    for op, (n_col, _p, t_col, *_r) in OPS.items():
+        frac = np.divide(small[op], ops[op], out=np.zeros(len(rec)), where=ops[op] > 0)
+        seconds[op] = col(rec, t_col) * frac
+    return SmallTable(rec, ops, small, seconds, {op: None for op in OPS}, "histogram")
+
+
+def segment_rows(rec: ModuleRecords, trace) -> np.ndarray:
+    """Row of `rec` for every DXT segment: its file on its rank, else the file's shared row."""
+    rows_of = {(int(i), int(r)): n for n, (i, r) in enumerate(zip(rec.ids, rec.ranks))}
+    pairs, inverse = np.unique(np.stack([trace.record_id.view(np.int64), trace.rank.astype(np.int64)]),
+                               axis=1, return_inverse=True)
+    lookup = []
+    for i, r in pairs.T:
+        rid = int(np.array(i, dtype=np.int64).view(np.uint64))
+        lookup.append(rows_of.get((rid, int(r)), rows_of.get((rid, -1), -1)))
+    lookup = np.array(lookup, dtype=np.int64)
+    return lookup[inverse.ravel()] if len(lookup) else np.empty(0, np.int64)
+
+
+def _from_dxt(rec: ModuleRecords, trace, ops, threshold: int) -> SmallTable:
+    small, seconds, small_bytes = {}, {}, {}
+    rows = segment_rows(rec, trace)
+    for op, spec in OPS.items():
+        sel = (trace.op == spec[4]) & (trace.length < threshold) & (rows >= 0)
+        small[op] = np.bincount(rows[sel], minlength=len(rec)).astype(np.float64)
+        seconds[op] = np.bincount(rows[sel], weights=(trace.end - trace.start)[sel], minlength=len(rec))
+        small_bytes[op] = float(trace.length[sel].sum())
+    return SmallTable(rec, ops, small, seconds, small_bytes, "dxt")
+
+
+def table(ctx: FactContext) -> SmallTable:
+    return ctx.memo("small_table", lambda: _table(ctx))
+
+
+def _register(op: str) -> None:
+    n_col, _p, t_col, b_col, _d = OPS[op]
+
+    @fact(f"{op}_ops", "ops", f"POSIX {op} requests, all ranks.")
+    def ops(ctx: FactContext) -> int:
+        return int(table(ctx).ops[op].sum())
+
+    @fact(f"small_{op}_count", "ops", f"POSIX {op}s below small_request_bytes (exact: DXT or common sizes).")
+    def small_count(ctx: FactContext) -> int:
+        return int(round(table(ctx).small[op].sum()))
+
+    @fact(f"small_{op}_share", "ratio", f"Share of POSIX {op}s that are small.")
+    def small_share(ctx: FactContext) -> float:
+        n = ctx.get(f"{op}_ops")
+        return ctx.get(f"small_{op}_count") / n if n else 0.0
+
+    @fact(f"small_{op}_time_s", "s", f"Seconds per process spent in small {op}s (DXT, or op-weighted).")
+    def small_time(ctx: FactContext) -> float:
+        return float(table(ctx).small_seconds[op].sum()) / nprocs(ctx)
+
+    @fact(f"small_{op}_mean_size", "bytes", f"Mean size of the small {op}s (DXT, else of their records).")
+    def small_mean(ctx: FactContext) -> float:
+        t = table(ctx)
+        n = t.small[op].sum()
+        if n <= 0:
+            return 0.0
+        if t.small_bytes[op] is not None:
+            return t.small_bytes[op] / n
+        mean = np.divide(col(t.rec, b_col), t.ops[op], out=np.zeros(len(t.rec)), where=t.ops[op] > 0)
+        return float(min((mean * t.small[op]).sum() / n, ctx.param(SMALL)))
+
+    @fact(f"small_{op}_cost_s", "s", f"Seconds per process small {op}s lose against rpc_size requests.")
+    def small_cost(ctx: FactContext) -> float:
+        rpc = ctx.config.system.rpc_size or (1 << 20)
+        gain = max(0.0, 1.0 - ctx.get(f"small_{op}_mean_size") / rpc)
+        return ctx.get(f"small_{op}_time_s") * gain
+
+    @fact(f"small_{op}_files", "list", f"Files with the most small {op}s.")
+    def small_files(ctx: FactContext) -> list[str]:
+        t = table(ctx)
+        return top_files(ctx, t.rec, t.small[op])
+
+    @fact(f"shared_{op}_ops", "ops", f"POSIX {op}s to files shared by several ranks.")
+    def shared_ops(ctx: FactContext) -> int:
+        t = table(ctx)
+        return int(t.ops[op][shared_mask(t.rec)].sum())
+
+    @fact(f"small_shared_{op}_count", "ops", f"Small POSIX {op}s to files shared by several ranks.")
+    def small_shared(ctx: FactContext) -> int:
+        t = table(ctx)
+        return int(round(t.small[op][shared_mask(t.rec)].sum()))
+
+    @fact(f"small_shared_{op}_share", "ratio", f"Share of {op}s to shared files that are small.")
+    def small_shared_share(ctx: FactContext) -> float:
+        n = ctx.get(f"shared_{op}_ops")
+        return ctx.get(f"small_shared_{op}_count") / n if n else 0.0
+
+    @fact(f"small_shared_{op}_time_s", "s", f"Seconds per process in small {op}s to shared files.")
+    def small_shared_time(ctx: FactContext) -> float:
+        t = table(ctx)
+        return float(t.small_seconds[op][shared_mask(t.rec)].sum()) / nprocs(ctx)
+
+    @fact(f"avg_{op}_size", "bytes", f"Mean POSIX {op} size.")
+    def avg_size(ctx: FactContext) -> float:
+        t = table(ctx)
+        n = t.ops[op].sum()
+        return float(col(t.rec, b_col).sum() / n) if n else 0.0
+
+    for fn in (ops, small_count, small_share, small_time, small_mean, small_cost, small_files,
+               shared_ops, small_shared, small_shared_share, small_shared_time, avg_size):
+        fn.__name__ = f"{fn.__name__}_{op}"
+
+
+for _op in OPS:
+    _register(_op)
+
+
+@fact("small_count_method", "text", "How small requests were counted: 'dxt' (exact) or 'histogram'.")
+def small_count_method(ctx: FactContext) -> str:
+    return table(ctx).method
+
+
+@fact("common_access_size", "bytes", "The most frequent POSIX request size of the job.")
+def common_access_size(ctx: FactContext) -> int:
+    rec = records(ctx, "POSIX")
+    counts: dict[int, float] = {}
+    for k in range(1, 5):
+        for size, count in zip(col(rec, f"ACCESS{k}_ACCESS"), col(rec, f"ACCESS{k}_COUNT")):
+            if count > 0:
+                counts[int(size)] = counts.get(int(size), 0) + count
+    if not counts:
+        raise Missing("the log records no common access sizes")
+    return max(counts, key=counts.get)
+
+
+@fact("coalesce_size", "bytes", "Transfer size to coalesce small requests into: 4 x rpc_size.")
+def coalesce_size(ctx: FactContext) -> int:
+    return 4 * int(ctx.config.system.rpc_size or (1 << 20))

@@ -1,0 +1,130 @@
+"""The concise terminal report of a Diagnosis (rich): job header, findings by severity with
+evidence, cost and fix, and a footer of what could not be checked.
+
+Colour follows rich's rules (NO_COLOR, not a TTY -> plain text); the width follows the
+terminal (80 columns when not a TTY, or $COLUMNS).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import IO, Any
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.padding import Padding
+from rich.panel import Panel
+from rich.text import Text
+
+from advisor.engine.render import fmt_bytes, fmt_pct, fmt_secs
+from advisor.findings import Diagnosis, Finding
+
+STYLE = {"high": "bold red", "warn": "yellow", "info": "cyan"}
+LABEL = {"high": "HIGH", "warn": "WARN", "info": "INFO"}
+MAX_FILES = 3
+MAX_EVIDENCE = 6
+
+
+def console(file: IO[str] | None = None) -> Console:
+    file = file or sys.stdout
+    tty = hasattr(file, "isatty") and file.isatty()
+    width = None if tty else int(os.environ.get("COLUMNS", "100") or 100)
+    return Console(file=file, width=width, highlight=False, soft_wrap=False,
+                   no_color="NO_COLOR" in os.environ or not tty, force_terminal=tty or None,
+                   emoji=False)
+
+
+def print_report(diagnosis: Diagnosis, out: Console | None = None, verbose: bool = False) -> None:
+    out = out or console()
+    if diagnosis.error:
+        out.print(Text(f"{diagnosis.source.get('path', '?')}: error: {diagnosis.error}", style="red"))
+        return
+    out.print(_header(diagnosis))
+    findings = diagnosis.sorted_findings()
+    if not findings:
+        out.print(Text("  No problems found by the rules that could run.", style="green"))
+    for finding in findings:
+        out.print(_finding(finding, verbose))
+    footer = _footer(diagnosis, verbose)
+    if footer is not None:
+        out.print(footer)
+
+
+def _header(d: Diagnosis) -> Panel:
+    job, s = d.job, d.summary
+    lines = [
+        f"[bold]{escape(str(d.source.get('path', '')))}[/]  ({escape(str(d.source.get('format', '')))})",
+        f"job {escape(str(job.get('jobid') or '-'))}  ranks {job.get('nprocs', 0)}  "
+        f"run time {fmt_secs(job.get('runtime_s'))}  exe {escape(_head(str(job.get('exe') or '-'), 60))}",
+    ]
+    if s:
+        io = (f"read {fmt_bytes(s.get('bytes_read'))}  written {fmt_bytes(s.get('bytes_written'))}  "
+              f"I/O time {fmt_secs(s.get('io_time_s'))} per process")
+        if s.get("io_share") is not None:
+            io += f" ({fmt_pct(s.get('io_share'))} of the run)"
+        lines.append(io)
+    counts = {sev: sum(f.severity == sev for f in d.findings) for sev in STYLE}
+    title = "  ".join(f"[{STYLE[k]}]{v} {k}[/]" for k, v in counts.items() if v) or "no findings"
+    return Panel("\n".join(lines), title="ioadvisor", subtitle=title, expand=True)
+
+
+def _finding(f: Finding, verbose: bool) -> Padding:
+    head = Text.assemble((f" {LABEL[f.severity]} ", STYLE[f.severity]), " ", (f.code, "bold"), " ",
+                         (f.title, "bold"))
+    if f.cost_s > 0:
+        head.append(f"  ~{fmt_secs(f.cost_s)} lost", style="dim")
+    parts: list[Any] = [head, Padding(Text(f.message), (0, 0, 0, 7))]
+    if f.files:
+        shown = ", ".join(_short(p, 70) for p in f.files[:MAX_FILES])
+        more = f" and {len(f.files) - MAX_FILES} more" if len(f.files) > MAX_FILES else ""
+        parts.append(Padding(Text(f"files: {shown}{more}", style="dim"), (0, 0, 0, 7)))
+    if f.ranks:
+        parts.append(Padding(Text(f"ranks: {_ranks(f.ranks)}", style="dim"), (0, 0, 0, 7)))
+    if verbose and f.evidence:
+        ev = "  ".join(f"{k}={_value(v)}" for k, v in list(f.evidence.items())[:MAX_EVIDENCE])
+        parts.append(Padding(Text(f"evidence: {ev}", style="dim"), (0, 0, 0, 7)))
+    parts.append(Padding(Text.assemble(("fix: ", "green"), f.recommendation.text), (0, 0, 0, 7)))
+    for command in f.recommendation.commands[: None if verbose else 2]:
+        parts.append(Padding(Text(command, style="bold"), (0, 0, 0, 12)))
+    if f.verification:
+        v = f.verification
+        parts.append(Padding(Text(f"verified: {v.get('verdict')} "
+                                  f"{'x%.2f' % v['speedup'] if v.get('speedup') else ''}".rstrip(),
+                                  style="magenta"), (0, 0, 0, 7)))
+    return Padding(Group(*parts), (1, 0, 0, 0))
+
+
+def _footer(d: Diagnosis, verbose: bool) -> Padding | None:
+    if not d.not_checked:
+        return None
+    by_reason: dict[str, list[str]] = {}
+    for item in d.not_checked:
+        by_reason.setdefault(item.reason, []).append(item.check.split()[0])
+    lines = [Text(f"Not checked ({len(d.not_checked)}):", style="bold dim")]
+    for reason, checks in by_reason.items():
+        shown = ", ".join(checks if verbose else checks[:6]) + ("" if verbose or len(checks) <= 6 else ", ...")
+        lines.append(Text(f"  {shown}: {reason}", style="dim"))
+    return Padding(Group(*lines), (1, 0, 0, 0))
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else "..." + text[-(limit - 3):]
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks[:8])) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list):
+        return f"[{len(v)} items]"
+    if isinstance(v, dict):
+        return "{...}"
+    return str(v)
+
+
+def _head(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
