@@ -1,0 +1,76 @@
+"""`ioadvisor show PATH...`: what was ingested from each input."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from advisor.errors import InputError
+
+
+def _write_json(doc: dict, target: str) -> None:
+    """Write `doc` to a file atomically (never half-written) or to stdout for '-'."""
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    if target == "-":
+        sys.stdout.write(text)
+        return
+    path = Path(target)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise InputError(target, f"cannot write JSON: {exc.strerror or exc}") from None
+
+
+def _one(path: str, top_files: int) -> dict:
+    """The show entry of one input; errors become an entry plus one line on stderr."""
+    from advisor import api
+    from advisor.report.show import error_entry, show_entry
+
+    try:
+        return show_entry(api.load(path), top_files)
+    except InputError as exc:
+        click.echo(f"ioadvisor: error: {exc}", err=True)
+        return error_entry(path, exc.reason)
+    except Exception as exc:  # a bug on one input must not hide the others
+        if os.environ.get("IOADVISOR_DEBUG"):
+            raise
+        click.echo(f"ioadvisor: internal error: {path}: {type(exc).__name__}: {exc} "
+                   "(set IOADVISOR_DEBUG=1 for a traceback and please report it)", err=True)
+        return {**error_entry(path, f"internal error: {type(exc).__name__}: {exc}"), "internal": True}
+
+
+@click.command(name="show")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--json", "json_out", metavar="FILE|-",
+              help="Also write the results as JSON (ioadvisor/show/v1) to FILE, or only JSON to stdout with '-'.")
+@click.option("--files", "top_files", default=10, show_default=True, type=click.IntRange(min=0),
+              help="How many files to list per input, most bytes first (0: all).")
+def command(paths: tuple[str, ...], json_out: str | None, top_files: int) -> None:
+    """Show what was ingested from Darshan logs, darshan-parser dumps and other inputs.
+
+    Per input: job id, processes, run time, executable, modules with record
+    counts and partial flags (unread modules with the reason), totals per module,
+    the busiest files with bytes and operations per module, Lustre layouts and
+    DXT trace sizes. Each PATH is its own result: a bad one prints one error line
+    and the others are still shown; the exit status is 2 if any input failed.
+    """
+    from advisor.report.show import SCHEMA, render
+
+    results = []
+    for path in paths:
+        entry = _one(path, top_files)
+        results.append(entry)
+        if entry["ok"] and json_out != "-":
+            render(entry)
+    if json_out:
+        _write_json({"schema": SCHEMA, "results": results}, json_out)
+    failed = [r for r in results if not r["ok"]]
+    if failed:
+        sys.exit(3 if any(r.get("internal") for r in failed) else 2)

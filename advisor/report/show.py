@@ -1,0 +1,304 @@
+"""What `ioadvisor show` reports about one input: a JSON-ready dict and its rendering.
+
+The dict (`ioadvisor/show/v1`, documented in docs/ingest.md) is built once from
+the job profile and its metrics; the terminal views are drawn from that dict, so
+the text and `--json` can never disagree. Rich tables on a terminal; plain
+aligned text otherwise (pipes, files, CI logs). Names from traces are untrusted:
+control characters are shown escaped and never interpreted as markup.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import numpy as np
+
+from advisor.metrics import FileModuleStats, ModuleSummary, per_file, summarize
+from advisor.profile import JobProfile, LustreLayout
+from advisor.report.units import fmt_bytes, fmt_count, fmt_seconds, fmt_share
+
+SCHEMA = "ioadvisor/show/v1"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def safe(text: str) -> str:
+    """`text` with control characters (terminal escapes, newlines) shown as \\xNN."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def _num(x: Any) -> Any:
+    """JSON-safe number: NaN/inf become null, numpy scalars plain Python."""
+    if x is None:
+        return None
+    if isinstance(x, (np.integer, int)):
+        return int(x)
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+# ---------------------------------------------------------------- JSON view
+
+def error_entry(path: str, reason: str) -> dict:
+    return {"path": str(path), "ok": False, "error": reason}
+
+
+def show_entry(profile: JobProfile, top_files: int = 10) -> dict:
+    """The `show` result of one profile (top_files=0: every file)."""
+    summary = summarize(profile)
+    files = per_file(profile)
+    shown = files if top_files <= 0 else files[:top_files]
+    j = profile.job
+    return {
+        "path": profile.source.path,
+        "ok": True,
+        "source": {"format": profile.source.format, "parser": profile.source.parser,
+                   "log_version": profile.source.log_version, "notes": list(profile.source.notes)},
+        "job": {"jobid": j.jobid, "uid": j.uid, "nprocs": j.nprocs, "start_time": _num(j.start_time),
+                "end_time": _num(j.end_time), "runtime_s": _num(j.runtime_s), "exe": j.exe,
+                "library_version": j.library_version, "metadata": dict(j.metadata)},
+        "modules": [{"name": m.name, "version": m.version, "records": m.records, "partial": m.partial,
+                     "supported": m.supported, "note": m.note} for m in profile.modules.values()],
+        "summary": {
+            "base_modules": summary.base_modules,
+            "bytes_read": summary.bytes_read, "bytes_written": summary.bytes_written,
+            "io_time_s": _num(summary.io_time_s), "io_time_per_rank_s": _num(summary.io_time_per_rank_s),
+            "io_fraction": _num(summary.io_fraction), "files": summary.files,
+            "rank_time_imbalance": _num(summary.rank_time_imbalance),
+            "modules": {name: _module_json(ms) for name, ms in summary.modules.items()},
+        },
+        "files_total": len(files),
+        "files": [{"path": f.path, "record_id": str(f.record_id), "fstype": f.fstype,
+                   "shared": f.shared, "ranks": f.ranks,
+                   "modules": {m: _stats_json(s) for m, s in f.by_module.items()},
+                   "lustre": _layout_json(f.layout)} for f in shown],
+        "lustre": _lustre_json(profile, files, top_files),
+        "dxt": [_dxt_json(profile, name) for name in profile.dxt],
+        "mounts": [{"path": m.path, "fstype": m.fstype} for m in profile.mounts],
+    }
+
+
+def _module_json(ms: ModuleSummary) -> dict:
+    return {
+        "records": ms.records, "files": ms.files, "shared_files": ms.shared_files,
+        "bytes_read": ms.bytes_read, "bytes_written": ms.bytes_written,
+        "reads": ms.reads, "writes": ms.writes, "meta_ops": ms.meta_ops,
+        "read_time_s": _num(ms.read_time), "write_time_s": _num(ms.write_time),
+        "meta_time_s": _num(ms.meta_time),
+        "size_hist_read": ms.size_hist_read, "size_hist_write": ms.size_hist_write,
+        "common_sizes": [[s, c] for s, c in ms.common_sizes],
+        "seq_read_frac": _num(ms.seq_read_frac), "consec_read_frac": _num(ms.consec_read_frac),
+        "seq_write_frac": _num(ms.seq_write_frac), "consec_write_frac": _num(ms.consec_write_frac),
+        "file_not_aligned": ms.file_not_aligned, "mem_not_aligned": ms.mem_not_aligned,
+        "file_alignment": ms.file_alignment, "mem_alignment": ms.mem_alignment,
+        "rw_switches": ms.rw_switches,
+        "shared_bytes": ms.shared_bytes, "shared_time_s": _num(ms.shared_time),
+        "rank_time_imbalance": _num(ms.rank_time_imbalance),
+        "rank_bytes_imbalance": _num(ms.rank_bytes_imbalance),
+        "shared_time_imbalance": _num(ms.shared_time_imbalance),
+    }
+
+
+def _stats_json(s: FileModuleStats) -> dict:
+    return {"bytes_read": s.bytes_read, "bytes_written": s.bytes_written, "reads": s.reads,
+            "writes": s.writes, "meta_ops": s.meta_ops, "read_time_s": _num(s.read_time),
+            "write_time_s": _num(s.write_time), "meta_time_s": _num(s.meta_time),
+            "ranks": s.ranks, "shared": s.shared,
+            "slowest_rank_time_s": _num(s.slowest_rank_time), "fastest_rank_time_s": _num(s.fastest_rank_time),
+            "slowest_rank_bytes": _num(s.slowest_rank_bytes), "fastest_rank_bytes": _num(s.fastest_rank_bytes)}
+
+
+def _layout_json(layout: LustreLayout | None) -> dict | None:
+    if layout is None:
+        return None
+    return {"stripe_count": layout.stripe_count, "stripe_size": layout.stripe_size,
+            "ost_ids": layout.ost_ids, "osts": layout.osts, "mdts": layout.mdts,
+            "components": [{"extent_start": c.extent_start, "extent_end": c.extent_end,
+                            "stripe_size": c.stripe_size, "stripe_count": c.stripe_count,
+                            "stripe_offset": c.stripe_offset, "pattern": c.pattern, "pool": c.pool,
+                            "ost_ids": list(c.ost_ids)} for c in layout.components]}
+
+
+def _lustre_json(profile: JobProfile, files, top: int) -> dict:
+    """Layouts of the busiest files first, then of files without I/O records, by path."""
+    order = [f.record_id for f in files if f.layout is not None]
+    rest = sorted((rid for rid in profile.lustre if rid not in set(order)), key=profile.name_of)
+    ids = order + rest
+    ids = ids if top <= 0 else ids[:top]
+    return {"files": len(profile.lustre),
+            "layouts": [{"path": profile.name_of(rid), "record_id": str(rid),
+                         **_layout_json(profile.lustre[rid])} for rid in ids]}
+
+
+def _dxt_json(profile: JobProfile, name: str) -> dict:
+    t = profile.dxt[name]
+    info = profile.modules.get(name)
+    out = {"module": name, "readable": t.readable, "note": t.note,
+           "records": info.records if info else None, "segments": len(t) if t.readable else None}
+    if t.readable and len(t):
+        out.update(ranks=int(np.unique(t.rank).size), reads=int((t.op == 0).sum()),
+                   writes=int((t.op == 1).sum()), bytes=int(t.length[t.length > 0].sum()),
+                   first_start_s=_num(t.start.min()), last_end_s=_num(t.end.max()))
+    return out
+
+
+# ---------------------------------------------------------------- terminal views
+
+def render(entry: dict, out: IO[str] | None = None) -> None:
+    """Print one `show` result: rich tables on a terminal, plain text otherwise."""
+    out = out or sys.stdout
+    sections = Sections.of(entry)
+    if hasattr(out, "isatty") and out.isatty():
+        _render_rich(sections, out)
+    else:
+        out.write(sections.plain())
+
+
+def _render_rich(sections, out: IO[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=out, highlight=False, emoji=False, no_color="NO_COLOR" in os.environ)
+    console.print(Text(sections.title, style="bold"))
+    for line in sections.header:
+        console.print(Text(line))
+    for title, columns, rows in sections.tables:
+        if columns[:2] == ["file", "module"]:
+            columns, rows = _stack_file_column(columns, rows)
+        table = Table(title=title, title_justify="left", title_style="bold", show_edge=False)
+        for i, col in enumerate(columns):
+            wide = col in ("file", "file / module", "status", "note")  # long text folds; numbers never wrap
+            table.add_column(col, justify="left" if i == 0 or col in _LEFT else "right",
+                             overflow="fold", no_wrap=not wide, min_width=20 if col.startswith("file") else None,
+                             ratio=1 if wide else None)
+        for row in rows:
+            table.add_row(*(Text(c) for c in row))
+        console.print(table)
+    console.print()
+
+
+def _stack_file_column(columns: list[str], rows: list[list[str]]):
+    """Put each file name on a row of its own above its module rows (narrow terminals)."""
+    out = []
+    for row in rows:
+        if row[0]:
+            out.append([row[0]] + [""] * (len(columns) - 2))
+        out.append([f"  {row[1]}"] + row[2:])
+    return ["file / module"] + columns[2:], out
+
+
+_LEFT = {"module", "partial", "status", "pattern", "OSTs", "note", "pool", "extent", "file", "ranks"}
+
+
+@dataclass
+class Sections:
+    """One `show` result as a title, header lines and (title, columns, rows) tables of text."""
+
+    title: str
+    header: list[str] = field(default_factory=list)
+    tables: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, e: dict) -> "Sections":
+        j, s = e["job"], e["summary"]
+        out = cls(title=safe(e["path"]))
+        out.header = [
+            f"job {safe(j['jobid'])}, {j['nprocs']} processes, run time {fmt_seconds(j['runtime_s'])}, "
+            f"started {when(j['start_time'])}",
+            f"exe: {safe(j['exe']) or 'unknown'}",
+            f"log: {e['source']['format']} {e['source']['log_version']} written by Darshan "
+            f"{safe(j['library_version']) or '?'}, read with {e['source']['parser']}",
+        ]
+        if s["base_modules"]:
+            out.header.append(
+                f"I/O ({'+'.join(s['base_modules'])}): read {fmt_bytes(s['bytes_read'])}, "
+                f"wrote {fmt_bytes(s['bytes_written'])} in {fmt_count(s['files'])} files; "
+                f"{fmt_seconds(s['io_time_s'])} I/O time over all ranks, "
+                f"{fmt_seconds(s['io_time_per_rank_s'])} per rank ({fmt_share(s['io_fraction'])} of run time)")
+        out.header += [f"note: {safe(n)}" for n in e["source"]["notes"]]
+        out.tables = [t for t in (_modules_table(e), _totals_table(s), _files_table(e),
+                                  _lustre_table(e), _dxt_table(e)) if t[2]]
+        return out
+
+    def plain(self) -> str:
+        """Aligned plain text (no colour, no box drawing)."""
+        lines = [f"== {self.title}", *self.header]
+        for title, columns, rows in self.tables:
+            lines += ["", title]
+            widths = [max(len(r[i]) for r in [columns, *rows]) for i in range(len(columns))]
+            for r in [columns, *rows]:
+                cells = [c.ljust(w) if (i == 0 or columns[i] in _LEFT) else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(r, widths))]
+                lines.append("  " + "  ".join(cells).rstrip())
+        return "\n".join(lines) + "\n\n"
+
+
+def _modules_table(e: dict):
+    rows = []
+    for m in e["modules"]:
+        status = "read" if m["supported"] else "not read"
+        if m["note"]:
+            status += f": {safe(m['note'])}"
+        rows.append([m["name"], str(m["version"] if m["version"] is not None else "-"),
+                     fmt_count(m["records"]), "PARTIAL" if m["partial"] else "no", status])
+    return "modules", ["module", "version", "records", "partial", "status"], rows
+
+
+def _totals_table(s: dict):
+    rows = [[name, fmt_bytes(m["bytes_read"]), fmt_bytes(m["bytes_written"]), fmt_count(m["reads"]),
+             fmt_count(m["writes"]), fmt_count(m["meta_ops"]),
+             fmt_seconds((m["read_time_s"] or 0) + (m["write_time_s"] or 0) + (m["meta_time_s"] or 0)),
+             fmt_count(m["files"])] for name, m in s["modules"].items()]
+    return ("totals per module (time: cumulative over ranks)",
+            ["module", "read", "written", "reads", "writes", "meta ops", "I/O time", "files"], rows)
+
+
+def _files_table(e: dict):
+    rows = []
+    for f in e["files"]:
+        ranks = f"shared ({f['ranks']})" if f["shared"] else str(f["ranks"])
+        for i, (mod, st) in enumerate(f["modules"].items()):
+            rows.append([safe(f["path"]) if i == 0 else "", mod, ranks if i == 0 else "",
+                         fmt_bytes(st["bytes_read"]), fmt_bytes(st["bytes_written"]),
+                         fmt_count(st["reads"]), fmt_count(st["writes"]), fmt_count(st["meta_ops"]),
+                         fmt_seconds((st["read_time_s"] or 0) + (st["write_time_s"] or 0)
+                                     + (st["meta_time_s"] or 0))])
+    title = f"files: top {len(e['files'])} of {e['files_total']} by bytes"
+    return title, ["file", "module", "ranks", "read", "written", "reads", "writes", "meta ops",
+                   "I/O time"], rows
+
+
+def _lustre_table(e: dict):
+    rows = []
+    for lay in e["lustre"]["layouts"]:
+        for i, c in enumerate(lay["components"]):
+            end = "EOF" if c["extent_end"] < 0 else fmt_bytes(c["extent_end"])
+            osts = ",".join(map(str, c["ost_ids"][:16])) + (" ..." if len(c["ost_ids"]) > 16 else "")
+            rows.append([safe(lay["path"]) if i == 0 else "", f"{fmt_bytes(c['extent_start'])}-{end}",
+                         str(c["stripe_count"]), fmt_bytes(c["stripe_size"]), c["pattern"],
+                         safe(c["pool"]) or "-", osts or "-"])
+    title = f"Lustre layout: {len(e['lustre']['layouts'])} of {e['lustre']['files']} files"
+    return title, ["file", "extent", "stripes", "stripe size", "pattern", "pool", "OSTs"], rows
+
+
+def _dxt_table(e: dict):
+    rows = []
+    for d in e["dxt"]:
+        if not d["readable"]:
+            rows.append([d["module"], "UNREADABLE", "-", "-", "-", safe(d["note"])])
+            continue
+        rows.append([d["module"], fmt_count(d["segments"]), fmt_count(d.get("ranks", 0)),
+                     fmt_count(d.get("reads", 0)), fmt_count(d.get("writes", 0)), safe(d["note"]) or "-"])
+    return "DXT traces", ["module", "segments", "ranks", "reads", "writes", "note"], rows
+
+
+def when(ts: float | None) -> str:
+    if ts is None:
+        return "unknown"
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
