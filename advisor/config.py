@@ -204,3 +204,7 @@ def _threshold_value(value: Any, where: str) -> Any:
     except ExprError:
         raise ConfigError(f"{where} must be a number (units allowed: '10%', '4MiB'), "
                           f"not {value!r}") from None
+
+
+# Sections other parts own, registered on import so every command accepts the whole site file.
+import advisor.hooks.settings  # noqa: E402,F401  [hook]
