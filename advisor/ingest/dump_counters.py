@@ -1,0 +1,336 @@
+"""Counter records and summary sections of `darshan-parser` output.
+
+A record is printed as one tab-separated line per counter::
+
+    POSIX  <rank>  <record id>  POSIX_BYTES_READ  67108864  <file name>  <mount pt>  <fs type>
+
+:class:`CounterTables` groups consecutive lines of one (rank, record id) into a
+record, keeps the raw value strings per record layout (the tuple of counter
+names, identical for every record of a fixed-size module) and converts each
+column to numpy once, at the end. :class:`SectionReader` keeps the optional
+``--total``, ``--file`` and ``--perf`` sections (and the per-file list of older
+parsers) as typed :class:`ParserSections`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from advisor.ingest.dxt_dump import DumpFormatError
+from advisor.profile import LustreComponent, LustreLayout, ModuleRecords
+
+# Absent counters in a record with a shorter layout (fewer OST ids or heatmap bins).
+_FILL = {"HEATMAP": 0}
+_DEFAULT_FILL = -1
+_LUSTRE_PATTERNS = {0x1: "raid0", 0x2: "raid1", 0x100: "mdt", 0x201: "overstriped", 0x200: "overstriped"}
+_LUSTRE_RELEASED = 0x80000000
+
+
+@dataclass
+class FileCounts:
+    """One row of ``--file``: files of a kind, bytes moved to/from them, max byte offset."""
+
+    files: int
+    bytes: int
+    max_offset: int
+
+
+@dataclass
+class FileListRow:
+    """One row of ``--file-list`` (Darshan 3.0-3.3 parsers): a file's I/O time summary."""
+
+    record_id: int
+    name: str
+    nprocs: int
+    slowest_s: float
+    avg_s: float
+    detail: list[float] = field(default_factory=list)
+
+
+@dataclass
+class ParserSections:
+    """The summary sections darshan-parser printed for one module (POSIX, MPI-IO, STDIO, ...).
+
+    ``totals``: ``--total`` (counter name without the ``total_`` prefix -> value);
+    ``file_counts``: ``--file`` (``total``, ``read_only``, ``write_only``, ``read_write``,
+    ``unique``, ``shared``); ``perf``: ``--perf`` (``total_bytes``, ``agg_perf_by_slowest``
+    in MiB/s, ``shared_files_time_by_slowest``, ``unique_files_slowest_rank_io_time``, ...).
+    """
+
+    module: str
+    totals: dict[str, float] = field(default_factory=dict)
+    file_counts: dict[str, FileCounts] = field(default_factory=dict)
+    perf: dict[str, float] = field(default_factory=dict)
+    file_list: list[FileListRow] = field(default_factory=list)
+
+
+class SectionReader:
+    """Recognises the ``--total/--file/--perf/--file-list`` parts of a module section."""
+
+    _PERF_KEY = re.compile(r"[^a-z0-9]+")
+
+    def __init__(self) -> None:
+        self.by_module: dict[str, ParserSections] = {}
+        self._kind = ""
+
+    def _get(self, module: str) -> ParserSections:
+        return self.by_module.setdefault(module, ParserSections(module))
+
+    def comment(self, module: str, line: str) -> bool:
+        """Consume a comment line of a section; True when a section is (still) open."""
+        if line.startswith("# Total file counts"):
+            self._kind = "file"
+        elif line.startswith("# performance"):
+            self._kind = "perf"
+        elif line.startswith("# Per-file summary of I/O activity"):
+            self._kind = "file-list"
+        elif self._kind == "file":
+            self._file_count(module, line)
+        elif self._kind == "perf":
+            self._perf(module, line)
+        return bool(self._kind)
+
+    def _file_count(self, module: str, line: str) -> None:
+        key, _, rest = line[2:].partition(": ")
+        values = rest.split()
+        if key.isidentifier() and len(values) == 3 and all(v.lstrip("-").isdigit() for v in values):
+            self._get(module).file_counts[key] = FileCounts(*(int(v) for v in values))
+
+    def _perf(self, module: str, line: str) -> None:
+        body = line[2:].split(" # ")[0]  # "agg_perf_by_slowest: 1.0 # MiB/s"
+        key, sep, value = body.rpartition(":")
+        if not sep or not key.strip():
+            return
+        try:
+            number = float(value)
+        except ValueError:
+            return
+        self._get(module).perf[self._PERF_KEY.sub("_", key.strip().lower()).strip("_")] = number
+
+    def data(self, module: str, text: str) -> str:
+        """Consume ``total_X: v`` and file-list lines; returns the lines that are neither."""
+        rest: list[str] = []
+        for line in text.split("\n"):
+            if not line:
+                continue
+            if line.startswith("total_") and "\t" not in line:
+                name, _, value = line[len("total_"):].partition(": ")
+                self._get(module).totals[name] = _number(value, line)
+            elif self._kind == "file-list":
+                self._file_list_row(module, line)
+            else:
+                rest.append(line)
+        return "\n".join(rest)
+
+    def _file_list_row(self, module: str, line: str) -> None:
+        # <record_id> <file_name> <nprocs> <slowest> <avg> [detail columns...]
+        fields = line.split("\t")
+        try:
+            self._get(module).file_list.append(FileListRow(
+                record_id=int(fields[0]), name=fields[1], nprocs=int(fields[2]),
+                slowest_s=float(fields[3]), avg_s=float(fields[4]),
+                detail=[float(x) for x in fields[5:]]))
+        except (ValueError, IndexError):
+            raise DumpFormatError(f"malformed --file-list line {line[:100]!r}") from None
+
+    def reset(self) -> None:
+        """A new module section starts."""
+        self._kind = ""
+
+
+def _number(value: str, line: str) -> float:
+    try:
+        return int(value) if value.lstrip("-").isdigit() else float(value)
+    except ValueError:
+        raise DumpFormatError(f"malformed --total line {line[:100]!r}") from None
+
+
+@dataclass
+class _Table:
+    """Raw records of one module: per layout, the value strings of each record."""
+
+    module: str
+    ranks: list[str] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    layout_of: list[tuple[str, ...]] = field(default_factory=list)  # per record
+    values: dict[tuple[str, ...], list[list[str]]] = field(default_factory=dict)
+
+
+class CounterTables:
+    """All counter records of a dump, converted to :class:`ModuleRecords` at the end."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, _Table] = {}
+        self.names: dict[int, str] = {}
+        self._strings: dict[str, dict[str, np.ndarray]] = {}
+        self._records: dict[str, ModuleRecords] | None = None
+        self._cur: tuple[str, str, str] | None = None  # module, rank, record id
+        self._cnames: list[str] = []
+        self._vals: list[str] = []
+
+    def has_module(self, module: str) -> bool:
+        return module in self.tables
+
+    def add(self, text: str) -> None:
+        """Consume counter lines (tab-separated, one per counter)."""
+        cur, cnames, vals = self._cur, self._cnames, self._vals
+        for line in text.split("\n"):
+            if not line or line == "\r":
+                continue
+            p = line.split("\t")
+            if len(p) != 8:
+                p = _repair(p, line)
+            if cur is None or p[2] != cur[2] or p[1] != cur[1] or p[0] != cur[0]:
+                self._close(cur, cnames, vals)
+                cur, cnames, vals = (p[0], p[1], p[2]), [], []
+                name = p[5]
+                if name != "(null)":
+                    self.names.setdefault(_record_id(p[2], line), name)
+            cnames.append(p[3])
+            vals.append(p[4])
+        self._cur, self._cnames, self._vals = cur, cnames, vals
+
+    def _close(self, cur: tuple[str, str, str] | None, cnames: list[str], vals: list[str]) -> None:
+        if cur is None or not cnames:
+            return
+        module, rank, rid = cur
+        table = self.tables.get(module) or self.tables.setdefault(module, _Table(module))
+        layout = tuple(cnames)
+        table.ranks.append(rank)
+        table.ids.append(rid)
+        table.layout_of.append(layout)
+        table.values.setdefault(layout, []).append(vals)
+
+    def check_complete(self) -> None:
+        """The last record of a cut dump has fewer counters than the module's others."""
+        cur, cnames = self._cur, self._cnames
+        self._close(cur, cnames, self._vals)
+        self._cur, self._cnames, self._vals = None, [], []
+        if cur is None or cur[0] in _FILL or cur[0] == "LUSTRE":
+            return
+        table = self.tables[cur[0]]
+        longest = max(table.values, key=len)
+        if len(cnames) < len(longest) and longest[:len(cnames)] == tuple(cnames):
+            raise DumpFormatError(
+                f"the dump is truncated: the last {cur[0]} record (record id {cur[2]}, rank {cur[1]}) "
+                f"has {len(cnames)} of its {len(longest)} counters")
+
+    def records(self) -> dict[str, ModuleRecords]:
+        if self._records is None:
+            self._records = {m: self._convert(t) for m, t in self.tables.items()}
+        return self._records
+
+    def _convert(self, table: _Table) -> ModuleRecords:
+        n = len(table.ids)
+        try:
+            ids = np.array(table.ids).astype(np.uint64)
+            ranks = np.array(table.ranks).astype(np.int64)
+        except (ValueError, OverflowError):
+            raise DumpFormatError(f"malformed rank or record id in the {table.module} records") from None
+        recs = ModuleRecords(module=table.module, ids=ids, ranks=ranks)
+        fill = _FILL.get(table.module, _DEFAULT_FILL)
+        layouts = list(table.values)
+        rows_of = {layout: [] for layout in layouts}
+        for i, layout in enumerate(table.layout_of):
+            rows_of[layout].append(i)
+        for layout in layouts:
+            raw = np.array(table.values[layout], dtype=str).reshape(len(rows_of[layout]), len(layout))
+            rows = np.array(rows_of[layout], dtype=np.int64)
+            for j, cname in enumerate(layout):
+                self._store(recs, table.module, cname, raw[:, j], rows, n, fill)
+        return recs
+
+    def _store(self, recs: ModuleRecords, module: str, cname: str, col: np.ndarray,
+               rows: np.ndarray, n: int, fill: int) -> None:
+        is_float = "_F_" in cname
+        try:
+            values = col.astype(np.float64 if is_float else np.int64)
+        except (ValueError, OverflowError):
+            if cname.endswith("POOL_NAME") or not is_float and _floats(col) is None:
+                self._strings.setdefault(module, {})[cname] = _scatter(col, rows, n, "", object)
+                return
+            values, is_float = _floats(col), True
+        target = recs.fcounters if is_float else recs.counters
+        target[cname] = _scatter(values, rows, n, np.nan if is_float else fill, values.dtype,
+                                 target.get(cname))
+
+    def lustre_layouts(self) -> dict[int, LustreLayout]:
+        recs = self.records().get("LUSTRE")
+        if recs is None:
+            return {}
+        strings = self._strings.get("LUSTRE", {})
+        layouts: dict[int, LustreLayout] = {}
+        for i in range(len(recs)):
+            counters = {k: int(v[i]) for k, v in recs.counters.items()}
+            counters.update({k: v[i] for k, v in strings.items()})
+            layout = lustre_layout(int(recs.ids[i]), counters)
+            layouts.setdefault(layout.record_id, layout)
+        return layouts
+
+
+def lustre_layout(record_id: int, counters: dict) -> LustreLayout:
+    """A LustreLayout from one LUSTRE record's counters (old or 3.4.6+ component form)."""
+    layout = LustreLayout(record_id=record_id)
+    osts, mdts = counters.get("LUSTRE_OSTS", -1), counters.get("LUSTRE_MDTS", -1)
+    layout.osts = osts if osts >= 0 else None
+    layout.mdts = mdts if mdts >= 0 else None
+    if "LUSTRE_STRIPE_WIDTH" in counters:
+        width = max(counters["LUSTRE_STRIPE_WIDTH"], 0)
+        layout.components.append(LustreComponent(
+            stripe_size=counters.get("LUSTRE_STRIPE_SIZE", 0), stripe_count=width,
+            stripe_offset=counters.get("LUSTRE_STRIPE_OFFSET", -1),
+            ost_ids=[counters[f"LUSTRE_OST_ID_{k}"] for k in range(width) if f"LUSTRE_OST_ID_{k}" in counters]))
+        return layout
+    for k in range(1, max(counters.get("LUSTRE_NUM_COMPONENTS", 0), 0) + 1):
+        pre = f"LUSTRE_COMP{k}_"
+        count = counters.get(pre + "STRIPE_COUNT", 0)
+        pattern = counters.get(pre + "STRIPE_PATTERN", 1)
+        layout.components.append(LustreComponent(
+            extent_start=counters.get(pre + "EXT_START", 0), extent_end=counters.get(pre + "EXT_END", -1),
+            stripe_size=counters.get(pre + "STRIPE_SIZE", 0), stripe_count=count,
+            pattern=lustre_pattern(pattern), pool=str(counters.get(pre + "POOL_NAME", "") or ""),
+            ost_ids=[counters[f"{pre}OST_ID_{j}"] for j in range(max(count, 0)) if f"{pre}OST_ID_{j}" in counters]))
+    return layout
+
+
+def lustre_pattern(value: int) -> str:
+    """Name of a Lustre layout pattern (LOV_PATTERN_* bits)."""
+    if value < 0:
+        return "unknown"
+    if value & _LUSTRE_RELEASED:
+        return "released"
+    if value & 0x200:
+        return "overstriped"
+    return _LUSTRE_PATTERNS.get(value & 0xFFFF, f"pattern {value:#x}")
+
+
+def _floats(col: np.ndarray) -> np.ndarray | None:
+    try:
+        return col.astype(np.float64)
+    except ValueError:
+        return None
+
+
+def _scatter(values: np.ndarray, rows: np.ndarray, n: int, fill, dtype, into: np.ndarray | None = None):
+    if len(rows) == n and into is None:
+        return values.astype(dtype, copy=False)
+    out = into if into is not None else np.full(n, fill, dtype=dtype)
+    out[rows] = values
+    return out
+
+
+def _record_id(text: str, line: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise DumpFormatError(f"malformed counter line {line[:100]!r}") from None
+
+
+def _repair(p: list[str], line: str) -> list[str]:
+    """A counter line whose file name or mount point holds tabs: rejoin the name."""
+    if len(p) > 8:
+        return p[:5] + ["\t".join(p[5:-2])] + p[-2:]
+    raise DumpFormatError(f"malformed counter line {line[:100]!r}")
