@@ -1,0 +1,81 @@
+"""Node snapshots (``ioadvisor collect``, ``ioadvisor/snapshot/vN``) as an input format.
+
+The profile carries the validated document in ``extras["snapshot"]`` and the node's
+mount table in ``mounts``. A snapshot written by a newer ioadvisor (a schema version
+this one does not know) is refused with a clear one-line error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from advisor.collect import SCHEMA_VERSION
+from advisor.errors import InputError
+from advisor.ingest import InputFormat, register
+from advisor.profile import JobInfo, JobProfile, MountPoint, Provenance
+
+MAX_BYTES = 64 << 20
+_SCHEMA_MARK = re.compile(rb'"schema"\s*:\s*"ioadvisor/snapshot/v(\d+)"')
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    """The JSON schema of the snapshot version this ioadvisor writes and reads."""
+    text = resources.files("advisor").joinpath(f"schemas/snapshot-v{SCHEMA_VERSION}.json").read_text()
+    return json.loads(text)
+
+
+def _sniff(path: Path, head: bytes) -> bool:
+    return head.lstrip().startswith(b"{") and bool(_SCHEMA_MARK.search(head))
+
+
+def validate(doc: Any, path: str) -> dict[str, Any]:
+    """The document if it is a snapshot this version reads; InputError (one line) otherwise."""
+    if not isinstance(doc, dict):
+        raise InputError(path, "not an ioadvisor snapshot (not a JSON object)")
+    m = re.fullmatch(r"ioadvisor/snapshot/v(\d+)", str(doc.get("schema", "")))
+    if not m:
+        raise InputError(path, "not an ioadvisor snapshot (no 'schema': 'ioadvisor/snapshot/vN')")
+    version = int(m.group(1))
+    if version > SCHEMA_VERSION:
+        raise InputError(path, f"snapshot schema v{version} is newer than this ioadvisor reads "
+                               f"(v{SCHEMA_VERSION}): upgrade ioadvisor or collect with this version")
+    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(doc), key=lambda e: list(e.path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].absolute_path) or "document"
+        raise InputError(path, f"invalid snapshot at {where}: {errors[0].message[:200]}")
+    return doc
+
+
+def load(path: Path) -> JobProfile:
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise InputError(str(path), "too large for a snapshot")
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), f"cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(str(path), f"snapshot is not valid JSON (line {exc.lineno}): {exc.msg}") from None
+    return profile_of(validate(doc, str(path)), str(path))
+
+
+def profile_of(doc: dict[str, Any], path: str) -> JobProfile:
+    """The profile of a validated snapshot document."""
+    host = doc["host"].get("hostname", "")
+    job = JobInfo(jobid="", exe=f"node snapshot of {host}", start_time=float(doc["collected_at"]),
+                  end_time=float(doc["collected_at"]), library_version=f"ioadvisor {doc['tool']['version']}",
+                  metadata={"hostname": host, "kernel": doc["host"].get("kernel", "")})
+    source = Provenance(path=path, format="snapshot", parser="ioadvisor snapshot",
+                        log_version=doc["schema"].rsplit("/", 1)[-1], notes=list(doc.get("notes", [])))
+    mounts = [MountPoint(path=m["path"], fstype=m["fstype"]) for m in doc["mounts"]]
+    return JobProfile(source=source, job=job, mounts=mounts, extras={"snapshot": doc})
+
+
+FORMAT = register(InputFormat(name="snapshot", sniff=_sniff, load=load))
