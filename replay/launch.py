@@ -1,0 +1,86 @@
+"""Start the executor as an MPI job: the venv's ``mpiexec`` (mpich wheel), or ``srun``
+inside a Slurm allocation; one job runs every variant and every repetition."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from replay.safety import Scratch
+
+
+class LaunchError(Exception):
+    """The MPI job could not start or failed (the message is the executor's own line)."""
+
+
+@dataclass
+class LaunchOptions:
+    np: int
+    repeat: int = 1
+    cache: str = "drop"  # drop | neighbour | none
+    odirect: bool = False
+    think_time: bool = False
+    timeout_s: float | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def launcher(np_: int) -> list[str]:
+    """The command prefix that starts `np_` ranks here."""
+    if os.environ.get("SLURM_JOB_ID") and shutil.which("srun") and not os.environ.get("IOADVISOR_NO_SRUN"):
+        return ["srun", f"--mpi={os.environ.get('IOADVISOR_SRUN_MPI', 'pmi2')}", "-n", str(np_)]
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    if not mpiexec.exists():
+        found = shutil.which("mpiexec")
+        if not found:
+            raise LaunchError("no mpiexec found (install the 'mpich' wheel in this environment)")
+        mpiexec = Path(found)
+    return [str(mpiexec), "-n", str(np_)]
+
+
+def run_plans(scratch: Scratch, plans: list[Path], labels: list[str], opts: LaunchOptions) -> dict:
+    """Run saved plans interleaved in one MPI job; the executor's result (JSON) as a dict,
+    with each variant's (file, rank) record rows under ``record["pairs"]``."""
+    assert scratch.path is not None
+    out = scratch.path / "result.json"
+    cmd = launcher(opts.np) + [sys.executable, "-m", "replay.executor", "--scratch", str(scratch.path),
+                               "--out", str(out), "--repeat", str(opts.repeat),
+                               "--expect-size", str(opts.np), "--cache", opts.cache]
+    for plan, label in zip(plans, labels):
+        cmd += ["--plan", str(plan), "--label", label]
+    if opts.odirect:
+        cmd.append("--odirect")
+    if opts.think_time:
+        cmd.append("--think-time")
+    env = dict(os.environ, **opts.extra_env)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    proc = scratch.adopt(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                          env=env, start_new_session=True))
+    try:
+        stdout, stderr = proc.communicate(timeout=opts.timeout_s)
+    except subprocess.TimeoutExpired:
+        scratch.kill_children()
+        raise LaunchError(f"replay did not finish within {opts.timeout_s:.0f} s") from None
+    if proc.returncode != 0 or not out.exists():
+        raise LaunchError(_failure_line(proc.returncode, stdout, stderr))
+    result = json.loads(out.read_text())
+    for v in result["variants"]:
+        safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in v["label"])
+        pairs = out.with_name(f"{out.stem}.{safe}.pairs.npy")
+        v["record"]["pairs"] = np.load(pairs, allow_pickle=False) if pairs.exists() else None
+    return result
+
+
+def _failure_line(code: int, stdout: str, stderr: str) -> str:
+    lines = [ln.strip() for ln in (stderr + "\n" + stdout).splitlines() if ln.strip()]
+    ours = [ln for ln in lines if ln.startswith("replay:")]
+    if ours:
+        return ours[0].removeprefix("replay:").strip()
+    tail = lines[-1] if lines else "no output"
+    return f"the MPI job failed (exit {code}): {tail[:300]}"

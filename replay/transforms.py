@@ -1,0 +1,262 @@
+"""Fixes as plan transforms: each a pure function plan -> plan.
+
+The fix dicts of diagnose findings (``{"transform": "coalesce", "transfer_size": N}``,
+...) map onto these functions through :func:`apply_fix`. Every transform appends
+what it did to ``plan.meta["transforms"]`` so results say exactly which variant ran.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from replay.collective import aggregate, collective
+from replay.edit import add_transform, collapse, data_mask, merge, ranks_per_file, stream_runs, take
+from replay.plan import (CLOSE, COMM_SELF, COMM_WORLD, CREATE, FLAG_PAD, FSYNC, MPIIO, MPIIO_COLL,
+                         OPEN, Plan)
+
+MiB = 1 << 20
+
+
+def coalesce(plan: Plan, transfer_size: int = 4 * MiB) -> Plan:
+    """Merge each rank's back-to-back contiguous requests into transfers of up to `transfer_size`."""
+    if transfer_size <= 0:
+        raise ValueError("coalesce: transfer_size must be positive")
+    ops = plan.ops
+    eligible = data_mask(ops) & (ops["api"] != MPIIO_COLL) & (ops["batch"] < 0)
+    run = stream_runs(ops, eligible, contiguous=True, cap=int(transfer_size))
+    out = collapse(ops, run)
+    return plan.replace(ops=out, meta=add_transform(plan.meta, {"transform": "coalesce",
+                                                                 "transfer_size": int(transfer_size)}))
+
+
+def sequential(plan: Plan) -> Plan:
+    """Sort each rank's consecutive requests on one file by offset (the price of randomness)."""
+    ops = plan.ops
+    eligible = data_mask(ops) & (ops["batch"] < 0)
+    run = stream_runs(ops, eligible, contiguous=False)
+    order = np.lexsort((np.arange(len(run)), ops["offset"], run))
+    return plan.replace(ops=take(ops, order),
+                        meta=add_transform(plan.meta, {"transform": "sequential"}))
+
+
+def fsync_at_close(plan: Plan, mode: str = "at-close") -> Plan:
+    """Replace fsyncs after writes by one fsync before the close of each session that had any."""
+    if mode != "at-close":
+        raise ValueError(f"fsync: unknown mode {mode!r} (expected 'at-close')")
+    ops = plan.ops
+    self_file = plan.files["comm"][ops["file"]] != COMM_WORLD
+    session = _sessions(ops)
+    fs = (ops["op"] == FSYNC) & self_file
+    synced = np.unique(session[fs])
+    ends = _session_ends(ops, session)
+    need = ends[np.isin(session[ends], synced)]
+    new = take(ops, need)
+    new["op"] = np.full(len(need), FSYNC, np.int8)
+    new["length"] = np.zeros(len(need), np.int64)
+    new["offset"] = np.zeros(len(need), np.int64)
+    new["gap"] = np.zeros(len(need), np.float32)
+    closing = ops["op"][need] == CLOSE
+    anchors = np.where(closing, need - 0.5, need + 0.5)  # before the close, or after the last op
+    out = merge(ops, new, anchors, keep=~fs)
+    return plan.replace(ops=out, meta=add_transform(plan.meta, {"transform": "fsync", "mode": mode}))
+
+
+def _sessions(ops: dict[str, np.ndarray]) -> np.ndarray:
+    """Session id of each row: (rank, file, number of opens of that file by that rank so far)."""
+    n = len(ops["op"])
+    order = np.lexsort((np.arange(n), ops["file"], ops["rank"]))
+    opens = np.isin(ops["op"], (OPEN, CREATE))[order]
+    grp = ops["rank"][order].astype(np.int64) * (1 << 32) + ops["file"][order]
+    newgrp = np.concatenate([[True], grp[1:] != grp[:-1]]) if n else np.zeros(0, bool)
+    sid_sorted = np.cumsum(newgrp | opens)  # a new session at a new (rank, file) or at an open
+    sid = np.empty(n, np.int64)
+    sid[order] = sid_sorted
+    return sid
+
+
+def _session_ends(ops: dict[str, np.ndarray], session: np.ndarray) -> np.ndarray:
+    """Row index of the last row of every session (its close, when it has one)."""
+    n = len(session)
+    last = np.full(int(session.max()) + 1 if n else 0, -1, np.int64)
+    np.maximum.at(last, session, np.arange(n))
+    return last[last >= 0]
+
+
+def align(plan: Plan, boundary: int = MiB) -> Plan:
+    """Re-cut each rank's contiguous extents into requests that start and end on `boundary`
+    (the stripe size): extent starts move up to the next boundary, request sizes round to
+    multiples of it; the bytes moved stay the same."""
+    if boundary <= 0:
+        raise ValueError("align: boundary must be positive")
+    B = int(boundary)
+    ops = plan.ops
+    eligible = data_mask(ops) & (ops["batch"] < 0) & (ops["api"] != MPIIO_COLL)
+    run = stream_runs(ops, eligible, contiguous=True)
+    runs = collapse(ops, run)
+    first = np.flatnonzero(np.concatenate([[True], run[1:] != run[:-1]]))
+    piece = np.maximum(B, (ops["length"][first] + B // 2) // B * B)  # first request size, rounded
+    moved = data_mask(runs) & eligible[first]
+    runs["offset"] = np.where(moved, _aligned_starts(runs, B), runs["offset"])
+    counts = np.where(moved, np.maximum(1, -(-runs["length"] // piece)), 1)
+    idx = np.repeat(np.arange(len(counts)), counts)
+    k = np.arange(len(idx)) - np.repeat(np.cumsum(counts) - counts, counts)
+    out = take(runs, idx)
+    size = np.where(moved[idx], piece[idx], out["length"])
+    out["offset"] = out["offset"] + k * np.where(moved[idx], piece[idx], 0)
+    out["length"] = np.where(moved[idx], np.minimum(size, runs["length"][idx] - k * size), out["length"])
+    out["gap"] = np.where(k == 0, out["gap"], 0).astype(np.float32)
+    return plan.replace(ops=out, meta=add_transform(plan.meta, {"transform": "align", "boundary": B}))
+
+
+def _aligned_starts(runs: dict[str, np.ndarray], B: int) -> np.ndarray:
+    """Per file, extent starts pushed up to boundaries, keeping their order and gaps
+    (the same original start maps to the same new start, so re-reads find the data)."""
+    files, starts = runs["file"].astype(np.int64), runs["offset"]
+    order = np.lexsort((starts, files))
+    f, s = files[order], starts[order]
+    first = np.concatenate([[True], (f[1:] != f[:-1]) | (s[1:] != s[:-1])]) if len(f) else \
+        np.zeros(0, bool)
+    new = np.empty(int(first.sum()), np.int64)
+    shift, prev = 0, -1
+    for i, (fid, start) in enumerate(zip(f[first].tolist(), s[first].tolist())):  # per extent
+        if fid != prev:
+            shift, prev = 0, fid
+        aligned = -(-(start + shift) // B) * B
+        shift = aligned - start
+        new[i] = aligned
+    out = np.empty_like(starts)
+    out[order] = new[np.cumsum(first) - 1]
+    return out
+
+
+def stripe(plan: Plan, count: int, size: int) -> Plan:
+    """Ask for a Lustre layout (stripe count and size) on every file that carries data."""
+    if count == 0 or size <= 0:
+        raise ValueError("stripe: count must be non-zero and size positive")
+    files = {k: v.copy() for k, v in plan.files.items()}
+    has_data = np.bincount(plan.ops["file"][data_mask(plan.ops)], minlength=plan.nfiles) > 0
+    files["stripe_count"] = np.where(has_data, count, files["stripe_count"]).astype(np.int32)
+    files["stripe_size"] = np.where(has_data, size, files["stripe_size"]).astype(np.int64)
+    return plan.replace(files=files, meta=add_transform(plan.meta, {"transform": "stripe",
+                                                                    "count": int(count), "size": int(size)}))
+
+
+def layout(plan: Plan, mode: str) -> Plan:
+    """`fpp`: every rank gets its own file instead of a shared one; `shared`: file-per-process
+    siblings (one file group) become one shared file with a region per former file."""
+    if mode == "fpp":
+        return _to_fpp(plan)
+    if mode == "shared":
+        return _to_shared(plan)
+    raise ValueError(f"layout: unknown mode {mode!r} (expected 'shared' or 'fpp')")
+
+
+def _to_fpp(plan: Plan) -> Plan:
+    ops = {k: v.copy() for k, v in plan.ops.items()}
+    shared = ranks_per_file(ops, plan.nranks, plan.nfiles) > 1
+    moved = shared[ops["file"]] & ((ops["flags"] & FLAG_PAD) == 0)
+    keep = ~(shared[ops["file"]] & ((ops["flags"] & FLAG_PAD) != 0))
+    pair = ops["file"][moved].astype(np.int64) * plan.nranks + ops["rank"][moved]
+    upairs, inv = np.unique(pair, return_inverse=True)
+    ops["file"][moved] = plan.nfiles + inv
+    data = data_mask(ops) & moved
+    ops["offset"][data] = _compact_offsets(ops, data)
+    ops["api"][moved & (ops["api"] == MPIIO_COLL)] = MPIIO
+    ops["batch"][moved] = -1
+    parent = (upairs // plan.nranks).astype(np.int64)
+    files = {k: np.concatenate([v, v[parent]]) for k, v in plan.files.items()}
+    files["comm"][plan.nfiles:] = COMM_SELF
+    files["group"][plan.nfiles:] = parent
+    files["prefill"][plan.nfiles:] = 0
+    if files["prefill"][parent].any():  # reads of prefilled shared data: prefill each part
+        files["prefill"][plan.nfiles:] = _extent(ops, plan.nfiles + len(upairs))[plan.nfiles:] * \
+            (files["prefill"][parent] > 0)
+    files["prefill"][:plan.nfiles][shared] = 0
+    out = take(ops, keep)
+    return plan.replace(ops=out, files=files,
+                        meta=add_transform(plan.meta, {"transform": "layout", "mode": "fpp"}))
+
+
+def _compact_offsets(ops: dict[str, np.ndarray], sel: np.ndarray) -> np.ndarray:
+    """Offsets of each new file packed: distinct request offsets laid end to end in order."""
+    f, off, ln = ops["file"][sel].astype(np.int64), ops["offset"][sel], ops["length"][sel]
+    order = np.lexsort((off, f))
+    fs, os_, ls = f[order], off[order], ln[order]
+    first = np.concatenate([[True], (fs[1:] != fs[:-1]) | (os_[1:] != os_[:-1])]) if len(fs) else \
+        np.zeros(0, bool)
+    uf, ul = fs[first], ls[first]
+    csum = np.cumsum(ul) - ul
+    grp_start = np.concatenate([[True], uf[1:] != uf[:-1]]) if len(uf) else np.zeros(0, bool)
+    packed = csum - csum[np.flatnonzero(grp_start)][np.cumsum(grp_start) - 1]
+    out = np.empty_like(off)
+    out[order] = packed[np.cumsum(first) - 1]
+    return out
+
+
+def _extent(ops: dict[str, np.ndarray], nfiles: int) -> np.ndarray:
+    ext = np.zeros(nfiles, np.int64)
+    np.maximum.at(ext, ops["file"], ops["offset"] + ops["length"])
+    return ext
+
+
+def _to_shared(plan: Plan) -> Plan:
+    ops = {k: v.copy() for k, v in plan.ops.items()}
+    group = np.asarray(plan.files["group"])
+    if not (group >= 0).any():
+        raise ValueError("layout shared: the plan has no file-per-process groups to merge")
+    fids = np.arange(plan.nfiles)
+    ext = _extent(ops, plan.nfiles)
+    target = fids.copy()
+    base = np.zeros(plan.nfiles, np.int64)
+    for g in np.unique(group[group >= 0]).tolist():
+        members = fids[group == g]
+        stride = -(-max(int(ext[members].max()), 1) // MiB) * MiB  # regions start on 1 MiB
+        target[members] = members[0]
+        base[members] = np.arange(len(members)) * stride
+    data = data_mask(ops)
+    ops["offset"] = np.where(data, ops["offset"] + base[ops["file"]], ops["offset"])
+    files = {k: v.copy() for k, v in plan.files.items()}
+    pf = files["prefill"]
+    merged = np.zeros(plan.nfiles, np.int64)
+    np.maximum.at(merged, target, np.where(pf > 0, base + pf, 0))
+    files["prefill"] = np.where(target == fids, merged, 0).astype(np.int64)
+    ops["file"] = target[ops["file"]].astype(np.int32)
+    return plan.replace(ops=ops, files=files,
+                        meta=add_transform(plan.meta, {"transform": "layout", "mode": "shared"}))
+
+
+FIXES: dict[str, tuple[Callable[..., Plan], dict[str, type]]] = {
+    "coalesce": (coalesce, {"transfer_size": int}),
+    "collective": (collective, {"cb_nodes": int}),
+    "aggregate": (aggregate, {"aggregators": int}),
+    "fsync": (fsync_at_close, {"mode": str}),
+    "align": (align, {"boundary": int}),
+    "layout": (layout, {"mode": str}),
+    "stripe": (stripe, {"count": int, "size": int}),
+    "sequential": (sequential, {}),
+}
+
+
+def apply_fix(plan: Plan, fix: dict[str, Any]) -> Plan:
+    """Apply one finding's fix dict; ValueError names what is wrong with it."""
+    name = fix.get("transform")
+    if name not in FIXES:
+        raise ValueError(f"unknown fix transform {name!r} (known: {', '.join(FIXES)})")
+    func, params = FIXES[name]
+    extra = set(fix) - set(params) - {"transform"}
+    if extra:
+        raise ValueError(f"fix {name!r}: unknown parameter(s) {sorted(extra)}")
+    kwargs = {}
+    for key, typ in params.items():
+        if key in fix:
+            try:
+                kwargs[key] = typ(fix[key])
+            except (TypeError, ValueError):
+                raise ValueError(f"fix {name!r}: {key} must be {typ.__name__}, got {fix[key]!r}") from None
+    return func(plan, **kwargs)
+
+
+__all__ = ["FIXES", "aggregate", "align", "apply_fix", "coalesce", "collective", "fsync_at_close",
+           "layout", "sequential", "stripe"]
