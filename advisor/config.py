@@ -72,6 +72,25 @@ class SystemConfig:
     peak_write_mib_s: float | None = None  # sustainable aggregate peaks of the file system
     peak_read_mib_s: float | None = None
     ost_peak_mib_s: float | None = None  # what one OST sustains
+    osses: int | None = None  # object storage servers (for the per-OSS peak)
+    oss_peak_mib_s: float | None = None  # what one OSS sustains (its network or its storage)
+    client_peak_mib_s: float | None = None  # what one client's network link sustains
+
+
+@section("targets")
+@dataclass
+class TargetsConfig:
+    """Server and client settings the site wants, checked against node snapshots (ior)."""
+
+    storage_devices: list[str] = field(default_factory=list)  # /sys/block globs of OST/MDT disks
+    server: bool | None = None  # None: a node with Lustre targets or named storage devices is one
+    read_ahead_kb: int = 4096  # block read-ahead on storage devices
+    max_sectors_kb: int = 1024  # a 1 MiB RPC must reach the disk as one request
+    queue_depth: int = 256  # device/queue_depth (SAS/RAID controllers)
+    nr_requests: int = 256  # block-layer queue
+    hyperthreading: bool = False  # SMT wanted on storage servers
+    max_rpcs_in_flight: int = 16  # client osc RPCs in flight per OST
+    max_dirty_mb: int = 64  # client dirty cache per OST
 
 
 @dataclass
