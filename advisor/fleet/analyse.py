@@ -4,7 +4,8 @@ The same pipeline as ``ioadvisor diagnose`` (:func:`advisor.api.load` then
 :func:`advisor.api.diagnose_profile`, i.e. what :func:`advisor.api.diagnose_path`
 does), kept as two calls because the fleet also needs the profile for the mount
 table and the model features. Whatever goes wrong with one log becomes that
-log's error row; nothing here raises.
+log's error row; only a wrong site config or rule set (ConfigError) is raised,
+because it would fail every log alike.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from advisor import __version__
-from advisor.errors import AdvisorError, InputError
+from advisor.errors import AdvisorError, ConfigError, InputError
 from advisor.findings import Diagnosis, Finding
 from advisor.fleet.walk import LogFile, content_hash
 from advisor.profile import JobProfile
@@ -38,6 +39,8 @@ def analyse_log(log: LogFile, config: Any, timeout_s: float) -> dict[str, Any]:
         return failed_log(log, f"cannot read: {exc.strerror or exc}", started)
     except InputError as exc:
         return failed_log(log, exc.reason, started, digest)
+    except ConfigError:
+        raise  # the site config or the rule set is wrong: every log would fail, stop the run
     except AdvisorError as exc:
         return failed_log(log, str(exc), started, digest)
     except Exception as exc:  # a bug on one log must not stop a run over millions

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from advisor.errors import InputError
+from advisor.errors import ConfigError, InputError
 from advisor.fleet.analyse import analyse_log, failed_log
 from advisor.fleet.store import FleetStore, Seen
 from advisor.fleet.walk import DEFAULT_PATTERNS, LogFile, content_hash, iter_logs
@@ -35,6 +35,7 @@ class FleetOptions:
     until: date | None = None
     config: Any = None  # advisor.config.SiteConfig, validated by the caller
     slurm: dict[str, Any] = field(default_factory=dict)  # extra SLURMCluster arguments
+    retry_errors: bool = False  # analyse again the logs recorded with an error
 
 
 @dataclass
@@ -60,10 +61,11 @@ def run_fleet(inputs: Iterable[str], out: str, options: FleetOptions,
     """Analyse every new log under `inputs` into the dataset at `out`."""
     stats = FleetStats()
     started = time.perf_counter()
+    _check_engine(options.config)
     store = FleetStore(out).lock()
     try:
         pending = _new_logs(iter_logs(inputs, options.patterns, options.since, options.until),
-                            store.seen(), stats)
+                            store.seen(), stats, options.retry_errors)
         with _client(options) as client:
             _analyse_all(client, pending, store, options, stats, progress)
     finally:
@@ -72,7 +74,20 @@ def run_fleet(inputs: Iterable[str], out: str, options: FleetOptions,
     return stats
 
 
-def _new_logs(logs: Iterator[LogFile], seen: dict[str, Seen], stats: FleetStats) -> Iterator[LogFile]:
+def _check_engine(config) -> None:
+    """Load the rule set and check the site config once, before any log: a mistake there is
+    one error for the run (ConfigError), not an error row for every log."""
+    from advisor.engine import check_thresholds
+    from advisor.engine.rules import load_catalogue
+
+    if config is not None:
+        check_thresholds(config, load_catalogue())
+    else:
+        load_catalogue()
+
+
+def _new_logs(logs: Iterator[LogFile], seen: dict[str, Seen], stats: FleetStats,
+              retry_errors: bool = False) -> Iterator[LogFile]:
     """Logs not yet in the dataset: same path and same content means done.
 
     Same size and modification time is taken as same content without reading the
@@ -82,7 +97,7 @@ def _new_logs(logs: Iterator[LogFile], seen: dict[str, Seen], stats: FleetStats)
     for log in logs:
         stats.found += 1
         done = seen.get(log.path)
-        if done is not None and _same_content(log, done):
+        if done is not None and not (retry_errors and done.failed) and _same_content(log, done):
             stats.skipped += 1
             continue
         yield log
@@ -109,7 +124,11 @@ def _analyse_all(client, pending: Iterator[LogFile], store: FleetStore, options:
     walk_done = _refill(client, pending, running, completed, window, config, options.timeout_s)
     for future in completed:
         log = running.pop(future)
-        batch.add(_result(future, log))
+        try:
+            batch.add(_result(future, log))
+        except ConfigError:
+            batch.flush()  # keep what is done; the rest fails alike
+            raise
         walk_done = walk_done or _refill(client, pending, running, completed, window, config,
                                          options.timeout_s)
         if progress:
@@ -135,6 +154,8 @@ def _result(future, log: LogFile) -> dict[str, Any]:
     """The rows of one log; a worker that died on it still yields an error row."""
     try:
         result = future.result()
+    except ConfigError:
+        raise
     except Exception as exc:  # KilledWorker, a lost connection: the log gets an error row
         result = failed_log(log, f"worker failed on this log: {type(exc).__name__}: {exc}")
     future.release()
@@ -204,7 +225,23 @@ def _connect(address: str):
         raise InputError(address, f"cannot reach the Dask scheduler: {exc}") from None
     with client:
         client.wait_for_workers(1, timeout=60)
+        _check_workers(client, address)
         yield client
+
+
+def _check_workers(client, address: str) -> None:
+    """Workers must be able to start the isolated parser (a child process) for each log."""
+    daemonic = [w for w, is_daemon in client.run(_is_daemon).items() if is_daemon]
+    if daemonic:
+        raise InputError(address, f"{len(daemonic)} of its workers are daemon processes and cannot "
+                         "start the isolated log parser: start them with "
+                         "DASK_DISTRIBUTED__WORKER__DAEMON=False in their environment")
+
+
+def _is_daemon() -> bool:
+    import multiprocessing
+
+    return multiprocessing.current_process().daemon
 
 
 @contextlib.contextmanager

@@ -34,7 +34,7 @@ MANIFEST = "fleet.json"
 
 _COST = pa.struct([("code", pa.string()), ("category", pa.string()),
                    ("severity", pa.string()), ("cost_s", pa.float64())])
-_TIME = pa.timestamp("s", tz="UTC")
+_TIME = pa.timestamp("ms", tz="UTC")  # Parquet has no seconds unit
 
 JOB_SCHEMA = pa.schema([
     ("path", pa.string()), ("content_hash", pa.string()),
@@ -76,6 +76,7 @@ class Seen:
     size: int
     mtime_ns: int
     content_hash: str
+    failed: bool  # the row is an error row
 
 
 class FleetStore:
@@ -128,11 +129,11 @@ class FleetStore:
     def seen(self) -> dict[str, Seen]:
         """Path -> what was recorded for it (the latest part wins when a log changed)."""
         index: dict[str, Seen] = {}
-        for batch in self.scan_jobs(["path", "size", "mtime_ns", "content_hash"]):
+        for batch in self.scan_jobs(["path", "size", "mtime_ns", "content_hash", "error"]):
             cols = batch.to_pydict()
-            for path, size, mtime, digest in zip(cols["path"], cols["size"], cols["mtime_ns"],
-                                                 cols["content_hash"]):
-                index[path] = Seen(size, mtime, digest)
+            for path, size, mtime, digest, error in zip(cols["path"], cols["size"], cols["mtime_ns"],
+                                                        cols["content_hash"], cols["error"]):
+                index[path] = Seen(size, mtime, digest, error is not None)
         return index
 
     def scan_jobs(self, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
@@ -146,14 +147,14 @@ class FleetStore:
 
     def jobs(self, columns: list[str] | None = None) -> pa.Table:
         """The latest row per path, as one table (for reports; pass only the columns needed)."""
-        return _latest(pa.Table.from_batches(list(self.scan_jobs(_with_keys(columns))),
-                                             schema=_project(JOB_SCHEMA, _with_keys(columns))), columns)
+        cols = _with_keys(columns)
+        return _latest(_table(self.scan_jobs(cols), JOB_SCHEMA, cols), columns)
 
     def findings(self, columns: list[str] | None = None) -> pa.Table:
         """Finding rows whose job row is the latest for its path."""
         keys = self.jobs(["path", "content_hash"])
-        table = pa.Table.from_batches(list(self.scan_findings(_with_keys(columns))),
-                                      schema=_project(FINDING_SCHEMA, _with_keys(columns)))
+        cols = _with_keys(columns)
+        table = _table(self.scan_findings(cols), FINDING_SCHEMA, cols)
         table = table.join(keys, ["path", "content_hash"], join_type="inner")
         return table.select(columns) if columns else table
 
@@ -206,8 +207,12 @@ def _with_keys(columns: list[str] | None) -> list[str] | None:
     return list(dict.fromkeys(["path", "content_hash", *columns]))
 
 
-def _project(schema: pa.Schema, columns: list[str] | None) -> pa.Schema:
-    return schema if columns is None else pa.schema([schema.field(c) for c in columns])
+def _table(batches: Iterator[pa.RecordBatch], schema: pa.Schema, columns: list[str] | None) -> pa.Table:
+    """The batches as one table; an empty one still has the columns asked for."""
+    batches = list(batches)
+    if batches:
+        return pa.Table.from_batches(batches)
+    return (schema if columns is None else pa.schema([schema.field(c) for c in columns])).empty_table()
 
 
 def _latest(table: pa.Table, columns: list[str] | None) -> pa.Table:
