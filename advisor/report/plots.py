@@ -1,0 +1,396 @@
+"""Plots of a diagnosis' figure data (``Diagnosis.figures``) as inline SVG.
+
+Each builder takes one section of the figure data (see :mod:`advisor.report.figures`)
+and returns a :class:`Plot`: the SVG, a title, a one-sentence text alternative and
+a data table (shown under the plot, for screen readers and for copying numbers).
+Builders read only plain JSON values, so a saved diagnosis re-renders without the log.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from markupsafe import Markup
+
+from advisor.report.svg import Scale, Svg, byte_max, byte_ticks, nice_max, nice_ticks
+from advisor.report.units import fmt_bytes, fmt_count, fmt_rate, fmt_seconds
+
+WIDTH = 860
+LEFT, RIGHT, TOP, BOTTOM = 78, 16, 26, 46
+TABLE_ROWS = 64  # rows of a data table shown under a plot; the rest are summarised
+
+
+@dataclass
+class Plot:
+    """One rendered plot and its text alternative."""
+
+    id: str
+    title: str
+    svg: Markup
+    alt: str
+    headers: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+    more_rows: int = 0  # rows left out of the table
+
+    @property
+    def marks(self) -> int:
+        """Drawn shapes (the size budget of a plot)."""
+        return sum(str(self.svg).count(f"<{t} ") for t in ("rect", "line", "circle", "polyline", "path"))
+
+
+def _table(plot: Plot, headers: list[str], rows: list[list[str]]) -> Plot:
+    plot.headers = headers
+    plot.rows = rows[:TABLE_ROWS]
+    plot.more_rows = max(0, len(rows) - TABLE_ROWS)
+    return plot
+
+
+def _legend(svg: Svg, items: list[tuple[str, str]], x: float, y: float) -> None:
+    for label, cls in items:
+        svg.rect(x, y - 9, 10, 10, cls)
+        svg.text(x + 14, y, label, "legend")
+        x += 24 + 7 * len(label)
+
+
+def _x_axis(svg: Svg, xs: Scale, y: float, label: str, fmt, ticks: list[float]) -> None:
+    for t in ticks:
+        svg.line(xs(t), TOP, xs(t), y, "grid")
+        svg.text(xs(t), y + 14, fmt(t), "tick", "middle")
+    svg.line(xs.p0, y, xs.p1, y, "axis")
+    svg.text((xs.p0 + xs.p1) / 2, y + 34, label, "label", "middle")
+
+
+def _y_axis(svg: Svg, ys: Scale, x0: float, x1: float, label: str, fmt, ticks: list[float]) -> None:
+    for t in ticks:
+        svg.line(x0, ys(t), x1, ys(t), "grid")
+        svg.text(x0 - 5, ys(t) + 4, fmt(t), "tick", "end")
+    svg.line(x0, ys.p0, x0, ys.p1, "axis")
+    svg.text(14, (ys.p0 + ys.p1) / 2, label, "label", "middle", rotate=True)
+
+
+def _stacked_hbars(plot_id: str, title: str, labels: list[str], tips: list[str],
+                   stacks: list[tuple[str, str, list[float]]], xlabel: str, desc: str) -> Svg:
+    """Horizontal stacked bars, one row per label; `stacks` = (legend, css class, values)."""
+    row_h = 22
+    label_w = 190 if max((len(t) for t in labels), default=0) > 10 else LEFT
+    height = TOP + row_h * len(labels) + BOTTOM
+    svg = Svg(WIDTH, height, title, desc)
+    totals = [sum(s[2][i] for s in stacks) for i in range(len(labels))]
+    xs = Scale(0, nice_max(max(totals, default=0)), label_w, WIDTH - RIGHT)
+    _x_axis(svg, xs, TOP + row_h * len(labels), xlabel, fmt_seconds, nice_ticks(xs.lo, xs.hi))
+    for i, label in enumerate(labels):
+        y, x = TOP + i * row_h + 3, 0.0
+        svg.text(label_w - 6, y + 13, label, "tick", "end", tip=tips[i])
+        for name, cls, values in stacks:
+            if values[i] > 0:
+                svg.rect(xs(x), y, xs(x + values[i]) - xs(x), row_h - 6, cls,
+                         f"{tips[i]}: {name} {fmt_seconds(values[i])}")
+            x += values[i]
+    _legend(svg, [(s[0], s[1]) for s in stacks], label_w, 16)
+    return svg
+
+
+def io_time_plot(fig: dict) -> Plot:
+    """I/O time split into read, write and metadata, per module."""
+    modules = [str(m) for m in fig["modules"]]
+    read, write, meta = ([float(v) for v in fig[k]] for k in ("read", "write", "meta"))
+    basis = str(fig.get("basis", "mean per process"))
+    title = f"I/O time by module ({basis})"
+    stacks = [("read", "c-read", read), ("write", "c-write", write), ("metadata", "c-meta", meta)]
+    totals = [r + w + m for r, w, m in zip(read, write, meta)]
+    top = max(range(len(modules)), key=lambda i: totals[i]) if modules else None
+    runtime = float(fig.get("runtime_s") or 0)
+    alt = "No I/O time recorded." if top is None else (
+        f"{modules[top]} spends the most time in I/O: {fmt_seconds(totals[top])} "
+        f"(read {fmt_seconds(read[top])}, write {fmt_seconds(write[top])}, metadata {fmt_seconds(meta[top])})"
+        + (f" of a {fmt_seconds(runtime)} run." if runtime else "."))
+    svg = _stacked_hbars("io-time", title, modules, modules, stacks, f"time (s), {basis}", alt)
+    rows = [[m, fmt_seconds(r), fmt_seconds(w), fmt_seconds(x), fmt_seconds(r + w + x)]
+            for m, r, w, x in zip(modules, read, write, meta)]
+    return _table(Plot("io-time", title, svg.markup("io-time"), alt),
+                  ["module", "read", "write", "metadata", "total"], rows)
+
+
+def access_size_plots(fig: dict) -> list[Plot]:
+    """One grouped bar chart (reads and writes per size bin) per module with requests."""
+    bins = [str(b) for b in fig["bins"]]
+    plots = []
+    for module, counts in fig["modules"].items():
+        read = [int(v) for v in counts.get("read", [0] * len(bins))]
+        write = [int(v) for v in counts.get("write", [0] * len(bins))]
+        if sum(read) + sum(write) == 0:
+            continue
+        plots.append(_size_plot(str(module), bins, read, write))
+    return plots
+
+
+def _size_plot(module: str, bins: list[str], read: list[int], write: list[int]) -> Plot:
+    pid = "sizes-" + "".join(c if c.isalnum() else "-" for c in module.lower())
+    title = f"Access sizes, {module}"
+    height = 250
+    bottom = height - BOTTOM
+    top_read = max(range(len(bins)), key=lambda i: read[i])
+    top_write = max(range(len(bins)), key=lambda i: write[i])
+    alt = (f"{module}: {fmt_count(sum(read))} reads, most of {bins[top_read]} bytes; "
+           f"{fmt_count(sum(write))} writes, most of {bins[top_write]} bytes.")
+    svg = Svg(WIDTH, height, title, alt)
+    ys = Scale(0, nice_max(max(read + write)), bottom, TOP)
+    _y_axis(svg, ys, LEFT, WIDTH - RIGHT, "requests (count)", fmt_count, nice_ticks(ys.lo, ys.hi, 4))
+    slot = (WIDTH - RIGHT - LEFT) / len(bins)
+    for i, label in enumerate(bins):
+        x = LEFT + i * slot
+        for j, (name, cls, values) in enumerate((("reads", "c-read", read), ("writes", "c-write", write))):
+            if values[i]:
+                bx = x + 4 + j * (slot - 8) / 2
+                svg.rect(bx, ys(values[i]), (slot - 8) / 2, bottom - ys(values[i]), cls,
+                         f"{label} B: {fmt_count(values[i])} {name}")
+                svg.text(bx + (slot - 8) / 4, ys(values[i]) - 3, fmt_count(values[i]), "tick", "middle")
+        svg.text(x + slot / 2, bottom + 14, label, "tick", "middle")
+    svg.line(LEFT, bottom, WIDTH - RIGHT, bottom, "axis")
+    svg.text((LEFT + WIDTH) / 2, height - 8, "request size (bytes)", "label", "middle")
+    _legend(svg, [("reads", "c-read"), ("writes", "c-write")], LEFT + 8, 16)
+    rows = [[b, fmt_count(r), fmt_count(w)] for b, r, w in zip(bins, read, write)]
+    return _table(Plot(pid, title, svg.markup(pid), alt), ["size (bytes)", "reads", "writes"], rows)
+
+
+def rank_plot(fig: dict) -> Plot:
+    """Bytes and I/O time per rank (or per group of ranks), stragglers highlighted."""
+    labels = [str(x) for x in fig["labels"]]
+    split = "bytes_read" in fig  # DXT gives read and written per rank, counters only a total
+    read = [float(v) for v in (fig["bytes_read"] if split else fig["bytes"])]
+    written = [float(v) for v in fig["bytes_written"]] if split else [0.0] * len(read)
+    time_s = [float(v) for v in fig["time_s"]]
+    time_max = [float(v) for v in fig.get("time_max_s") or time_s]
+    hot = {int(i) for i in fig.get("straggler_index", [])}
+    title = "Bytes and I/O time per rank" + (" (groups of ranks: mean, whisker to the slowest)"
+                                             if fig.get("grouped") else "")
+    med = statistics.median(time_s) if time_s else 0.0
+    alt = _rank_alt(labels, read, written, time_max, hot, med, str(fig.get("source", "")))
+    panel, gap = 150, 58
+    height = TOP + 2 * panel + gap + BOTTOM
+    svg = Svg(WIDTH, height, title, alt)
+    slot = (WIDTH - RIGHT - LEFT) / max(len(labels), 1)
+    totals = [r + w for r, w in zip(read, written)]
+    yb = Scale(0, byte_max(max(totals, default=0)), TOP + panel, TOP)
+    _y_axis(svg, yb, LEFT, WIDTH - RIGHT, "bytes", fmt_bytes, byte_ticks(yb.hi, 4))
+    yt = Scale(0, nice_max(max(time_max, default=0)), TOP + 2 * panel + gap, TOP + panel + gap)
+    _y_axis(svg, yt, LEFT, WIDTH - RIGHT, "I/O time (s)", fmt_seconds, nice_ticks(yt.lo, yt.hi, 4))
+    for i, label in enumerate(labels):
+        x, w = LEFT + i * slot + slot * 0.1, max(slot * 0.8, 0.6)
+        svg.rect(x, yb(read[i] + written[i]), w, yb(written[i]) - yb(read[i] + written[i]),
+                 "c-read" if split else "c-bytes", f"rank {label}: {'read' if split else 'moved'} {fmt_bytes(read[i])}")
+        if split:
+            svg.rect(x, yb(written[i]), w, yb(0) - yb(written[i]), "c-write",
+                     f"rank {label}: written {fmt_bytes(written[i])}")
+        cls = "c-hot" if i in hot else "c-time"
+        svg.rect(x, yt(time_s[i]), w, yt(0) - yt(time_s[i]), cls, f"rank {label}: I/O time {fmt_seconds(time_s[i])}"
+                 + (" (straggler)" if i in hot else ""))
+        if time_max[i] > time_s[i]:
+            svg.line(x + w / 2, yt(time_s[i]), x + w / 2, yt(time_max[i]), "whisker",
+                     f"ranks {label}: slowest {fmt_seconds(time_max[i])}")
+    if med > 0:
+        svg.line(LEFT, yt(med), WIDTH - RIGHT, yt(med), "median", f"median {fmt_seconds(med)}")
+    for t in _label_ticks(len(labels)):
+        svg.text(LEFT + (t + 0.5) * slot, yt.p0 + 14, labels[t], "tick", "middle")
+    svg.text((LEFT + WIDTH) / 2, height - 8, "rank", "label", "middle")
+    bytes_legend = [("read", "c-read"), ("written", "c-write")] if split else [("bytes", "c-bytes")]
+    _legend(svg, bytes_legend + [("I/O time", "c-time"), ("straggler", "c-hot")], LEFT + 8, 16)
+    rows = [[lab, fmt_bytes(r), fmt_bytes(w) if split else "", fmt_seconds(t), "yes" if i in hot else ""]
+            for i, (lab, r, w, t) in enumerate(zip(labels, read, written, time_max))]
+    rows.sort(key=lambda r: r[4] != "yes")  # stragglers first in the text alternative
+    return _table(Plot("ranks", title, svg.markup("ranks"), alt),
+                  ["rank(s)", "read" if split else "bytes", "written", "I/O time", "straggler"], rows)
+
+
+def _rank_alt(labels, read, written, time_s, hot, med, source) -> str:
+    if not labels:
+        return "No per-rank data."
+    slow = max(range(len(labels)), key=lambda i: time_s[i])
+    text = (f"{len(labels)} bars; total {fmt_bytes(sum(read) + sum(written))}. "
+            f"Slowest rank(s) {labels[slow]}: {fmt_seconds(time_s[slow])} of I/O, median {fmt_seconds(med)}.")
+    if hot:
+        text += f" Stragglers: {', '.join(labels[i] for i in sorted(hot)[:8])}."
+    return text + (f" Source: {source}." if source else "")
+
+
+def _label_ticks(n: int, most: int = 12) -> list[int]:
+    step = max(1, -(-n // most))
+    return list(range(0, n, step))
+
+
+def ost_plot(fig: dict) -> Plot:
+    """Bandwidth per OST (bytes over the I/O time of the files striped on it), outliers marked."""
+    osts = [int(o) for o in fig["ost"]]
+    bw = [float(v) for v in fig["bandwidth"]]
+    nbytes = [float(v) for v in fig["bytes"]]
+    outliers = {int(o) for o in fig.get("outliers", [])}
+    title = "Bandwidth per OST (Lustre)"
+    med = statistics.median(bw) if bw else 0.0
+    alt = (f"{len(osts)} OSTs, median {fmt_rate(med)}."
+           + (f" Outliers (slow): OST {', '.join(str(o) for o in sorted(outliers))}." if outliers
+              else " No outlier."))
+    height = 260
+    bottom = height - BOTTOM
+    svg = Svg(WIDTH, height, title, alt)
+    ys = Scale(0, byte_max(max(bw, default=0)), bottom, TOP)
+    _y_axis(svg, ys, LEFT, WIDTH - RIGHT, "bandwidth (bytes/s)", fmt_rate, byte_ticks(ys.hi, 4))
+    slot = (WIDTH - RIGHT - LEFT) / max(len(osts), 1)
+    for i, ost in enumerate(osts):
+        cls = "c-hot" if ost in outliers else "c-time"
+        svg.rect(LEFT + i * slot + slot * 0.1, ys(bw[i]), max(slot * 0.8, 0.6), bottom - ys(bw[i]), cls,
+                 f"OST {ost}: {fmt_rate(bw[i])}, {fmt_bytes(nbytes[i])}" + (" (outlier)" if ost in outliers else ""))
+    if med > 0:
+        svg.line(LEFT, ys(med), WIDTH - RIGHT, ys(med), "median", f"median {fmt_rate(med)}")
+    for t in _label_ticks(len(osts), 24):
+        svg.text(LEFT + (t + 0.5) * slot, bottom + 14, str(osts[t]), "tick", "middle")
+    svg.line(LEFT, bottom, WIDTH - RIGHT, bottom, "axis")
+    svg.text((LEFT + WIDTH) / 2, height - 8, "OST index", "label", "middle")
+    rows = [[str(o), fmt_rate(b), fmt_bytes(n), "yes" if o in outliers else ""]
+            for o, b, n in zip(osts, bw, nbytes)]
+    return _table(Plot("osts", title, svg.markup("osts"), alt), ["OST", "bandwidth", "bytes", "outlier"], rows)
+
+
+def top_files_plot(fig: dict) -> Plot:
+    """The files with the most I/O time, split into read, write and metadata."""
+    files = fig["files"]
+    paths = [str(f["path"]) for f in files]
+    title = "Top files by I/O time"
+    stacks = [(name, cls, [float(f.get(key, 0)) for f in files])
+              for name, cls, key in (("read", "c-read", "read_s"), ("write", "c-write", "write_s"),
+                                     ("metadata", "c-meta", "meta_s"))]
+    basis = str(fig.get("basis", "summed over ranks"))
+    alt = ("No file with I/O time." if not files else
+           f"{len(files)} files; the slowest is {paths[0]} with {fmt_seconds(_file_total(files[0]))} of I/O.")
+    labels = [_middle_ellipsis(p, 30) for p in paths]
+    svg = _stacked_hbars("top-files", title, labels, paths, stacks, f"I/O time (s), {basis}", alt)
+    rows = [[p, fmt_seconds(_file_total(f)), fmt_bytes(float(f.get("bytes_read", 0))),
+             fmt_bytes(float(f.get("bytes_written", 0))), fmt_count(float(f.get("ranks", 0)))]
+            for p, f in zip(paths, files)]
+    return _table(Plot("top-files", title, svg.markup("top-files"), alt),
+                  ["file", "I/O time", "read", "written", "ranks"], rows)
+
+
+def _file_total(f: dict) -> float:
+    return sum(float(f.get(k, 0)) for k in ("read_s", "write_s", "meta_s"))
+
+
+def _middle_ellipsis(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most // 2 - 1] + "\u2026" + text[-(most // 2):]
+
+
+def verification_plot(v: dict, plot_id: str) -> Plot:
+    """Before/after replay time (median) with the time range implied by the speedup's 95 % interval."""
+    before, after = float(v["baseline"]["median_s"]), float(v["fixed"]["median_s"])
+    ci = v.get("ci95") if isinstance(v.get("ci95"), (list, tuple)) and len(v["ci95"]) == 2 else None
+    lo_s, hi_s = (before / float(ci[1]), before / float(ci[0])) if ci and min(ci) > 0 else (after, after)
+    title = "Replay: before and after the fix"
+    alt = (f"Replayed {v.get('repeat', '?')} times: median {fmt_seconds(before)} as recorded, "
+           f"{fmt_seconds(after)} with the fix" + (f" (95 % interval {fmt_seconds(lo_s)} to {fmt_seconds(hi_s)})"
+                                                    if ci else "") + ".")
+    svg = Svg(WIDTH / 1.5, 118, title, alt)
+    xs = Scale(0, nice_max(max(before, after, hi_s)), 92, WIDTH / 1.5 - 16)
+    _x_axis(svg, xs, 70, "replay time, median (s)", fmt_seconds, nice_ticks(xs.lo, xs.hi, 4))
+    for i, (label, value, cls) in enumerate((("before", before, "c-before"), ("after fix", after, "c-after"))):
+        y = TOP + 2 + i * 21
+        svg.text(86, y + 12, label, "tick", "end")
+        svg.rect(xs(0), y, xs(value) - xs(0), 15, cls, f"{label}: {fmt_seconds(value)}")
+    if ci:
+        y = TOP + 2 + 21 + 7.5
+        svg.line(xs(lo_s), y, xs(hi_s), y, "whisker", f"95 % interval: {fmt_seconds(lo_s)} to {fmt_seconds(hi_s)}")
+        for x in (xs(lo_s), xs(hi_s)):
+            svg.line(x, y - 5, x, y + 5, "whisker")
+    rows = [["before", fmt_seconds(before), _bw(v["baseline"])], ["after fix", fmt_seconds(after), _bw(v["fixed"])]]
+    return _table(Plot(plot_id, title, svg.markup(plot_id), alt), ["run", "median time", "bandwidth"], rows)
+
+
+def _bw(run: dict) -> str:
+    mib = run.get("bandwidth_mib_s")
+    return fmt_rate(float(mib) * 1048576) if isinstance(mib, (int, float)) else ""
+
+
+def campaign_plots(fig: dict) -> list[Plot]:
+    """Bandwidth against the number of tasks, per operation, with knee and 'clients exceed OSTs' marks."""
+    plots = []
+    for op in dict.fromkeys(str(s.get("op", s["name"])) for s in fig["series"]):
+        series = [s for s in fig["series"] if str(s.get("op", s["name"])) == op]
+        plots.append(_campaign_plot(fig, op, series))
+    return plots
+
+
+def _campaign_plot(fig: dict, op: str, series: list[dict]) -> Plot:
+    pid = "campaign-" + "".join(c if c.isalnum() else "-" for c in op.lower())
+    unit = str(fig.get("unit", "MiB/s"))
+    xlabel = str(fig.get("x_label", "tasks"))
+    title = f"Scaling: {op} bandwidth vs {xlabel}"
+    xs_all = [float(x) for s in series for x in s["x"] if float(x) > 0]
+    ys_all = [float(y) for s in series for y in list(s["y"]) + list(s.get("y_hi") or [])]
+    height = 300
+    bottom = height - BOTTOM
+    knees = [k for k in _as_list(fig.get("knee")) if str(k.get("op", k.get("series", op))) in (op, "")]
+    alt = _campaign_alt(op, series, knees, fig.get("osts"), unit, xlabel)
+    svg = Svg(WIDTH, height, title, alt)
+    xs = Scale(min(xs_all), max(xs_all) if max(xs_all) > min(xs_all) else min(xs_all) * 2, LEFT + 12, WIDTH - RIGHT - 12,
+               log=min(xs_all) > 0)
+    ys = Scale(0, nice_max(max(ys_all, default=0)), bottom, TOP)
+    _y_axis(svg, ys, LEFT, WIDTH - RIGHT, f"bandwidth ({unit})", fmt_count, nice_ticks(ys.lo, ys.hi, 5))
+    for t in sorted(set(xs_all)):
+        svg.text(xs(t), bottom + 14, fmt_count(t), "tick", "middle")
+    svg.line(LEFT, bottom, WIDTH - RIGHT, bottom, "axis")
+    svg.text((LEFT + WIDTH) / 2, height - 8, xlabel, "label", "middle")
+    osts = fig.get("osts")
+    if isinstance(osts, (int, float)) and xs.lo <= osts <= xs.hi:
+        svg.line(xs(osts), TOP, xs(osts), bottom, "limit", f"clients exceed OSTs beyond {fmt_count(osts)} {xlabel}")
+        svg.text(xs(osts) + 4, TOP + 12, f"{xlabel} > OSTs ({fmt_count(osts)})", "legend")
+    for i, s in enumerate(series):
+        _campaign_series(svg, xs, ys, s, i, unit, xlabel)
+    _line_legend(svg, [(str(s["name"]), "series-base" if s.get("baseline") else f"series s{i % 4}")
+                       for i, s in enumerate(series)], LEFT + 8, 16)
+    for k in knees:
+        svg.circle(xs(float(k["x"])), ys(float(k["y"])), 7, "knee",
+                   f"knee at {fmt_count(float(k['x']))} {xlabel}: {fmt_count(float(k['y']))} {unit}")
+    rows = [[str(s["name"]), fmt_count(float(x)), fmt_count(float(y)), "baseline" if s.get("baseline") else ""]
+            for s in series for x, y in zip(s["x"], s["y"])]
+    return _table(Plot(pid, title, svg.markup(pid), alt), ["series", xlabel, f"bandwidth ({unit})", ""], rows)
+
+
+def _campaign_series(svg: Svg, xs: Scale, ys: Scale, s: dict, i: int, unit: str, xlabel: str) -> None:
+    cls = "series-base" if s.get("baseline") else f"series s{i % 4}"
+    points = [(xs(float(x)), ys(float(y))) for x, y in zip(s["x"], s["y"]) if float(x) > 0]
+    svg.polyline(points, cls)
+    lo, hi = s.get("y_lo"), s.get("y_hi")
+    for j, (x, y) in enumerate(zip(s["x"], s["y"])):
+        if float(x) <= 0:
+            continue
+        if lo and hi:
+            svg.line(xs(float(x)), ys(float(lo[j])), xs(float(x)), ys(float(hi[j])), "whisker")
+        svg.circle(xs(float(x)), ys(float(y)), 3, cls, f"{s['name']}: {fmt_count(float(y))} {unit} at "
+                                                      f"{fmt_count(float(x))} {xlabel}")
+
+
+def _line_legend(svg: Svg, items: list[tuple[str, str]], x: float, y: float) -> None:
+    for label, cls in items:
+        svg.polyline([(x, y - 4), (x + 18, y - 4)], cls)
+        svg.text(x + 22, y, label, "legend")
+        x += 34 + 7 * len(label)
+
+
+def _as_list(value) -> list[dict]:
+    if isinstance(value, dict):
+        return [value]
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _campaign_alt(op, series, knees, osts, unit, xlabel) -> str:
+    parts = []
+    for s in series:
+        if s["y"]:
+            best = max(range(len(s["y"])), key=lambda j: float(s["y"][j]))
+            parts.append(f"{s['name']} peaks at {fmt_count(float(s['y'][best]))} {unit} with "
+                         f"{fmt_count(float(s['x'][best]))} {xlabel}")
+    text = f"{op}: " + "; ".join(parts) + "."
+    if knees:
+        text += f" Knee at {fmt_count(float(knees[0]['x']))} {xlabel}."
+    if isinstance(osts, (int, float)):
+        text += f" Clients exceed OSTs beyond {fmt_count(osts)} {xlabel}."
+    return text

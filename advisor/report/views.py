@@ -1,0 +1,261 @@
+"""What the HTML template shows, computed from a Diagnosis (plain strings and numbers).
+
+The template only lays out; every number is formatted and every list cut to a
+readable length here, so the template stays free of logic (and of trace data
+handling: it autoescapes whatever these views hold).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from pathlib import PurePath
+
+from advisor.findings import Diagnosis, Finding
+from advisor.report.plots import Plot, verification_plot
+from advisor.report.units import fmt_bytes, fmt_count, fmt_seconds, fmt_share, fmt_value
+
+MAX_FILES = 20
+MAX_EVIDENCE = 40
+_URL = re.compile(r"https?://[^\s<>\"'`]+")
+
+
+def job_view(d: Diagnosis, index: int) -> dict:
+    """Header, summary rows, finding cards and plots of one diagnosed input."""
+    runtime = _float(d.job.get("runtime_s"))
+    findings = [finding_view(f, i + 1, runtime, f"job{index}") for i, f in enumerate(d.sorted_findings())]
+    plots, tables, problems = figure_views(d.figures) if isinstance(d.figures, dict) else ([], [], [])
+    lost = sum(f["cost_s"] for f in findings)
+    return {
+        "id": f"job{index}",
+        "name": _job_name(d),
+        "exe": str(d.job.get("exe") or ""),
+        "facts": _header_facts(d, runtime),
+        "error": d.error,
+        "findings": findings,
+        "counts": {s: sum(f["severity"] == s for f in findings) for s in ("high", "warn", "info")},
+        "lost": fmt_seconds(lost) if lost else "",
+        "lost_share": fmt_share(lost / runtime) if lost and runtime else "",
+        "not_checked": [(str(n.check), str(n.reason)) for n in d.not_checked],
+        "notes": [str(n) for n in d.source.get("notes", []) or []],
+        "plots": plots,
+        "tables": tables,
+        "plot_problems": problems,
+    }
+
+
+def _job_name(d: Diagnosis) -> str:
+    jobid = str(d.job.get("jobid") or "")
+    base = PurePath(str(d.source.get("path", ""))).name
+    return f"job {jobid} ({base})" if jobid else base or "input"
+
+
+def _float(value) -> float:
+    try:
+        return float(value or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _header_facts(d: Diagnosis, runtime: float) -> list[tuple[str, str]]:
+    job, summary, source = d.job, d.summary or {}, d.source
+    facts = [("processes", fmt_count(_float(job.get("nprocs"))))]
+    if job.get("user"):
+        facts.append(("user", str(job["user"])))
+    facts.append(("run time", fmt_seconds(runtime) + _period(job)))
+    if "bytes_read" in summary or "bytes_written" in summary:
+        facts.append(("bytes moved", f"{fmt_bytes(_float(summary.get('bytes_read')))} read, "
+                                     f"{fmt_bytes(_float(summary.get('bytes_written')))} written"))
+    if "io_time_s" in summary:
+        share = f" ({fmt_share(_float(summary['io_share']))} of run time)" if "io_share" in summary else ""
+        facts.append(("time in I/O", fmt_seconds(_float(summary["io_time_s"])) + share))
+    for key, label in (("files_accessed", "files"), ("interfaces", "interfaces"), ("modules", "modules")):
+        if summary.get(key) not in (None, "", []):
+            facts.append((label, fmt_value(key, summary[key]) if not isinstance(summary[key], list)
+                          else ", ".join(str(x) for x in summary[key])))
+    fmt = " ".join(str(source.get(k) or "") for k in ("format", "parser")).strip()
+    if source.get("log_version"):
+        fmt += f", log format {source['log_version']}"
+    facts.append(("input", f"{source.get('path', '')} ({fmt})"))
+    tool = d.tool or {}
+    if tool.get("version"):
+        facts.append(("diagnosed by", f"ioadvisor {tool['version']}, {tool.get('rules', '?')} rules"))
+    return facts
+
+
+def _period(job: dict) -> str:
+    start, end = job.get("start_time"), job.get("end_time")
+    if not isinstance(start, (int, float)) or not isinstance(end, (int, float)):
+        return ""
+    try:
+        a = _dt.datetime.fromtimestamp(start, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        b = _dt.datetime.fromtimestamp(end, _dt.timezone.utc).strftime("%H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return ""
+    return f", {a} to {b}"
+
+
+def finding_view(f: Finding, rank: int, runtime: float, job_id: str) -> dict:
+    cost = _float(f.cost_s)
+    files = [str(p) for p in f.files]
+    return {
+        "id": f"{job_id}-f{rank}",
+        "rank": rank,
+        "code": str(f.code),
+        "severity": f.severity if f.severity in ("high", "warn", "info") else "info",
+        "category": str(f.category),
+        "title": str(f.title),
+        "message": str(f.message),
+        "cost_s": cost,
+        "cost": fmt_seconds(cost) if cost else "",
+        "cost_share": fmt_share(cost / runtime) if cost and runtime else "",
+        "evidence": [(str(k), fmt_value(str(k), v)) for k, v in list(f.evidence.items())[:MAX_EVIDENCE]],
+        "files": files[:MAX_FILES],
+        "more_files": max(0, len(files) - MAX_FILES),
+        "ranks": rank_ranges(f.ranks),
+        "fix_text": str(f.recommendation.text),
+        "fix_short": first_sentence(str(f.recommendation.text)),
+        "commands": [str(c) for c in f.recommendation.commands],
+        "fix": json.dumps(f.fix, sort_keys=True) if f.fix else "",
+        "verification": verification_view(f.verification, f"{job_id}-f{rank}") if f.verification else None,
+        "prediction": _prediction(f.prediction),
+        "references": [reference(r) for r in f.references],
+    }
+
+
+def first_sentence(text: str, most: int = 160) -> str:
+    """The first sentence of `text` (a summary cell), cut at `most` characters."""
+    text = " ".join(text.split())
+    match = re.search(r"(?<=[.!?])\s", text)
+    sentence = text[: match.start()] if match else text
+    return sentence if len(sentence) <= most else sentence[: most - 1] + "\u2026"
+
+
+def rank_ranges(ranks: list[int], most: int = 16) -> str:
+    """[0, 1, 2, 3, 7] -> '0-3, 7' (at most `most` ranges, then a count)."""
+    values = sorted({int(r) for r in ranks})
+    spans: list[list[int]] = []
+    for r in values:
+        if spans and r == spans[-1][1] + 1:
+            spans[-1][1] = r
+        else:
+            spans.append([r, r])
+    text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans[:most])
+    if len(spans) > most:
+        text += f", ... ({len(values)} ranks)"
+    return text
+
+
+def reference(text: str) -> dict:
+    """A reference as text plus a link when it contains an http(s) URL (never other schemes)."""
+    text = str(text)
+    match = _URL.search(text)
+    return {"text": text, "href": match.group(0).rstrip(".,;)") if match else ""}
+
+
+def verification_view(v: dict, fid: str) -> dict:
+    v = v if isinstance(v, dict) else {}
+    speedup = v.get("speedup")
+    ci = v.get("ci95") if isinstance(v.get("ci95"), (list, tuple)) and len(v.get("ci95")) == 2 else None
+    plot = verification_plot(v, f"{fid}-verify") if _has_timings(v) else None
+    details = []
+    for key, label in (("repeat", "repetitions"), ("np", "processes"), ("scale", "scale"),
+                       ("fstype", "file system"), ("target", "target"), ("cache_policy", "cache policy")):
+        if v.get(key) not in (None, ""):
+            details.append((label, str(v[key])))
+    return {
+        "verdict": str(v.get("verdict", "not-verifiable")),
+        "speedup": f"{float(speedup):.2f}x" if isinstance(speedup, (int, float)) else "",
+        "ci": f"{float(ci[0]):.2f}x to {float(ci[1]):.2f}x" if ci else "",
+        "reason": str(v.get("reason") or ""),
+        "details": details,
+        "plot": plot,
+    }
+
+
+def _has_timings(v: dict) -> bool:
+    return all(isinstance(v.get(k), dict) and isinstance(v[k].get("median_s"), (int, float))
+               for k in ("baseline", "fixed"))
+
+
+def _prediction(p) -> list[tuple[str, str]]:
+    if not isinstance(p, dict):
+        return []
+    return [(str(k), fmt_value(str(k), v)) for k, v in list(p.items())[:12]]
+
+
+def _plot_builders() -> list[tuple[str, object]]:
+    from advisor.report import plots
+    from advisor.report.timeline import timeline_plot
+
+    return [("io_time", plots.io_time_plot), ("access_sizes", plots.access_size_plots),
+            ("ranks", plots.rank_plot), ("timeline", timeline_plot), ("osts", plots.ost_plot),
+            ("top_files", plots.top_files_plot), ("campaign", plots.campaign_plots)]
+
+
+def figure_views(figures: dict) -> tuple[list[Plot], list[dict], list[str]]:
+    """Plots and tables of the figure data present; a malformed section becomes a note, not a crash.
+
+    Figure data may come from a saved (possibly hand-edited or hostile) JSON file.
+    """
+    plots, problems = [], []
+    for key, build in _plot_builders():
+        if not figures.get(key):
+            continue
+        try:
+            made = build(figures[key])
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError) as exc:
+            problems.append(f"{key}: not drawn, malformed figure data ({type(exc).__name__})")
+            continue
+        plots.extend(made if isinstance(made, list) else [made])
+    tables = []
+    if figures.get("snapshot"):
+        try:
+            tables = snapshot_tables(figures["snapshot"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            problems.append(f"snapshot: not shown, malformed figure data ({type(exc).__name__})")
+    return plots, tables, problems
+
+
+def snapshot_tables(snapshot: dict) -> list[dict]:
+    """Configuration tables of a node snapshot, flagged values marked.
+
+    Accepts ``{"tables": [{"title", "columns", "rows", "flagged": [row index]}]}``; any
+    other mapping is shown as one key/value table per section.
+    """
+    if isinstance(snapshot.get("tables"), list):
+        return [_given_table(t) for t in snapshot["tables"] if isinstance(t, dict)]
+    tables = []
+    flat = {k: v for k, v in snapshot.items() if not isinstance(v, dict)}
+    if flat:
+        tables.append(_kv_table("settings", flat))
+    tables += [_kv_table(str(k), v) for k, v in snapshot.items() if isinstance(v, dict)]
+    return tables
+
+
+def _given_table(t: dict) -> dict:
+    flagged = {int(i) for i in t.get("flagged", []) if isinstance(i, int)}
+    rows = [{"cells": [_cell(c) for c in row] if isinstance(row, list) else [_cell(row)], "flagged": i in flagged}
+            for i, row in enumerate(t.get("rows", []))]
+    return {"title": str(t.get("title", "configuration")), "columns": [str(c) for c in t.get("columns", [])],
+            "rows": rows}
+
+
+def _kv_table(title: str, mapping: dict) -> dict:
+    rows = []
+    for key, value in mapping.items():
+        flagged = isinstance(value, dict) and bool(value.get("flagged") or value.get("flag"))
+        if isinstance(value, dict) and "value" in value:
+            note = value.get("note") or value.get("reason") or value.get("recommended") or ""
+            cells = [str(key), _cell(value["value"]), _cell(note)]
+        else:
+            cells = [str(key), _cell(value), ""]
+        rows.append({"cells": cells, "flagged": flagged})
+    return {"title": title, "columns": ["setting", "value", "note"], "rows": rows}
+
+
+def _cell(value) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)[:400]
+    return str(value)
