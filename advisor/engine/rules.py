@@ -208,7 +208,7 @@ def _check_names(rule: Rule, at: dict[str, str]) -> None:
     for node in rule.expressions()[4:]:
         _check_expr(rule, "fix", node, at)
     for name in rule.evidence:
-        if name not in facts:
+        if name not in facts and name not in PARAMS and name not in rule.thresholds:
             raise ConfigError(f"{at['evidence']}: unknown fact '{name}' in evidence")
     known = set(rule.evidence) | set(rule.thresholds) | TEMPLATE_NAMES
     render.check(rule.message, known, at["message"])

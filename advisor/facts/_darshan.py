@@ -114,3 +114,24 @@ def dxt(ctx: FactContext, module: str = "DXT_POSIX") -> DxtTrace:
     if info is not None and info.partial:
         raise Missing(f"the {module} trace is incomplete (trace buffer full)")
     return trace
+
+
+def summary(ctx: FactContext):
+    """advisor.metrics.summarize of the profile, once per profile."""
+    from advisor.metrics import summarize
+
+    darshan_like(ctx)
+    return ctx.memo("metrics.summary", lambda: summarize(ctx.profile))
+
+
+def files(ctx: FactContext):
+    """advisor.metrics.per_file of the profile (most bytes first), once per profile."""
+    from advisor.metrics import per_file
+
+    darshan_like(ctx)
+    return ctx.memo("metrics.per_file", lambda: per_file(ctx.profile))
+
+
+def data_files(ctx: FactContext):
+    """Per-file summaries without the standard streams."""
+    return [f for f in files(ctx) if f.path not in STD_STREAMS]

@@ -1,0 +1,157 @@
+"""Access pattern: random (non-sequential) requests, misalignment, redundant traffic."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from advisor.facts import FactContext, Missing, fact
+from advisor.facts._darshan import col, data_files, nprocs, records, summary
+
+RANDOM_PENALTY = 0.5  # share of a random request's time a sequential stream would save (read-ahead, seeks)
+MISALIGNED_PENALTY = 0.3  # share of a misaligned request's time spent on the extra stripe/page/lock
+
+
+def _posix(ctx: FactContext):
+    s = summary(ctx).modules.get("POSIX")
+    if s is None:
+        raise Missing("no POSIX records in the log")
+    return s
+
+
+for _op, _ops, _seq, _time in (("read", "reads", "seq_read_frac", "read_time"),
+                               ("write", "writes", "seq_write_frac", "write_time")):
+    def _make(op=_op, ops=_ops, seq=_seq, tcol=_time):
+        @fact(f"random_{op}_count", "ops", f"POSIX {op}s not at a higher offset than the previous one.")
+        def count(ctx: FactContext) -> int:
+            s = _posix(ctx)
+            frac = getattr(s, seq)
+            return int(round(getattr(s, ops) * (1 - frac))) if frac is not None else 0
+
+        @fact(f"random_{op}_share", "ratio", f"Share of POSIX {op}s that are random (not sequential).")
+        def share(ctx: FactContext) -> float:
+            n = getattr(_posix(ctx), ops)
+            return ctx.get(f"random_{op}_count") / n if n else 0.0
+
+        @fact(f"random_{op}_cost_s", "s", f"Seconds per process random {op}s lose against a sequential stream.")
+        def cost(ctx: FactContext) -> float:
+            return getattr(_posix(ctx), tcol) / nprocs(ctx) * ctx.get(f"random_{op}_share") * RANDOM_PENALTY
+
+        for fn in (count, share, cost):
+            fn.__name__ = f"{fn.__name__}_{op}"
+    _make()
+
+
+@fact("random_files", "list", "Files with the most non-sequential POSIX requests.")
+def random_files(ctx: FactContext) -> list[str]:
+    rec = records(ctx, "POSIX")
+    rand = (col(rec, "READS") - col(rec, "SEQ_READS")).clip(min=0) + \
+        (col(rec, "WRITES") - col(rec, "SEQ_WRITES")).clip(min=0)
+    from advisor.facts._darshan import top_files
+
+    return top_files(ctx, rec, rand)
+
+
+@fact("file_misaligned_share", "ratio", "Share of POSIX requests not aligned to the file alignment.")
+def file_misaligned_share(ctx: FactContext) -> float:
+    s = _posix(ctx)
+    if s.file_not_aligned is None:
+        raise Missing("the log does not record file alignment")
+    n = s.reads + s.writes
+    return min(s.file_not_aligned / n, 1.0) if n else 0.0
+
+
+@fact("mem_misaligned_share", "ratio", "Share of POSIX requests on buffers not aligned in memory.")
+def mem_misaligned_share(ctx: FactContext) -> float:
+    s = _posix(ctx)
+    if s.mem_not_aligned is None:
+        raise Missing("the log does not record memory alignment")
+    n = s.reads + s.writes
+    return min(s.mem_not_aligned / n, 1.0) if n else 0.0
+
+
+@fact("file_alignment", "bytes", "The file alignment Darshan checked requests against (st_blksize or stripe size).")
+def file_alignment(ctx: FactContext) -> int:
+    a = _posix(ctx).file_alignment
+    if not a:
+        raise Missing("the log does not record the file alignment")
+    return int(a)
+
+
+@fact("misaligned_cost_s", "s", "Seconds per process misaligned file requests lose (estimate).")
+def misaligned_cost_s(ctx: FactContext) -> float:
+    s = _posix(ctx)
+    return (s.read_time + s.write_time) / nprocs(ctx) * ctx.get("file_misaligned_share") * MISALIGNED_PENALTY
+
+
+@fact("misaligned_files", "list", "Files with the most misaligned requests.")
+def misaligned_files(ctx: FactContext) -> list[str]:
+    from advisor.facts._darshan import top_files
+
+    rec = records(ctx, "POSIX")
+    return top_files(ctx, rec, col(rec, "FILE_NOT_ALIGNED"))
+
+
+def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str]]:
+    """(bytes moved, distinct bytes of the file extent, seconds per process, files) for `op`."""
+    rec = records(ctx, "POSIX")
+    b_col, m_col, t_col = (("BYTES_READ", "MAX_BYTE_READ", "F_READ_TIME") if op == "read"
+                           else ("BYTES_WRITTEN", "MAX_BYTE_WRITTEN", "F_WRITE_TIME"))
+    ids = rec.ids
+    uniq, inv = np.unique(ids, return_inverse=True)
+    moved = np.bincount(inv, weights=col(rec, b_col), minlength=len(uniq))
+    extent = np.zeros(len(uniq))
+    np.maximum.at(extent, inv, col(rec, m_col) + 1)
+    seconds = np.bincount(inv, weights=col(rec, t_col), minlength=len(uniq))
+    extra = (moved - extent).clip(min=0)
+    waste = np.divide(extra, moved, out=np.zeros_like(moved), where=moved > 0) * seconds
+    files = [ctx.profile.name_of(uniq[i]) for i in np.argsort(-extra)[:10] if extra[i] > 0]
+    return float(moved.sum()), float(np.minimum(extent, moved).sum()), float(waste.sum()) / nprocs(ctx), files
+
+
+for _op in ("read", "write"):
+    def _make_redundant(op=_op):
+        @fact(f"redundant_{op}_bytes", "bytes", f"Bytes {op} beyond each file's extent (the same bytes {op} again).")
+        def extra(ctx: FactContext) -> int:
+            moved, distinct, _, _ = ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))
+            return int(moved - distinct)
+
+        @fact(f"redundant_{op}_factor", "ratio", f"Bytes {op} / distinct bytes of the files' extents.")
+        def factor(ctx: FactContext) -> float:
+            moved, distinct, _, _ = ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))
+            return moved / distinct if distinct else 0.0
+
+        @fact(f"redundant_{op}_cost_s", "s", f"Seconds per process spent on repeated {op}s.")
+        def cost(ctx: FactContext) -> float:
+            return ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))[2]
+
+        @fact(f"redundant_{op}_files", "list", f"Files whose bytes were {op} more than once.")
+        def files(ctx: FactContext) -> list[str]:
+            return ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))[3]
+
+        for fn in (extra, factor, cost, files):
+            fn.__name__ = f"{fn.__name__}_{op}"
+    _make_redundant()
+
+
+@fact("read_share_ops", "ratio", "Share of POSIX + STDIO requests that are reads.")
+def read_share_ops(ctx: FactContext) -> float:
+    mods = summary(ctx).modules
+    reads = sum(mods[m].reads for m in ("POSIX", "STDIO") if m in mods)
+    writes = sum(mods[m].writes for m in ("POSIX", "STDIO") if m in mods)
+    return reads / (reads + writes) if reads + writes else 0.0
+
+
+@fact("read_share_bytes", "ratio", "Share of POSIX + STDIO bytes that are read.")
+def read_share_bytes(ctx: FactContext) -> float:
+    r, w = ctx.get("bytes_read"), ctx.get("bytes_written")
+    return r / (r + w) if r + w else 0.0
+
+
+@fact("rw_switches", "count", "Times a file went from reading to writing or back (POSIX, all files).")
+def rw_switches(ctx: FactContext) -> int:
+    return int(_posix(ctx).rw_switches)
+
+
+@fact("data_file_count", "count", "Files that moved data.")
+def data_file_count(ctx: FactContext) -> int:
+    return sum(1 for f in data_files(ctx) if f.bytes > 0)

@@ -1,0 +1,212 @@
+"""Load imbalance and stragglers.
+
+A parallel phase finishes when its slowest rank does: its realised rate is the slowest
+rank's rate times the number of ranks, not the sum of the ranks' rates. Per-rank bytes
+and times come from the DXT trace when there is a complete one (exact, including time
+between calls), else from the per-rank records (file-per-process) and Darshan's
+slowest/fastest rank counters of shared files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.facts import FactContext, Missing, fact, param
+from advisor.facts._darshan import col, data_files, dxt, nprocs, records
+from advisor.profile import DXT_READ, DXT_WRITE
+
+SLOW = param("straggler_factor", 2.0, "a rank slower than the median rank by this factor is a straggler")
+
+
+@dataclass
+class RankTable:
+    bytes: np.ndarray  # per rank
+    seconds: np.ndarray  # per rank: busy span (DXT) or I/O seconds (counters)
+    source: str  # "dxt" or "counters"
+
+
+def _rank_table(ctx: FactContext) -> RankTable:
+    try:
+        trace = dxt(ctx, "DXT_POSIX")
+    except Missing:
+        trace = None
+    if trace is not None:
+        # one table per phase (writes, reads): a rank's span in one phase is its time in it
+        tables = [_dxt_phase(ctx, trace, trace.op == op) for op in (DXT_WRITE, DXT_READ)]
+        tables = [t for t in tables if t is not None]
+        if tables:
+            return max(tables, key=_spread)
+    rec = records(ctx, "POSIX")
+    own = rec.ranks >= 0
+    if not own.any():
+        raise Missing("per-rank I/O is unknown: only shared-file records and no DXT trace")
+    n = max(nprocs(ctx), int(rec.ranks[own].max()) + 1)
+    moved = np.bincount(rec.ranks[own], weights=(col(rec, "BYTES_READ") + col(rec, "BYTES_WRITTEN"))[own], minlength=n)
+    busy = np.bincount(rec.ranks[own], weights=(col(rec, "F_READ_TIME") + col(rec, "F_WRITE_TIME"))[own], minlength=n)
+    return RankTable(moved, busy, "counters")
+
+
+def _dxt_phase(ctx: FactContext, trace, sel: np.ndarray) -> RankTable | None:
+    if sel.sum() == 0:
+        return None
+    rank, length, start, end = trace.rank[sel], trace.length[sel], trace.start[sel], trace.end[sel]
+    n = max(nprocs(ctx), int(rank.max()) + 1)
+    moved = np.bincount(rank, weights=length, minlength=n)
+    first = np.full(n, np.inf)
+    last = np.full(n, -np.inf)
+    np.minimum.at(first, rank, start)
+    np.maximum.at(last, rank, end)
+    span = np.where(np.isfinite(first), last - first, 0.0)
+    return RankTable(moved, span, "dxt")
+
+
+def _spread(t: RankTable) -> float:
+    """Seconds the slowest rank of a phase takes beyond the median rank."""
+    busy = t.seconds[t.seconds > 0]
+    return float(busy.max() - np.median(busy)) if len(busy) > 1 else 0.0
+
+
+def table(ctx: FactContext) -> RankTable:
+    return ctx.memo("rank_table", lambda: _rank_table(ctx))
+
+
+def _active(t: RankTable) -> np.ndarray:
+    return (t.bytes > 0) & (t.seconds > 0)
+
+
+def _rates(ctx: FactContext) -> tuple[np.ndarray, np.ndarray]:
+    t = table(ctx)
+    active = np.flatnonzero(_active(t))
+    if len(active) < 2:
+        raise Missing("fewer than two ranks moved data")
+    return active, t.bytes[active] / t.seconds[active]
+
+
+@fact("rank_source", "text", "Where per-rank bytes and times come from: 'dxt' or 'counters'.")
+def rank_source(ctx: FactContext) -> str:
+    return table(ctx).source
+
+
+@fact("straggler_ranks", "list", "Ranks whose I/O rate is below the median rank's by straggler_factor.")
+def straggler_ranks(ctx: FactContext) -> list[int]:
+    active, rates = _rates(ctx)
+    slow = rates < np.median(rates) / ctx.param(SLOW)
+    order = np.argsort(rates[slow])
+    return [int(r) for r in active[slow][order][:50]]
+
+
+@fact("median_rank_rate", "bytes/s", "I/O rate of the median rank (bytes / busy seconds).")
+def median_rank_rate(ctx: FactContext) -> float:
+    return float(np.median(_rates(ctx)[1]))
+
+
+@fact("slowest_rank_rate", "bytes/s", "I/O rate of the slowest rank.")
+def slowest_rank_rate(ctx: FactContext) -> float:
+    return float(_rates(ctx)[1].min())
+
+
+@fact("realised_rate", "bytes/s", "Slowest rank's rate x ranks: what the phase delivered.")
+def realised_rate(ctx: FactContext) -> float:
+    active, rates = _rates(ctx)
+    return float(rates.min() * len(active))
+
+
+@fact("ideal_rate", "bytes/s", "Median rank's rate x ranks: what the phase would deliver without stragglers.")
+def ideal_rate(ctx: FactContext) -> float:
+    active, rates = _rates(ctx)
+    return float(np.median(rates) * len(active))
+
+
+@fact("straggler_cost_s", "s", "Seconds the job waits for the stragglers: their time beyond the median rank's.")
+def straggler_cost_s(ctx: FactContext) -> float:
+    t = table(ctx)
+    slow = ctx.get("straggler_ranks")
+    if not slow:
+        return 0.0
+    active = _active(t)
+    median = float(np.median(t.seconds[active]))
+    return max(0.0, float(t.seconds[slow].max()) - median)
+
+
+@fact("rank_bytes_imbalance", "ratio", "Bytes of the busiest rank / the median active rank's.")
+def rank_bytes_imbalance(ctx: FactContext) -> float:
+    t = table(ctx)
+    moved = t.bytes[t.bytes > 0]
+    if len(moved) < 2:
+        raise Missing("fewer than two ranks moved data")
+    return float(moved.max() / np.median(moved))
+
+
+@fact("heavy_ranks", "list", "Ranks that moved more than twice the median rank's bytes.")
+def heavy_ranks(ctx: FactContext) -> list[int]:
+    t = table(ctx)
+    moved = t.bytes
+    median = np.median(moved[moved > 0]) if (moved > 0).any() else 0
+    return [int(r) for r in np.flatnonzero(moved > 2 * median)[:50]]
+
+
+@fact("data_imbalance_cost_s", "s", "Seconds the busiest rank spends beyond the median rank.")
+def data_imbalance_cost_s(ctx: FactContext) -> float:
+    t = table(ctx)
+    active = _active(t)
+    if active.sum() < 2:
+        raise Missing("fewer than two ranks moved data")
+    return max(0.0, float(t.seconds[active].max() - np.median(t.seconds[active])))
+
+
+def _shared_skew(ctx: FactContext) -> list[dict]:
+    """Shared files whose slowest rank took much longer than the average rank."""
+    out = []
+    n = nprocs(ctx)
+    for f in data_files(ctx):
+        s = f.by_module.get("POSIX")
+        if s is None or not s.shared or s.slowest_rank_time is None or n < 2:
+            continue
+        mean = s.io_time / n
+        out.append({"path": f.path, "slowest_s": s.slowest_rank_time, "fastest_s": s.fastest_rank_time or 0.0,
+                     "mean_s": mean, "slowest_bytes": s.slowest_rank_bytes or 0,
+                     "fastest_bytes": s.fastest_rank_bytes or 0, "bytes": s.bytes,
+                     "excess_s": max(0.0, s.slowest_rank_time - mean)})
+    out.sort(key=lambda d: -d["excess_s"])
+    return out
+
+
+@fact("shared_time_imbalance", "ratio", "Worst shared file: (slowest - fastest rank time) / slowest.")
+def shared_time_imbalance(ctx: FactContext) -> float:
+    skew = [d for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx)) if d["slowest_s"] > 0]
+    if not skew:
+        return 0.0
+    return max((d["slowest_s"] - d["fastest_s"]) / d["slowest_s"] for d in skew)
+
+
+@fact("shared_imbalance_cost_s", "s", "Seconds the slowest rank of each shared file spent beyond the mean rank.")
+def shared_imbalance_cost_s(ctx: FactContext) -> float:
+    return float(sum(d["excess_s"] for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx))))
+
+
+@fact("shared_imbalance_files", "list", "Shared files with the largest slowest-rank excess time.")
+def shared_imbalance_files(ctx: FactContext) -> list[str]:
+    return [d["path"] for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx)) if d["excess_s"] > 0][:10]
+
+
+@fact("shared_bytes_imbalance", "ratio", "Worst shared file: (slowest - fastest rank bytes) / slowest rank bytes.")
+def shared_bytes_imbalance(ctx: FactContext) -> float:
+    skew = [d for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx)) if d["slowest_bytes"] > 0]
+    if not skew:
+        return 0.0
+    return max((d["slowest_bytes"] - d["fastest_bytes"]) / max(d["slowest_bytes"], d["fastest_bytes"]) for d in skew)
+
+
+@fact("single_writer_shared", "record", "The shared file where one rank moved most of the bytes (POSIX layer).")
+def single_writer_shared(ctx: FactContext) -> dict:
+    best = None
+    for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx)):
+        if d["bytes"] > 0 and d["slowest_bytes"] >= 0.5 * d["bytes"]:
+            if best is None or d["bytes"] > best["bytes"]:
+                best = d
+    if best is None:
+        return {"path": "", "bytes": 0, "share": 0.0, "excess_s": 0.0}
+    return {"path": best["path"], "bytes": best["bytes"], "share": best["slowest_bytes"] / best["bytes"],
+            "excess_s": best["excess_s"]}

@@ -1,0 +1,132 @@
+"""Interfaces: STDIO share, MPI-IO use, collective vs independent, blocking MPI-IO, hints."""
+
+from __future__ import annotations
+
+import re
+
+from advisor.facts import FactContext, Missing, fact
+from advisor.facts._darshan import data_files, maybe, nprocs, records, summary, total
+
+
+@fact("stdio_bytes", "bytes", "Bytes read and written through STDIO (fread/fwrite/fprintf ...).")
+def stdio_bytes(ctx: FactContext) -> int:
+    s = summary(ctx).modules.get("STDIO")
+    return int(s.bytes) if s else 0
+
+
+@fact("stdio_share", "ratio", "Share of the POSIX + STDIO bytes that went through STDIO.")
+def stdio_share(ctx: FactContext) -> float:
+    mods = summary(ctx).modules
+    both = sum(mods[m].bytes for m in ("POSIX", "STDIO") if m in mods)
+    return ctx.get("stdio_bytes") / both if both else 0.0
+
+
+@fact("stdio_time_s", "s", "STDIO read + write + metadata seconds per process.")
+def stdio_time_s(ctx: FactContext) -> float:
+    s = summary(ctx).modules.get("STDIO")
+    return s.io_time / nprocs(ctx) if s else 0.0
+
+
+@fact("stdio_files", "list", "Files with the most STDIO bytes.")
+def stdio_files(ctx: FactContext) -> list[str]:
+    ranked = [f for f in data_files(ctx) if "STDIO" in f.by_module and f.by_module["STDIO"].bytes > 0]
+    ranked.sort(key=lambda f: -f.by_module["STDIO"].bytes)
+    return [f.path for f in ranked[:10]]
+
+
+@fact("uses_mpiio", "bool", "The job has MPI-IO records.")
+def uses_mpiio(ctx: FactContext) -> bool:
+    return maybe(ctx, "MPI-IO") is not None
+
+
+@fact("uses_hdf5", "bool", "The job has HDF5 (H5F/H5D) records.")
+def uses_hdf5(ctx: FactContext) -> bool:
+    return any(m in ctx.profile.records for m in ("H5F", "H5D"))
+
+
+@fact("posix_shared_bytes_without_mpiio", "bytes",
+      "Bytes moved with plain POSIX on files several ranks share and MPI-IO never opened.")
+def posix_shared_bytes_without_mpiio(ctx: FactContext) -> int:
+    return sum(f.by_module["POSIX"].bytes for f in _posix_only_shared(ctx))
+
+
+@fact("posix_shared_files_without_mpiio", "list", "Shared files accessed with POSIX only.")
+def posix_shared_files_without_mpiio(ctx: FactContext) -> list[str]:
+    return [f.path for f in _posix_only_shared(ctx)[:10]]
+
+
+def _posix_only_shared(ctx: FactContext):
+    return [f for f in data_files(ctx) if "POSIX" in f.by_module and "MPI-IO" not in f.by_module
+            and f.by_module["POSIX"].ranks > 1 and f.by_module["POSIX"].bytes > 0]
+
+
+def _mpiio(ctx: FactContext, name: str) -> int:
+    return int(total(records(ctx, "MPI-IO"), name))
+
+
+for _kind in ("INDEP", "COLL", "NB"):
+    for _op in ("READS", "WRITES"):
+        def _make(kind=_kind, op=_op):
+            @fact(f"mpiio_{kind.lower()}_{op.lower()}", "ops", f"MPI-IO {kind.lower()} {op.lower()}.")
+            def counter(ctx: FactContext) -> int:
+                return _mpiio(ctx, f"{kind}_{op}")
+            counter.__name__ = f"mpiio_{kind.lower()}_{op.lower()}"
+        _make()
+
+
+@fact("mpiio_indep_write_share", "ratio", "Share of MPI-IO writes that are independent (not collective).")
+def mpiio_indep_write_share(ctx: FactContext) -> float:
+    indep, coll = ctx.get("mpiio_indep_writes"), ctx.get("mpiio_coll_writes")
+    return indep / (indep + coll) if indep + coll else 0.0
+
+
+@fact("mpiio_indep_read_share", "ratio", "Share of MPI-IO reads that are independent (not collective).")
+def mpiio_indep_read_share(ctx: FactContext) -> float:
+    indep, coll = ctx.get("mpiio_indep_reads"), ctx.get("mpiio_coll_reads")
+    return indep / (indep + coll) if indep + coll else 0.0
+
+
+@fact("mpiio_time_s", "s", "MPI-IO read + write seconds per process (includes the POSIX time below).")
+def mpiio_time_s(ctx: FactContext) -> float:
+    s = summary(ctx).modules.get("MPI-IO")
+    if s is None:
+        raise Missing("no MPI-IO records in the log")
+    return (s.read_time + s.write_time) / nprocs(ctx)
+
+
+@fact("mpiio_indep_time_s", "s", "Seconds per process of independent MPI-IO on shared files (op-weighted).")
+def mpiio_indep_time_s(ctx: FactContext) -> float:
+    rec = records(ctx, "MPI-IO")
+    from advisor.facts._darshan import col
+
+    ops = sum(col(rec, n) for n in ("INDEP_READS", "INDEP_WRITES", "COLL_READS", "COLL_WRITES", "NB_READS", "NB_WRITES"))
+    indep = col(rec, "INDEP_READS") + col(rec, "INDEP_WRITES")
+    seconds = col(rec, "F_READ_TIME") + col(rec, "F_WRITE_TIME")
+    share = indep / ops.clip(min=1)
+    return float((seconds * share)[rec.ranks == -1].sum()) / nprocs(ctx)
+
+
+@fact("mpiio_hints", "text", "MPI-IO hints recorded in the log's metadata (key=value;...).")
+def mpiio_hints(ctx: FactContext) -> str:
+    hints = ctx.profile.job.metadata.get("h", "")
+    if not hints:
+        raise Missing("the log records no MPI-IO hints")
+    return hints
+
+
+@fact("cb_nodes", "count", "Collective-buffering aggregators (cb_nodes hint) recorded in the log.")
+def cb_nodes(ctx: FactContext) -> int:
+    m = re.search(r"(?:^|;)\s*cb_nodes=(\d+)", ctx.get("mpiio_hints"))
+    if not m:
+        raise Missing("no cb_nodes hint in the log")
+    return int(m.group(1))
+
+
+@fact("compute_nodes", "count", "Distinct hosts of the job's ranks (from the DXT trace).")
+def compute_nodes(ctx: FactContext) -> int:
+    hosts = set()
+    for trace in ctx.profile.dxt.values():
+        hosts.update(trace.hostnames.values())
+    if not hosts:
+        raise Missing("the number of compute nodes is unknown (no DXT host names)")
+    return len(hosts)

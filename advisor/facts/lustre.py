@@ -1,0 +1,259 @@
+"""Lustre layouts: stripe count vs file size, writers and OSTs; inheritance; stripe size vs
+transfer size; PFL components vs where the data lies; OST use.
+
+Layouts come from Darshan's LUSTRE module (both record forms); the file system's OST
+count and default layout come from the site config ([system]) when the log cannot say.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+
+import numpy as np
+
+from advisor.facts import FactContext, Missing, fact, param
+from advisor.facts._darshan import darshan_like, data_files, nprocs
+
+MiB, GiB = 1 << 20, 1 << 30
+BIG_SHARED = param("big_shared_file_bytes", 1 * GiB, "a shared file this large deserves more than one stripe")
+BIG_FILE = param("inherit_file_bytes", 1 * GiB, "files this large in one directory, all on one stripe, suggest a lost default layout")
+
+
+def layouts(ctx: FactContext) -> list:
+    """Per-file summaries that carry a Lustre layout; Missing saying why there are none."""
+    darshan_like(ctx)
+    with_layout = [f for f in data_files(ctx) if f.layout is not None and f.layout.components]
+    if with_layout:
+        return with_layout
+    on_lustre = [f for f in data_files(ctx) if f.fstype == "lustre"]
+    if on_lustre:
+        raise Missing("files are on Lustre but the log has no LUSTRE records (Darshan built without the Lustre module)")
+    if ctx.profile.mounts:
+        kinds = sorted({f.fstype for f in data_files(ctx) if f.fstype}) or ["unknown"]
+        raise Missing(f"no file is on Lustre (file systems: {', '.join(kinds)})")
+    raise Missing("no LUSTRE records in the log")
+
+
+@fact("fs_osts", "count", "OSTs of the file system: [system] osts, else the highest OST index seen + 1 (a lower bound).")
+def fs_osts(ctx: FactContext) -> int:
+    if ctx.config.system.osts:
+        return int(ctx.config.system.osts)
+    seen = [o for f in layouts(ctx) for o in f.layout.ost_ids]
+    if not seen:
+        raise Missing("the number of OSTs is unknown (set [system] osts in the site config)")
+    return max(seen) + 1
+
+
+@fact("used_osts", "count", "Distinct OSTs holding the job's files.")
+def used_osts(ctx: FactContext) -> int:
+    return len({o for f in layouts(ctx) if f.bytes > 0 for o in f.layout.ost_ids})
+
+
+@fact("ost_use_share", "ratio", "Used OSTs / OSTs of the file system.")
+def ost_use_share(ctx: FactContext) -> float:
+    return ctx.get("used_osts") / ctx.get("fs_osts")
+
+
+@fact("lustre_bytes", "bytes", "Bytes moved on files with a Lustre layout.")
+def lustre_bytes(ctx: FactContext) -> int:
+    return int(sum(f.bytes for f in layouts(ctx)))
+
+
+@fact("ost_bytes_imbalance", "ratio", "Bytes on the busiest OST / mean bytes per used OST (stripes share a file's bytes evenly).")
+def ost_bytes_imbalance(ctx: FactContext) -> float:
+    per_ost: dict[int, float] = defaultdict(float)
+    for f in layouts(ctx):
+        osts = f.layout.ost_ids
+        for o in osts:
+            per_ost[o] += f.bytes / len(osts)
+    loads = np.array([v for v in per_ost.values() if v > 0])
+    if len(loads) < 2:
+        raise Missing("fewer than two OSTs hold data")
+    return float(loads.max() / loads.mean())
+
+
+def _suggested_count(ctx: FactContext, ranks: int) -> int:
+    try:
+        osts = ctx.get("fs_osts")
+    except Missing:
+        osts = 8
+    return int(max(2, min(osts, ranks, 64)))
+
+
+def _narrow_shared(ctx: FactContext) -> list[dict]:
+    out = []
+    for f in layouts(ctx):
+        if not f.shared and f.ranks < 2:
+            continue
+        target = _suggested_count(ctx, max(f.ranks, 2))
+        if f.bytes >= ctx.param(BIG_SHARED) and f.layout.stripe_count < min(target, 4):
+            out.append({"path": f.path, "bytes": f.bytes, "ranks": f.ranks, "stripe_count": f.layout.stripe_count,
+                        "target": target, "seconds": f.stats.io_time})
+    return sorted(out, key=lambda d: -d["bytes"])
+
+
+@fact("narrow_shared_files", "list", "Large shared files on fewer than min(4, OSTs, writers) stripes.")
+def narrow_shared_files(ctx: FactContext) -> list[str]:
+    return [d["path"] for d in ctx.memo("narrow", lambda: _narrow_shared(ctx))]
+
+
+@fact("narrow_shared_bytes", "bytes", "Bytes of the large shared files on too few stripes.")
+def narrow_shared_bytes(ctx: FactContext) -> int:
+    return int(sum(d["bytes"] for d in ctx.memo("narrow", lambda: _narrow_shared(ctx))))
+
+
+@fact("narrow_shared_stripes", "count", "Stripe count of the largest shared file on too few stripes.")
+def narrow_shared_stripes(ctx: FactContext) -> int:
+    narrow = ctx.memo("narrow", lambda: _narrow_shared(ctx))
+    return narrow[0]["stripe_count"] if narrow else 0
+
+
+@fact("narrow_shared_cost_s", "s", "Seconds per process the narrow shared files lose against the suggested stripe count.")
+def narrow_shared_cost_s(ctx: FactContext) -> float:
+    cost = 0.0
+    for d in ctx.memo("narrow", lambda: _narrow_shared(ctx)):
+        cost += d["seconds"] / nprocs(ctx) * (1 - d["stripe_count"] / d["target"])
+    return cost
+
+
+@fact("suggested_stripe_count", "count", "Stripe count to use for the job's large shared files: min(OSTs, writers, 64).")
+def suggested_stripe_count(ctx: FactContext) -> int:
+    narrow = ctx.memo("narrow", lambda: _narrow_shared(ctx))
+    if narrow:
+        return narrow[0]["target"]
+    return _suggested_count(ctx, nprocs(ctx))
+
+
+@fact("suggested_stripe_size", "bytes", "Stripe size to use: the common request size rounded up to MiB, at least 1 MiB, at most 64 MiB.")
+def suggested_stripe_size(ctx: FactContext) -> int:
+    size = ctx.value("common_access_size") or 4 * MiB
+    size = max(MiB, min(64 * MiB, int(np.ceil(size / MiB)) * MiB))
+    return max(size, 4 * MiB) if size <= MiB else size
+
+
+@fact("lustre_dir", "text", "Directory of the job's largest file on Lustre (where to set the layout).")
+def lustre_dir(ctx: FactContext) -> str:
+    files = sorted(layouts(ctx), key=lambda f: -f.bytes)
+    return os.path.dirname(files[0].path) or "."
+
+
+@fact("fpp_wide_files", "count", "Files of one rank each striped over several OSTs while writers >= OSTs.")
+def fpp_wide_files(ctx: FactContext) -> int:
+    own = [f for f in layouts(ctx) if not f.shared and f.ranks <= 1 and f.bytes > 0]
+    writers = len(own)
+    if writers < ctx.get("fs_osts"):
+        return 0
+    return sum(1 for f in own if f.layout.stripe_count > 1)
+
+
+@fact("fpp_writers", "count", "Files written or read by a single rank each (file per process).")
+def fpp_writers(ctx: FactContext) -> int:
+    return sum(1 for f in data_files(ctx) if not f.shared and f.ranks <= 1 and f.bytes > 0)
+
+
+@fact("fpp_stripe_count", "count", "Most common stripe count of the file-per-process files.")
+def fpp_stripe_count(ctx: FactContext) -> int:
+    counts = [f.layout.stripe_count for f in layouts(ctx) if not f.shared and f.ranks <= 1 and f.bytes > 0]
+    if not counts:
+        raise Missing("no file-per-process files with a layout")
+    return int(np.bincount(counts).argmax())
+
+
+def _inherit(ctx: FactContext) -> list[dict]:
+    """Directories whose large files all sit on one stripe while the file system is wider."""
+    system = ctx.config.system
+    layouts(ctx)
+    try:
+        osts = ctx.get("fs_osts")
+    except Missing:
+        osts = None
+    wider = (system.default_stripe_count or 0) > 1 or (system.default_stripe_count == -1) \
+        or (osts is not None and osts > 1)
+    if not wider:
+        raise Missing("the file system's default layout and OST count are unknown "
+                      "(set [system] osts and default_stripe_count)")
+    dirs: dict[str, list] = defaultdict(list)
+    for f in layouts(ctx):
+        dirs[os.path.dirname(f.path)].append(f)
+    out = []
+    for d, fs in dirs.items():
+        big = [f for f in fs if max(f.stats.bytes_written, f.stats.bytes_read) >= ctx.param(BIG_FILE)]
+        if len(big) < 2 or any(f.layout.stripe_count != 1 for f in fs if f.bytes > 0):
+            continue
+        if osts is not None and len(big) >= osts / 2:
+            continue  # enough single-stripe files to spread over the OSTs anyway (file per process)
+        out.append({"dir": d, "files": len(big), "bytes": sum(f.bytes for f in big),
+                    "seconds": sum(f.stats.io_time for f in big)})
+    return sorted(out, key=lambda x: -x["bytes"])
+
+
+@fact("single_stripe_dirs", "list", "Directories whose large files all have stripe count 1 while the file system is wider.")
+def single_stripe_dirs(ctx: FactContext) -> list[str]:
+    return [d["dir"] for d in ctx.memo("inherit", lambda: _inherit(ctx))]
+
+
+@fact("single_stripe_dir_files", "count", "Large single-stripe files in those directories.")
+def single_stripe_dir_files(ctx: FactContext) -> int:
+    return sum(d["files"] for d in ctx.memo("inherit", lambda: _inherit(ctx)))
+
+
+@fact("single_stripe_dir_cost_s", "s", "Seconds per process on those files beyond what the suggested stripe count would take.")
+def single_stripe_dir_cost_s(ctx: FactContext) -> float:
+    target = ctx.get("suggested_stripe_count")
+    return sum(d["seconds"] for d in ctx.memo("inherit", lambda: _inherit(ctx))) / nprocs(ctx) * (1 - 1 / target)
+
+
+def _straddle(ctx: FactContext) -> dict:
+    size = ctx.get("common_access_size")
+    worst = {"files": 0, "stripe_size": 0, "transfer": size, "seconds": 0.0}
+    for f in layouts(ctx):
+        stripe = f.layout.stripe_size
+        if stripe <= 0 or size < 64 * 1024 or f.bytes == 0:
+            continue
+        if size % stripe and stripe % size:
+            worst["files"] += 1
+            worst["stripe_size"] = stripe
+            worst["seconds"] += f.stats.read_time + f.stats.write_time
+    return worst
+
+
+@fact("stripe_straddle_files", "count", "Files whose common request size is neither a multiple nor a divisor of the stripe size.")
+def stripe_straddle_files(ctx: FactContext) -> int:
+    return ctx.memo("straddle", lambda: _straddle(ctx))["files"]
+
+
+@fact("straddle_stripe_size", "bytes", "Stripe size of those files.")
+def straddle_stripe_size(ctx: FactContext) -> int:
+    return ctx.memo("straddle", lambda: _straddle(ctx))["stripe_size"]
+
+
+@fact("stripe_straddle_cost_s", "s", "Seconds per process on those files x the share of requests that cross a stripe boundary.")
+def stripe_straddle_cost_s(ctx: FactContext) -> float:
+    s = ctx.memo("straddle", lambda: _straddle(ctx))
+    stripe = s["stripe_size"] or 1
+    crossing = min(1.0, s["transfer"] / stripe) if s["transfer"] < stripe else 1.0
+    return s["seconds"] / nprocs(ctx) * crossing * 0.3
+
+
+def _pfl(ctx: FactContext) -> list[dict]:
+    out = []
+    for f in layouts(ctx):
+        comps = f.layout.components
+        if len(comps) < 2 or f.bytes < ctx.param(BIG_FILE):
+            continue
+        widest = max(c.stripe_count for c in comps)
+        extent = max(f.stats.bytes_written, f.stats.bytes_read)
+        narrow = 0
+        for c in comps:
+            end = extent if c.extent_end < 0 else min(c.extent_end, extent)
+            if c.stripe_count < widest and end > c.extent_start:
+                narrow += end - c.extent_start
+        if narrow > 0.5 * extent:
+            out.append({"path": f.path, "narrow_share": narrow / extent, "widest": widest})
+    return out
+
+
+@fact("pfl_narrow_files", "list", "Large PFL files whose data lies mostly in their narrow (few-stripe) components.")
+def pfl_narrow_files(ctx: FactContext) -> list[str]:
+    return [d["path"] for d in ctx.memo("pfl", lambda: _pfl(ctx))]

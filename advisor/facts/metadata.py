@@ -1,0 +1,111 @@
+"""Metadata: time in open/stat/seek/sync, the slowest rank's metadata time, files per rank, fsync."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from advisor.facts import FactContext, fact, param
+from advisor.facts._darshan import col, data_files, data_mask, nprocs, records, shared_mask
+
+
+META_RANK = param("meta_rank_seconds", 30.0, "metadata seconds above which a rank counts as slow")
+
+
+@fact("meta_share", "ratio", "Share of the run time a process spent in metadata operations on average.")
+def meta_share(ctx: FactContext) -> float:
+    return ctx.get("meta_time_s") / ctx.get("runtime_s")
+
+
+def _rank_meta(ctx: FactContext) -> np.ndarray:
+    rec = records(ctx, "POSIX")
+    own = rec.ranks >= 0
+    n = max(nprocs(ctx), int(rec.ranks.max()) + 1 if len(rec) else 0)
+    per_rank = np.bincount(rec.ranks[own], weights=col(rec, "F_META_TIME")[own], minlength=n)
+    shared = rec.ranks == -1
+    return per_rank + col(rec, "F_META_TIME")[shared].sum() / n
+
+
+@fact("max_rank_meta_time_s", "s", "Metadata seconds of the rank that spent the most in metadata.")
+def max_rank_meta_time_s(ctx: FactContext) -> float:
+    return float(_rank_meta(ctx).max(initial=0.0))
+
+
+@fact("slow_meta_ranks", "list", "Ranks whose metadata time exceeds meta_rank_seconds (30 s).")
+def slow_meta_ranks(ctx: FactContext) -> list[int]:
+    per_rank = _rank_meta(ctx)
+    limit = ctx.param(META_RANK)
+    return [int(r) for r in np.flatnonzero(per_rank > limit)[:50]]
+
+
+@fact("posix_opens", "ops", "POSIX open calls, all ranks.")
+def posix_opens(ctx: FactContext) -> int:
+    return int(col(records(ctx, "POSIX"), "OPENS").sum())
+
+
+@fact("files_per_rank", "count", "Mean number of files each active rank opened on its own (not shared).")
+def files_per_rank(ctx: FactContext) -> float:
+    rec = records(ctx, "POSIX")
+    own = (rec.ranks >= 0) & ~shared_mask(rec) & data_mask(ctx, rec)
+    if not own.any():
+        return 0.0
+    ranks = np.unique(rec.ranks[own])
+    return float(own.sum()) / len(ranks)
+
+
+@fact("small_file_count", "count", "Files (not shared) smaller than small_request_bytes, data or empty.")
+def small_file_count(ctx: FactContext) -> int:
+    limit = ctx.param("small_request_bytes")
+    return sum(1 for f in data_files(ctx) if not f.shared and f.ranks <= 1
+               and _size(f) < limit)
+
+
+def _size(f) -> int:
+    s = f.by_module.get("POSIX") or f.stats
+    return max(s.bytes_written, s.bytes_read)
+
+
+@fact("small_files", "list", "Some of the small files (paths).")
+def small_files(ctx: FactContext) -> list[str]:
+    limit = ctx.param("small_request_bytes")
+    return [f.path for f in data_files(ctx) if not f.shared and _size(f) < limit][:10]
+
+
+@fact("fsync_count", "ops", "fsync + fdatasync calls, all ranks.")
+def fsync_count(ctx: FactContext) -> int:
+    rec = records(ctx, "POSIX")
+    return int(col(rec, "FSYNCS").sum() + col(rec, "FDSYNCS").sum())
+
+
+def _fsync_heavy(ctx: FactContext) -> np.ndarray:
+    rec = records(ctx, "POSIX")
+    syncs = col(rec, "FSYNCS") + col(rec, "FDSYNCS")
+    writes = col(rec, "WRITES")
+    return (writes >= 8) & (syncs >= 0.5 * writes)
+
+
+@fact("fsync_per_write", "ratio", "fsync calls per write on the files that sync after (almost) every write.")
+def fsync_per_write(ctx: FactContext) -> float:
+    rec = records(ctx, "POSIX")
+    heavy = _fsync_heavy(ctx)
+    writes = col(rec, "WRITES")[heavy].sum()
+    return float((col(rec, "FSYNCS") + col(rec, "FDSYNCS"))[heavy].sum() / writes) if writes else 0.0
+
+
+@fact("fsync_heavy_writes", "ops", "Writes to files synced after (almost) every write.")
+def fsync_heavy_writes(ctx: FactContext) -> int:
+    return int(col(records(ctx, "POSIX"), "WRITES")[_fsync_heavy(ctx)].sum())
+
+
+@fact("fsync_cost_s", "s", "Seconds per process of write time on files synced after every write (mostly the syncs).")
+def fsync_cost_s(ctx: FactContext) -> float:
+    rec = records(ctx, "POSIX")
+    # Darshan counts fsync time as write time; with a sync per write nearly all of it is the syncs
+    return float(col(rec, "F_WRITE_TIME")[_fsync_heavy(ctx)].sum()) * 0.9 / nprocs(ctx)
+
+
+@fact("fsync_files", "list", "Files synced after (almost) every write.")
+def fsync_files(ctx: FactContext) -> list[str]:
+    rec = records(ctx, "POSIX")
+    from advisor.facts._darshan import top_files
+
+    return top_files(ctx, rec, col(rec, "WRITES") * _fsync_heavy(ctx))
