@@ -152,6 +152,7 @@ class Collector:
         info = self.read("/proc/meminfo") or ""
         values = {k: int(v) * 1024 for k, v in re.findall(r"^(\w+):\s+(\d+) kB", info, re.M)}
         return {"total_bytes": values.get("MemTotal"), "available_bytes": values.get("MemAvailable"),
+                "page_size": os.sysconf("SC_PAGE_SIZE") if self.root == Path("/") else None,
                 "dirty_bytes": values.get("Dirty"),
                 "dirty_ratio": self.read_int("/proc/sys/vm/dirty_ratio"),
                 "dirty_background_ratio": self.read_int("/proc/sys/vm/dirty_background_ratio")}
