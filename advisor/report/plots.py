@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from markupsafe import Markup
 
 from advisor.report.svg import Scale, Svg, byte_max, byte_ticks, nice_max, nice_ticks
-from advisor.report.units import fmt_bytes, fmt_count, fmt_rate, fmt_seconds
+from advisor.report.units import fmt_bytes, fmt_num, fmt_rate, fmt_secs, tick_bytes, tick_count, tick_rate, tick_seconds
 
 WIDTH = 860
 LEFT, RIGHT, TOP, BOTTOM = 78, 16, 26, 46
@@ -78,14 +78,14 @@ def _stacked_hbars(plot_id: str, title: str, labels: list[str], tips: list[str],
     svg = Svg(WIDTH, height, title, desc)
     totals = [sum(s[2][i] for s in stacks) for i in range(len(labels))]
     xs = Scale(0, nice_max(max(totals, default=0)), label_w, WIDTH - RIGHT)
-    _x_axis(svg, xs, TOP + row_h * len(labels), xlabel, fmt_seconds, nice_ticks(xs.lo, xs.hi))
+    _x_axis(svg, xs, TOP + row_h * len(labels), xlabel, tick_seconds, nice_ticks(xs.lo, xs.hi))
     for i, label in enumerate(labels):
         y, x = TOP + i * row_h + 3, 0.0
         svg.text(label_w - 6, y + 13, label, "tick", "end", tip=tips[i])
         for name, cls, values in stacks:
             if values[i] > 0:
                 svg.rect(xs(x), y, xs(x + values[i]) - xs(x), row_h - 6, cls,
-                         f"{tips[i]}: {name} {fmt_seconds(values[i])}")
+                         f"{tips[i]}: {name} {fmt_secs(values[i])}")
             x += values[i]
     _legend(svg, [(s[0], s[1]) for s in stacks], label_w, 16)
     return svg
@@ -102,11 +102,11 @@ def io_time_plot(fig: dict) -> Plot:
     top = max(range(len(modules)), key=lambda i: totals[i]) if modules else None
     runtime = float(fig.get("runtime_s") or 0)
     alt = "No I/O time recorded." if top is None else (
-        f"{modules[top]} spends the most time in I/O: {fmt_seconds(totals[top])} "
-        f"(read {fmt_seconds(read[top])}, write {fmt_seconds(write[top])}, metadata {fmt_seconds(meta[top])})"
-        + (f" of a {fmt_seconds(runtime)} run." if runtime else "."))
+        f"{modules[top]} spends the most time in I/O: {fmt_secs(totals[top])} "
+        f"(read {fmt_secs(read[top])}, write {fmt_secs(write[top])}, metadata {fmt_secs(meta[top])})"
+        + (f" of a {fmt_secs(runtime)} run." if runtime else "."))
     svg = _stacked_hbars("io-time", title, modules, modules, stacks, f"time (s), {basis}", alt)
-    rows = [[m, fmt_seconds(r), fmt_seconds(w), fmt_seconds(x), fmt_seconds(r + w + x)]
+    rows = [[m, fmt_secs(r), fmt_secs(w), fmt_secs(x), fmt_secs(r + w + x)]
             for m, r, w, x in zip(modules, read, write, meta)]
     return _table(Plot("io-time", title, svg.markup("io-time"), alt),
                   ["module", "read", "write", "metadata", "total"], rows)
@@ -132,11 +132,11 @@ def _size_plot(module: str, bins: list[str], read: list[int], write: list[int]) 
     bottom = height - BOTTOM
     top_read = max(range(len(bins)), key=lambda i: read[i])
     top_write = max(range(len(bins)), key=lambda i: write[i])
-    alt = (f"{module}: {fmt_count(sum(read))} reads, most of {bins[top_read]} bytes; "
-           f"{fmt_count(sum(write))} writes, most of {bins[top_write]} bytes.")
+    alt = (f"{module}: {fmt_num(sum(read))} reads, most of {bins[top_read]} bytes; "
+           f"{fmt_num(sum(write))} writes, most of {bins[top_write]} bytes.")
     svg = Svg(WIDTH, height, title, alt)
     ys = Scale(0, nice_max(max(read + write)), bottom, TOP)
-    _y_axis(svg, ys, LEFT, WIDTH - RIGHT, "requests (count)", fmt_count, nice_ticks(ys.lo, ys.hi, 4))
+    _y_axis(svg, ys, LEFT, WIDTH - RIGHT, "requests (count)", tick_count, nice_ticks(ys.lo, ys.hi, 4))
     slot = (WIDTH - RIGHT - LEFT) / len(bins)
     for i, label in enumerate(bins):
         x = LEFT + i * slot
@@ -144,13 +144,13 @@ def _size_plot(module: str, bins: list[str], read: list[int], write: list[int]) 
             if values[i]:
                 bx = x + 4 + j * (slot - 8) / 2
                 svg.rect(bx, ys(values[i]), (slot - 8) / 2, bottom - ys(values[i]), cls,
-                         f"{label} B: {fmt_count(values[i])} {name}")
-                svg.text(bx + (slot - 8) / 4, ys(values[i]) - 3, fmt_count(values[i]), "tick", "middle")
+                         f"{label} B: {fmt_num(values[i])} {name}")
+                svg.text(bx + (slot - 8) / 4, ys(values[i]) - 3, fmt_num(values[i]), "tick", "middle")
         svg.text(x + slot / 2, bottom + 14, label, "tick", "middle")
     svg.line(LEFT, bottom, WIDTH - RIGHT, bottom, "axis")
     svg.text((LEFT + WIDTH) / 2, height - 8, "request size (bytes)", "label", "middle")
     _legend(svg, [("reads", "c-read"), ("writes", "c-write")], LEFT + 8, 16)
-    rows = [[b, fmt_count(r), fmt_count(w)] for b, r, w in zip(bins, read, write)]
+    rows = [[b, fmt_num(r), fmt_num(w)] for b, r, w in zip(bins, read, write)]
     return _table(Plot(pid, title, svg.markup(pid), alt), ["size (bytes)", "reads", "writes"], rows)
 
 
@@ -173,9 +173,9 @@ def rank_plot(fig: dict) -> Plot:
     slot = (WIDTH - RIGHT - LEFT) / max(len(labels), 1)
     totals = [r + w for r, w in zip(read, written)]
     yb = Scale(0, byte_max(max(totals, default=0)), TOP + panel, TOP)
-    _y_axis(svg, yb, LEFT, WIDTH - RIGHT, "bytes", fmt_bytes, byte_ticks(yb.hi, 4))
+    _y_axis(svg, yb, LEFT, WIDTH - RIGHT, "bytes", tick_bytes, byte_ticks(yb.hi, 4))
     yt = Scale(0, nice_max(max(time_max, default=0)), TOP + 2 * panel + gap, TOP + panel + gap)
-    _y_axis(svg, yt, LEFT, WIDTH - RIGHT, "I/O time (s)", fmt_seconds, nice_ticks(yt.lo, yt.hi, 4))
+    _y_axis(svg, yt, LEFT, WIDTH - RIGHT, "I/O time (s)", tick_seconds, nice_ticks(yt.lo, yt.hi, 4))
     for i, label in enumerate(labels):
         x, w = LEFT + i * slot + slot * 0.1, max(slot * 0.8, 0.6)
         svg.rect(x, yb(read[i] + written[i]), w, yb(written[i]) - yb(read[i] + written[i]),
@@ -184,19 +184,19 @@ def rank_plot(fig: dict) -> Plot:
             svg.rect(x, yb(written[i]), w, yb(0) - yb(written[i]), "c-write",
                      f"rank {label}: written {fmt_bytes(written[i])}")
         cls = "c-hot" if i in hot else "c-time"
-        svg.rect(x, yt(time_s[i]), w, yt(0) - yt(time_s[i]), cls, f"rank {label}: I/O time {fmt_seconds(time_s[i])}"
+        svg.rect(x, yt(time_s[i]), w, yt(0) - yt(time_s[i]), cls, f"rank {label}: I/O time {fmt_secs(time_s[i])}"
                  + (" (straggler)" if i in hot else ""))
         if time_max[i] > time_s[i]:
             svg.line(x + w / 2, yt(time_s[i]), x + w / 2, yt(time_max[i]), "whisker",
-                     f"ranks {label}: slowest {fmt_seconds(time_max[i])}")
+                     f"ranks {label}: slowest {fmt_secs(time_max[i])}")
     if med > 0:
-        svg.line(LEFT, yt(med), WIDTH - RIGHT, yt(med), "median", f"median {fmt_seconds(med)}")
+        svg.line(LEFT, yt(med), WIDTH - RIGHT, yt(med), "median", f"median {fmt_secs(med)}")
     for t in _label_ticks(len(labels)):
         svg.text(LEFT + (t + 0.5) * slot, yt.p0 + 14, labels[t], "tick", "middle")
     svg.text((LEFT + WIDTH) / 2, height - 8, "rank", "label", "middle")
     bytes_legend = [("read", "c-read"), ("written", "c-write")] if split else [("bytes", "c-bytes")]
     _legend(svg, bytes_legend + [("I/O time", "c-time"), ("straggler", "c-hot")], LEFT + 8, 16)
-    rows = [[lab, fmt_bytes(r), fmt_bytes(w) if split else "", fmt_seconds(t), "yes" if i in hot else ""]
+    rows = [[lab, fmt_bytes(r), fmt_bytes(w) if split else "", fmt_secs(t), "yes" if i in hot else ""]
             for i, (lab, r, w, t) in enumerate(zip(labels, read, written, time_max))]
     rows.sort(key=lambda r: r[4] != "yes")  # stragglers first in the text alternative
     return _table(Plot("ranks", title, svg.markup("ranks"), alt),
@@ -208,7 +208,7 @@ def _rank_alt(labels, read, written, time_s, hot, med, source) -> str:
         return "No per-rank data."
     slow = max(range(len(labels)), key=lambda i: time_s[i])
     text = (f"{len(labels)} bars; total {fmt_bytes(sum(read) + sum(written))}. "
-            f"Slowest rank(s) {labels[slow]}: {fmt_seconds(time_s[slow])} of I/O, median {fmt_seconds(med)}.")
+            f"Slowest rank(s) {labels[slow]}: {fmt_secs(time_s[slow])} of I/O, median {fmt_secs(med)}.")
     if hot:
         text += f" Stragglers: {', '.join(labels[i] for i in sorted(hot)[:8])}."
     return text + (f" Source: {source}." if source else "")
@@ -234,7 +234,7 @@ def ost_plot(fig: dict) -> Plot:
     bottom = height - BOTTOM
     svg = Svg(WIDTH, height, title, alt)
     ys = Scale(0, byte_max(max(bw, default=0)), bottom, TOP)
-    _y_axis(svg, ys, LEFT, WIDTH - RIGHT, "bandwidth (bytes/s)", fmt_rate, byte_ticks(ys.hi, 4))
+    _y_axis(svg, ys, LEFT, WIDTH - RIGHT, "bandwidth (bytes/s)", tick_rate, byte_ticks(ys.hi, 4))
     slot = (WIDTH - RIGHT - LEFT) / max(len(osts), 1)
     for i, ost in enumerate(osts):
         cls = "c-hot" if ost in outliers else "c-time"
@@ -261,11 +261,11 @@ def top_files_plot(fig: dict) -> Plot:
                                      ("metadata", "c-meta", "meta_s"))]
     basis = str(fig.get("basis", "summed over ranks"))
     alt = ("No file with I/O time." if not files else
-           f"{len(files)} files; the slowest is {paths[0]} with {fmt_seconds(_file_total(files[0]))} of I/O.")
+           f"{len(files)} files; the slowest is {paths[0]} with {fmt_secs(_file_total(files[0]))} of I/O.")
     labels = [_middle_ellipsis(p, 30) for p in paths]
     svg = _stacked_hbars("top-files", title, labels, paths, stacks, f"I/O time (s), {basis}", alt)
-    rows = [[p, fmt_seconds(_file_total(f)), fmt_bytes(float(f.get("bytes_read", 0))),
-             fmt_bytes(float(f.get("bytes_written", 0))), fmt_count(float(f.get("ranks", 0)))]
+    rows = [[p, fmt_secs(_file_total(f)), fmt_bytes(float(f.get("bytes_read", 0))),
+             fmt_bytes(float(f.get("bytes_written", 0))), fmt_num(float(f.get("ranks", 0)))]
             for p, f in zip(paths, files)]
     return _table(Plot("top-files", title, svg.markup("top-files"), alt),
                   ["file", "I/O time", "read", "written", "ranks"], rows)
@@ -285,22 +285,22 @@ def verification_plot(v: dict, plot_id: str) -> Plot:
     ci = v.get("ci95") if isinstance(v.get("ci95"), (list, tuple)) and len(v["ci95"]) == 2 else None
     lo_s, hi_s = (before / float(ci[1]), before / float(ci[0])) if ci and min(ci) > 0 else (after, after)
     title = "Replay: before and after the fix"
-    alt = (f"Replayed {v.get('repeat', '?')} times: median {fmt_seconds(before)} as recorded, "
-           f"{fmt_seconds(after)} with the fix" + (f" (95 % interval {fmt_seconds(lo_s)} to {fmt_seconds(hi_s)})"
+    alt = (f"Replayed {v.get('repeat', '?')} times: median {fmt_secs(before)} as recorded, "
+           f"{fmt_secs(after)} with the fix" + (f" (95 % interval {fmt_secs(lo_s)} to {fmt_secs(hi_s)})"
                                                     if ci else "") + ".")
     svg = Svg(WIDTH / 1.5, 118, title, alt)
     xs = Scale(0, nice_max(max(before, after, hi_s)), 92, WIDTH / 1.5 - 16)
-    _x_axis(svg, xs, 70, "replay time, median (s)", fmt_seconds, nice_ticks(xs.lo, xs.hi, 4))
+    _x_axis(svg, xs, 70, "replay time, median (s)", tick_seconds, nice_ticks(xs.lo, xs.hi, 4))
     for i, (label, value, cls) in enumerate((("before", before, "c-before"), ("after fix", after, "c-after"))):
         y = TOP + 2 + i * 21
         svg.text(86, y + 12, label, "tick", "end")
-        svg.rect(xs(0), y, xs(value) - xs(0), 15, cls, f"{label}: {fmt_seconds(value)}")
+        svg.rect(xs(0), y, xs(value) - xs(0), 15, cls, f"{label}: {fmt_secs(value)}")
     if ci:
         y = TOP + 2 + 21 + 7.5
-        svg.line(xs(lo_s), y, xs(hi_s), y, "whisker", f"95 % interval: {fmt_seconds(lo_s)} to {fmt_seconds(hi_s)}")
+        svg.line(xs(lo_s), y, xs(hi_s), y, "whisker", f"95 % interval: {fmt_secs(lo_s)} to {fmt_secs(hi_s)}")
         for x in (xs(lo_s), xs(hi_s)):
             svg.line(x, y - 5, x, y + 5, "whisker")
-    rows = [["before", fmt_seconds(before), _bw(v["baseline"])], ["after fix", fmt_seconds(after), _bw(v["fixed"])]]
+    rows = [["before", fmt_secs(before), _bw(v["baseline"])], ["after fix", fmt_secs(after), _bw(v["fixed"])]]
     return _table(Plot(plot_id, title, svg.markup(plot_id), alt), ["run", "median time", "bandwidth"], rows)
 
 
@@ -333,23 +333,23 @@ def _campaign_plot(fig: dict, op: str, series: list[dict]) -> Plot:
     xs = Scale(min(xs_all), max(xs_all) if max(xs_all) > min(xs_all) else min(xs_all) * 2, LEFT + 12, WIDTH - RIGHT - 12,
                log=min(xs_all) > 0)
     ys = Scale(0, nice_max(max(ys_all, default=0)), bottom, TOP)
-    _y_axis(svg, ys, LEFT, WIDTH - RIGHT, f"bandwidth ({unit})", fmt_count, nice_ticks(ys.lo, ys.hi, 5))
+    _y_axis(svg, ys, LEFT, WIDTH - RIGHT, f"bandwidth ({unit})", tick_count, nice_ticks(ys.lo, ys.hi, 5))
     for t in sorted(set(xs_all)):
-        svg.text(xs(t), bottom + 14, fmt_count(t), "tick", "middle")
+        svg.text(xs(t), bottom + 14, fmt_num(t), "tick", "middle")
     svg.line(LEFT, bottom, WIDTH - RIGHT, bottom, "axis")
     svg.text((LEFT + WIDTH) / 2, height - 8, xlabel, "label", "middle")
     osts = fig.get("osts")
     if isinstance(osts, (int, float)) and xs.lo <= osts <= xs.hi:
-        svg.line(xs(osts), TOP, xs(osts), bottom, "limit", f"clients exceed OSTs beyond {fmt_count(osts)} {xlabel}")
-        svg.text(xs(osts) + 4, TOP + 12, f"{xlabel} > OSTs ({fmt_count(osts)})", "legend")
+        svg.line(xs(osts), TOP, xs(osts), bottom, "limit", f"clients exceed OSTs beyond {fmt_num(osts)} {xlabel}")
+        svg.text(xs(osts) + 4, TOP + 12, f"{xlabel} > OSTs ({fmt_num(osts)})", "legend")
     for i, s in enumerate(series):
         _campaign_series(svg, xs, ys, s, i, unit, xlabel)
     _line_legend(svg, [(str(s["name"]), "series-base" if s.get("baseline") else f"series s{i % 4}")
                        for i, s in enumerate(series)], LEFT + 8, 16)
     for k in knees:
         svg.circle(xs(float(k["x"])), ys(float(k["y"])), 7, "knee",
-                   f"knee at {fmt_count(float(k['x']))} {xlabel}: {fmt_count(float(k['y']))} {unit}")
-    rows = [[str(s["name"]), fmt_count(float(x)), fmt_count(float(y)), "baseline" if s.get("baseline") else ""]
+                   f"knee at {fmt_num(float(k['x']))} {xlabel}: {fmt_num(float(k['y']))} {unit}")
+    rows = [[str(s["name"]), fmt_num(float(x)), fmt_num(float(y)), "baseline" if s.get("baseline") else ""]
             for s in series for x, y in zip(s["x"], s["y"])]
     return _table(Plot(pid, title, svg.markup(pid), alt), ["series", xlabel, f"bandwidth ({unit})", ""], rows)
 
@@ -364,8 +364,8 @@ def _campaign_series(svg: Svg, xs: Scale, ys: Scale, s: dict, i: int, unit: str,
             continue
         if lo and hi:
             svg.line(xs(float(x)), ys(float(lo[j])), xs(float(x)), ys(float(hi[j])), "whisker")
-        svg.circle(xs(float(x)), ys(float(y)), 3, cls, f"{s['name']}: {fmt_count(float(y))} {unit} at "
-                                                      f"{fmt_count(float(x))} {xlabel}")
+        svg.circle(xs(float(x)), ys(float(y)), 3, cls, f"{s['name']}: {fmt_num(float(y))} {unit} at "
+                                                      f"{fmt_num(float(x))} {xlabel}")
 
 
 def _line_legend(svg: Svg, items: list[tuple[str, str]], x: float, y: float) -> None:
@@ -386,11 +386,11 @@ def _campaign_alt(op, series, knees, osts, unit, xlabel) -> str:
     for s in series:
         if s["y"]:
             best = max(range(len(s["y"])), key=lambda j: float(s["y"][j]))
-            parts.append(f"{s['name']} peaks at {fmt_count(float(s['y'][best]))} {unit} with "
-                         f"{fmt_count(float(s['x'][best]))} {xlabel}")
+            parts.append(f"{s['name']} peaks at {fmt_num(float(s['y'][best]))} {unit} with "
+                         f"{fmt_num(float(s['x'][best]))} {xlabel}")
     text = f"{op}: " + "; ".join(parts) + "."
     if knees:
-        text += f" Knee at {fmt_count(float(knees[0]['x']))} {xlabel}."
+        text += f" Knee at {fmt_num(float(knees[0]['x']))} {xlabel}."
     if isinstance(osts, (int, float)):
-        text += f" Clients exceed OSTs beyond {fmt_count(osts)} {xlabel}."
+        text += f" Clients exceed OSTs beyond {fmt_num(osts)} {xlabel}."
     return text

@@ -14,7 +14,7 @@ import numpy as np
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace, JobProfile
 from advisor.report.plots import WIDTH, Plot, _table, _x_axis
 from advisor.report.svg import Scale, Svg, nice_ticks
-from advisor.report.units import fmt_bytes, fmt_count, fmt_seconds, fmt_share
+from advisor.report.units import fmt_bytes, fmt_num, fmt_pct, fmt_secs, tick_seconds
 
 MAX_ROWS = 32
 BINS = 80
@@ -108,7 +108,7 @@ def timeline_plot(fig: dict) -> Plot:
     xs = Scale(0.0, t1, left, WIDTH - 16)
     pitch = 2 * lane + (0.75 if len(rows) > 8 else 2)
     bottom = top + pitch * len(rows)
-    _x_axis(svg, xs, bottom, "time since job start (s)", fmt_seconds, nice_ticks(0, t1, 6))
+    _x_axis(svg, xs, bottom, "time since job start (s)", tick_seconds, nice_ticks(0, t1, 6))
     width = t1 / bins
     for r, row in enumerate(rows):
         y = top + r * pitch
@@ -120,8 +120,8 @@ def timeline_plot(fig: dict) -> Plot:
         if r is not None:
             x0 = xs(float(start))
             svg.rect(x0, top + r * pitch - 0.5, max(xs(float(end)) - x0, 2), 2 * lane + 1, "c-long",
-                     f"rank {rank}: {op} of {fmt_bytes(nbytes)} took {fmt_seconds(end - start)} "
-                     f"at {fmt_seconds(start)} ({path})")
+                     f"rank {rank}: {op} of {fmt_bytes(nbytes)} took {fmt_secs(end - start)} "
+                     f"at {fmt_secs(start)} ({path})")
     _timeline_legend(svg, left)
     return _table(Plot("timeline", title, svg.markup("timeline"), alt),
                   ["rank(s)", "written", "write ops", "read", "read ops", "busy (write+read)", "first I/O",
@@ -140,9 +140,9 @@ def _draw_lane(svg: Svg, xs: Scale, row: dict, name: str, y: float, lane: float,
             j += 1
         if levels[i]:
             run_busy = sum(busy[i:j + 1])
-            tip = (f"{row['label']}, {fmt_seconds(i * width)}-{fmt_seconds((j + 1) * width)}: {name} "
-                   f"{fmt_bytes(sum(nbytes[i:j + 1]))} in {fmt_count(sum(ops[i:j + 1]))} ops, busy "
-                   f"{fmt_share(run_busy / ((j + 1 - i) * width * nranks))}")
+            tip = (f"{row['label']}, {fmt_secs(i * width)}-{fmt_secs((j + 1) * width)}: {name} "
+                   f"{fmt_bytes(sum(nbytes[i:j + 1]))} in {fmt_num(sum(ops[i:j + 1]))} ops, busy "
+                   f"{fmt_pct(run_busy / ((j + 1 - i) * width * nranks))}")
             svg.rect(xs(i * width), y, xs((j + 1) * width) - xs(i * width), lane, f"c-{name} lv{levels[i]}", tip)
         i = j + 1
 
@@ -164,22 +164,22 @@ def _timeline_legend(svg: Svg, left: float) -> None:
 def _row_summary(row: dict, width: float) -> list[str]:
     active = [i for i in range(len(row["write_ops"])) if row["write_ops"][i] or row["read_ops"][i]]
     busy = sum(row["write_busy"]) + sum(row["read_busy"])
-    return [str(row["label"]), fmt_bytes(sum(row["write_bytes"])), fmt_count(sum(row["write_ops"])),
-            fmt_bytes(sum(row["read_bytes"])), fmt_count(sum(row["read_ops"])), fmt_seconds(busy),
-            fmt_seconds(active[0] * width) if active else "-",
-            fmt_seconds((active[-1] + 1) * width) if active else "-"]
+    return [str(row["label"]), fmt_bytes(sum(row["write_bytes"])), fmt_num(sum(row["write_ops"])),
+            fmt_bytes(sum(row["read_bytes"])), fmt_num(sum(row["read_ops"])), fmt_secs(busy),
+            fmt_secs(active[0] * width) if active else "-",
+            fmt_secs((active[-1] + 1) * width) if active else "-"]
 
 
 def _timeline_alt(fig: dict) -> str:
     rows = fig["rows"]
     busy = [sum(r["write_busy"]) + sum(r["read_busy"]) for r in rows]
-    text = (f"{fmt_count(fig.get('segments', 0))} {fig.get('module', 'DXT')} operations of "
-            f"{fig.get('ranks_traced', len(rows))} ranks over {fmt_seconds(float(fig['t1']))}, "
+    text = (f"{fmt_num(fig.get('segments', 0))} {fig.get('module', 'DXT')} operations of "
+            f"{fig.get('ranks_traced', len(rows))} ranks over {fmt_secs(float(fig['t1']))}, "
             f"drawn as {len(rows)} rows of {fig['bins']} time bins.")
     if busy and max(busy) > 0:
         hi = max(range(len(rows)), key=lambda i: busy[i])
-        text += f" Busiest: {rows[hi]['label']} with {fmt_seconds(busy[hi])} in I/O."
+        text += f" Busiest: {rows[hi]['label']} with {fmt_secs(busy[hi])} in I/O."
     if fig.get("longest"):
         rank, op, start, end = fig["longest"][0][:4]
-        text += f" Slowest operation: a {op} on rank {rank} taking {fmt_seconds(end - start)}."
+        text += f" Slowest operation: a {op} on rank {rank} taking {fmt_secs(end - start)}."
     return text

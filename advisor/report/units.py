@@ -1,13 +1,26 @@
-"""Human-readable numbers for reports: bytes (binary units), seconds, counts, ratios."""
+"""Numbers on the HTML report: evidence values by unit, compact axis ticks.
+
+Values a user reads (costs, evidence, tooltips, tables) use the engine's formatters
+(:mod:`advisor.engine.render`), so the page and the terminal report print the same
+numbers the same way. Axis ticks use the compact ``tick_*`` forms ('500 ms', '1.5 s',
+'256 MiB'), which need no decimals for round values.
+"""
 
 from __future__ import annotations
 
 import math
 
+from advisor.engine.render import fmt_bytes, fmt_num, fmt_pct, fmt_rate, fmt_secs
+
+# The names other reporters import from here (advisor/report/show.py).
+fmt_seconds, fmt_share, fmt_count = fmt_secs, fmt_pct, fmt_num
+__all__ = ["fmt_bytes", "fmt_num", "fmt_pct", "fmt_rate", "fmt_secs", "fmt_seconds", "fmt_share", "fmt_count",
+           "fmt_value", "tick_bytes", "tick_seconds", "tick_count", "tick_rate"]
+
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
 
-def fmt_bytes(n: float) -> str:
+def tick_bytes(n: float) -> str:
     """1536 -> '1.5 KiB'; exact powers stay short ('4 KiB', '1 MiB')."""
     if n is None or not math.isfinite(float(n)):
         return "n/a"
@@ -23,7 +36,7 @@ def fmt_bytes(n: float) -> str:
     return f"{sign}{_short(n)} {_BYTE_UNITS[unit]}"
 
 
-def fmt_seconds(s: float) -> str:
+def tick_seconds(s: float) -> str:
     """Seconds with a unit that fits: '850 us', '12.3 ms', '4.20 s', '3 min 20 s', '2 h 05 min'."""
     if s is None or not math.isfinite(float(s)):
         return "n/a"
@@ -41,7 +54,7 @@ def fmt_seconds(s: float) -> str:
     return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
 
 
-def fmt_count(n: float) -> str:
+def tick_count(n: float) -> str:
     """12345 -> '12,345'; large counts abbreviated: 3.4M."""
     if n is None or not math.isfinite(float(n)):
         return "n/a"
@@ -55,16 +68,9 @@ def fmt_count(n: float) -> str:
     return f"{n:,.3g}"
 
 
-def fmt_share(x: float) -> str:
-    """A fraction in [0, 1] as a percentage: 0.4312 -> '43.1 %'."""
-    if x is None or not math.isfinite(float(x)):
-        return "n/a"
-    return f"{float(x) * 100:.3g} %"
-
-
-def fmt_rate(bytes_per_s: float) -> str:
+def tick_rate(bytes_per_s: float) -> str:
     """Bandwidth: '512 MiB/s'."""
-    text = fmt_bytes(bytes_per_s)
+    text = tick_bytes(bytes_per_s)
     return text if text == "n/a" else text + "/s"
 
 
@@ -85,10 +91,10 @@ def fmt_value(key: str, value) -> str:
         if "bytes" in k or k.endswith(("_size", "_b")) or k == "size":
             return fmt_bytes(value)
         if k.endswith(("_s", "_time", "_seconds", "seconds")):
-            return fmt_seconds(value)
+            return fmt_secs(value)
         if k.endswith(("frac", "_fraction", "share", "_ratio_frac")):
-            return fmt_share(value)
-        return fmt_count(value)
+            return fmt_pct(value)
+        return fmt_num(value)
     if isinstance(value, (list, tuple)):
         shown = ", ".join(fmt_value(key, v) for v in list(value)[:12])
         return shown + (f", ... ({len(value)} in all)" if len(value) > 12 else "")

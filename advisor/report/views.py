@@ -14,7 +14,7 @@ from pathlib import PurePath
 
 from advisor.findings import Diagnosis, Finding
 from advisor.report.plots import Plot, verification_plot
-from advisor.report.units import fmt_bytes, fmt_count, fmt_seconds, fmt_share, fmt_value
+from advisor.report.units import fmt_bytes, fmt_num, fmt_pct, fmt_secs, fmt_value
 
 MAX_FILES = 20
 MAX_EVIDENCE = 40
@@ -35,8 +35,8 @@ def job_view(d: Diagnosis, index: int) -> dict:
         "error": d.error,
         "findings": findings,
         "counts": {s: sum(f["severity"] == s for f in findings) for s in ("high", "warn", "info")},
-        "lost": fmt_seconds(lost) if lost else "",
-        "lost_share": fmt_share(lost / runtime) if lost and runtime else "",
+        "lost": fmt_secs(lost) if lost else "",
+        "lost_share": fmt_pct(lost / runtime) if lost and runtime else "",
         "not_checked": [(str(n.check), str(n.reason)) for n in d.not_checked],
         "notes": [str(n) for n in d.source.get("notes", []) or []],
         "plots": plots,
@@ -60,16 +60,16 @@ def _float(value) -> float:
 
 def _header_facts(d: Diagnosis, runtime: float) -> list[tuple[str, str]]:
     job, summary, source = d.job, d.summary or {}, d.source
-    facts = [("processes", fmt_count(_float(job.get("nprocs"))))]
+    facts = [("processes", fmt_num(_float(job.get("nprocs"))))]
     if job.get("user"):
         facts.append(("user", str(job["user"])))
-    facts.append(("run time", fmt_seconds(runtime) + _period(job)))
+    facts.append(("run time", fmt_secs(runtime) + _period(job)))
     if "bytes_read" in summary or "bytes_written" in summary:
         facts.append(("bytes moved", f"{fmt_bytes(_float(summary.get('bytes_read')))} read, "
                                      f"{fmt_bytes(_float(summary.get('bytes_written')))} written"))
     if "io_time_s" in summary:
-        share = f" ({fmt_share(_float(summary['io_share']))} of run time)" if "io_share" in summary else ""
-        facts.append(("time in I/O", fmt_seconds(_float(summary["io_time_s"])) + share))
+        share = f" ({fmt_pct(_float(summary['io_share']))} of run time)" if "io_share" in summary else ""
+        facts.append(("time in I/O", fmt_secs(_float(summary["io_time_s"])) + share))
     for key, label in (("files_accessed", "files"), ("interfaces", "interfaces"), ("modules", "modules")):
         if summary.get(key) not in (None, "", []):
             facts.append((label, fmt_value(key, summary[key]) if not isinstance(summary[key], list)
@@ -108,8 +108,8 @@ def finding_view(f: Finding, rank: int, runtime: float, job_id: str) -> dict:
         "title": str(f.title),
         "message": str(f.message),
         "cost_s": cost,
-        "cost": fmt_seconds(cost) if cost else "",
-        "cost_share": fmt_share(cost / runtime) if cost and runtime else "",
+        "cost": fmt_secs(cost) if cost else "",
+        "cost_share": fmt_pct(cost / runtime) if cost and runtime else "",
         "evidence": [(str(k), fmt_value(str(k), v)) for k, v in list(f.evidence.items())[:MAX_EVIDENCE]],
         "files": files[:MAX_FILES],
         "more_files": max(0, len(files) - MAX_FILES),
