@@ -75,6 +75,7 @@ class SystemConfig:
     osses: int | None = None  # object storage servers (for the per-OSS peak)
     oss_peak_mib_s: float | None = None  # what one OSS sustains (its network or its storage)
     client_peak_mib_s: float | None = None  # what one client's network link sustains
+    client_memory_bytes: int | None = None  # RAM of one client node (page-cache checks of benchmarks)
 
 
 @section("targets")
