@@ -20,9 +20,9 @@ from advisor.engine.rules import Catalogue, Rule
 from advisor.facts import PARAMS, FactContext, Missing, NotApplicable, param
 from advisor.findings import SEVERITY_RANK, Finding, NotChecked, Recommendation
 
-HIGH_SHARE = param("high_share", 0.10, "a finding costing this share of the run time or more is high")
-WARN_SHARE = param("warn_share", 0.02, "below this share of the run time a finding is at most info")
-MIN_SHARE = param("min_share", 0.001, "below this share of the run time there is no finding at all")
+HIGH_SHARE = param("severity_high_share", 0.10, "a finding costing this share of the run time or more is high")
+WARN_SHARE = param("severity_warn_share", 0.02, "below this share of the run time a finding is at most info")
+MIN_SHARE = param("severity_min_share", 0.001, "below this share of the run time there is no finding at all")
 MAX_LISTED = 50  # files/ranks listed in one finding
 
 
@@ -128,11 +128,14 @@ def _finding(rule: Rule, scope: _RuleScope, ev: expr.Evaluator, runtime_s: float
 
 
 def _severity_for(rule: Rule, share: float, scope: _RuleScope) -> str | None:
-    if share < scope.lookup(MIN_SHARE):
+    def limit(name: str) -> float:  # engine policy: global or per-rule override, never a rule threshold
+        return scope.config.threshold(name, PARAMS[name].default, rule.code)
+
+    if share < limit(MIN_SHARE):
         return None
-    if share >= scope.lookup(HIGH_SHARE):
+    if share >= limit(HIGH_SHARE):
         by_cost = "high"
-    elif share >= scope.lookup(WARN_SHARE):
+    elif share >= limit(WARN_SHARE):
         by_cost = "warn"
     else:
         by_cost = "info"
