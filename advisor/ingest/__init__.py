@@ -28,6 +28,7 @@ class InputFormat:
 
 
 FORMATS: list[InputFormat] = []
+_FORMAT_MODULES = ("darshan_log", "parser_dump", "ior", "snapshot")
 
 
 def register(fmt: InputFormat) -> InputFormat:
@@ -36,17 +37,25 @@ def register(fmt: InputFormat) -> InputFormat:
 
 
 def _load_formats() -> None:
-    # Import order is sniff order: the most specific formats first.
-    if FORMATS:
-        return
+    # Sniff order is _FORMAT_MODULES order (the most specific formats first), whatever
+    # module a caller happened to import before.
     import importlib
 
-    for module in ("darshan_log", "parser_dump", "ior", "snapshot"):
+    for module in _FORMAT_MODULES:
         try:
             importlib.import_module(f"advisor.ingest.{module}")
         except ModuleNotFoundError as exc:
             if exc.name != f"advisor.ingest.{module}":
                 raise
+    FORMATS.sort(key=_sniff_rank)  # stable: a module's own formats keep their order
+
+
+def _sniff_rank(fmt: InputFormat) -> int:
+    module = fmt.load.__module__
+    for rank, name in enumerate(_FORMAT_MODULES):
+        if module == f"advisor.ingest.{name}" or module.startswith(f"advisor.ingest.{name}."):
+            return rank
+    return len(_FORMAT_MODULES)
 
 
 def detect(path: str | Path) -> InputFormat:
