@@ -1,0 +1,290 @@
+"""Facts about one IOR run: is the benchmark measuring what it claims to?
+
+From the campaigns in docs/ior.md: data per client smaller than its memory measures
+the page cache; reads without ``-C`` on data the same node wrote are served from cache;
+transfers below the RPC size or across stripe boundaries measure overhead; one
+repetition's maximum is noise; stripe count vs tasks vs OSTs decides how many OSTs the
+test can use; and the result means most as a share of the sustainable peak.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.facts import FactContext, Missing, NotApplicable, fact, param
+from advisor.ingest.ior.model import FPP, SHARED, IorRun, IorTest
+
+MIN_SUSPICIOUS_READ = param("ior_cache_read_ratio", 3.0,
+                            "a read this many times faster than the write of the same data suggests a cache")
+MB_PER_MIB = 1.048576
+
+
+def _run(ctx: FactContext) -> IorRun:
+    run = ctx.profile.extras.get("ior")
+    if not isinstance(run, IorRun):
+        raise NotApplicable("not an IOR run")
+    return run
+
+
+def label(test: IorTest) -> str:
+    """``test 0 (file per process, POSIX, 64 tasks)``: how findings name a test."""
+    p = test.params
+    access = {FPP: "file per process", SHARED: "shared file"}.get(p.access, "access unknown")
+    parts = [access] + ([p.api] if p.api else []) + ([f"{p.tasks} tasks"] if p.tasks else [])
+    return f"test {test.test_id} ({', '.join(parts)})"
+
+
+def _nodes(test: IorTest) -> int | None:
+    p = test.params
+    if p.nodes:
+        return p.nodes
+    if p.tasks and p.tasks_per_node:
+        return max(1, p.tasks // p.tasks_per_node)
+    return None
+
+
+def _tasks_per_node(test: IorTest) -> int | None:
+    p = test.params
+    if p.tasks_per_node:
+        return p.tasks_per_node
+    nodes = _nodes(test)
+    return p.tasks // nodes if p.tasks and nodes else None
+
+
+def data_per_node(test: IorTest) -> int | None:
+    """Bytes each client node writes (and reads back): block x segments x tasks per node."""
+    per_task, tpn = test.params.bytes_per_task, _tasks_per_node(test)
+    return per_task * tpn if per_task is not None and tpn else None
+
+
+@fact("ior_tests", "count", "Tests in the IOR output.")
+def ior_tests(ctx: FactContext) -> int:
+    return len(_run(ctx).tests)
+
+
+@fact("ior_tasks", "count", "Largest task count of the run's tests.")
+def ior_tasks(ctx: FactContext) -> int:
+    return _run(ctx).tasks
+
+
+@fact("client_memory_bytes", "bytes", "RAM of one client node ([system] client_memory_bytes).")
+def client_memory_bytes(ctx: FactContext) -> int:
+    if ctx.config.system.client_memory_bytes is None:
+        raise Missing("client memory unknown: set [system] client_memory_bytes in the site config")
+    return int(ctx.config.system.client_memory_bytes)
+
+
+# ---- page cache ----------------------------------------------------------------------
+
+@fact("ior_cache_tests", "list", "Tests whose data per client node fits in that node's memory "
+      "(their rates can be page-cache rates).")
+def ior_cache_tests(ctx: FactContext) -> list[dict]:
+    run, memory = _run(ctx), ctx.get("client_memory_bytes")
+    out = []
+    for test in run.tests:
+        per_node = data_per_node(test)
+        if per_node is not None and per_node < memory and not test.params.direct_io:
+            out.append({"test": label(test), "data_per_node": per_node, "memory": memory,
+                        "operations": test.operations(), "suggest_block": size_arg(_block_beyond(test, memory))})
+    return out
+
+
+def size_arg(n: int) -> str:
+    """A size as IOR's -b/-t take it: ``128g``, ``4m``, ``47008``."""
+    for suffix, unit in (("t", 1 << 40), ("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
+        if n >= unit and n % unit == 0:
+            return f"{n // unit}{suffix}"
+    return str(n)
+
+
+def _block_beyond(test: IorTest, memory: int) -> int:
+    """Block size per task that moves twice the node's memory, in whole transfers (or MiB)."""
+    unit = test.params.transfer_size or (1 << 20)
+    tpn = _tasks_per_node(test) or 1
+    per_task = 2 * memory // (tpn * (test.params.segments or 1))
+    return max(unit, -(-per_task // unit) * unit)
+
+
+def _reorder(test: IorTest) -> bool:
+    return bool(test.params.reorder_tasks or test.params.reorder_random)
+
+
+@fact("ior_unshuffled_reads", "list", "Read tests without -C/-Z whose reads can be served from the "
+      "reading node's cache (data fits its memory, or reads beat the writes by ior_cache_read_ratio).")
+def ior_unshuffled_reads(ctx: FactContext) -> list[dict]:
+    run = _run(ctx)
+    memory = ctx.config.system.client_memory_bytes
+    ratio = ctx.param(MIN_SUSPICIOUS_READ)
+    out = []
+    for test in run.tests:
+        read, write = test.bandwidth("read"), test.bandwidth("write")
+        if read is None or _reorder(test) or test.params.direct_io:
+            continue
+        per_node = data_per_node(test)
+        fits = memory is not None and per_node is not None and per_node < memory
+        fast = write is not None and write > 0 and read / write >= ratio
+        if fits or fast:
+            out.append({"test": label(test), "read_mib_s": read, "write_mib_s": write,
+                        "nodes": _nodes(test), "why": "fits in memory" if fits else "reads much faster than writes"})
+    return out
+
+
+@fact("ior_single_node", "bool", "Every test ran on one node (-C cannot move reads to another node).")
+def ior_single_node(ctx: FactContext) -> bool:
+    nodes = [_nodes(t) for t in _run(ctx).tests]
+    return all(n == 1 for n in nodes) and bool(nodes)
+
+
+# ---- transfer size -----------------------------------------------------------------------
+
+def _stripe_size(ctx: FactContext, test: IorTest) -> int | None:
+    return test.params.stripe_size or ctx.config.system.default_stripe_size
+
+
+@fact("ior_transfer_issues", "list", "Tests whose transfer size is below the RPC size ([system] rpc_size) "
+      "or neither a multiple nor a divisor of the stripe size.")
+def ior_transfer_issues(ctx: FactContext) -> list[dict]:
+    rpc = int(ctx.config.system.rpc_size)
+    out = []
+    for test in _run(ctx).tests:
+        xfer = test.params.transfer_size
+        if not xfer:
+            continue
+        stripe = _stripe_size(ctx, test)
+        below = xfer < rpc
+        misfit = bool(stripe) and xfer % stripe != 0 and stripe % xfer != 0
+        if below or misfit:
+            out.append({"test": label(test), "transfer_size": xfer, "rpc_size": rpc,
+                        "stripe_size": stripe, "below_rpc": below, "misaligned": misfit})
+    return out
+
+
+@fact("ior_transfer_fix", "bytes", "Transfer size to use: the stripe size (or RPC size), at least 1 MiB.")
+def ior_transfer_fix(ctx: FactContext) -> int:
+    tests = _run(ctx).tests
+    stripe = max((_stripe_size(ctx, t) or 0 for t in tests), default=0)
+    return max(stripe, int(ctx.config.system.rpc_size))
+
+
+@fact("ior_transfer_fix_arg", "text", "The transfer size to use as an IOR -t argument (e.g. 1m).")
+def ior_transfer_fix_arg(ctx: FactContext) -> str:
+    return size_arg(ctx.get("ior_transfer_fix"))
+
+
+# ---- repetitions -------------------------------------------------------------------------
+
+@fact("ior_min_repetitions", "count", "Fewest repetitions of any test (IOR -i).")
+def ior_min_repetitions(ctx: FactContext) -> int:
+    reps = [max((s.repetitions for s in t.summaries.values()), default=0) or t.params.repetitions or 0
+            for t in _run(ctx).tests]
+    reps = [r for r in reps if r]
+    if not reps:
+        raise Missing("the output states no repetition count")
+    return min(reps)
+
+
+@fact("ior_max_spread", "ratio", "Largest (max - min) / mean of any test's operation over its repetitions.")
+def ior_max_spread(ctx: FactContext) -> float:
+    spreads = [(s.max_mib - s.min_mib) / s.mean_mib for t in _run(ctx).tests
+               for s in t.summaries.values() if s.mean_mib > 0 and s.repetitions > 1]
+    return max(spreads, default=0.0)
+
+
+# ---- stripes, tasks, OSTs ------------------------------------------------------------------
+
+@fact("ior_osts", "count", "OSTs of the file system ([system] osts).")
+def ior_osts(ctx: FactContext) -> int:
+    _run(ctx)
+    if not ctx.config.system.osts:
+        raise Missing("OST count unknown: set [system] osts in the site config")
+    return int(ctx.config.system.osts)
+
+
+def _stripe_count(ctx: FactContext, test: IorTest) -> int | None:
+    count = test.params.stripe_count or ctx.config.system.default_stripe_count
+    return ctx.get("ior_osts") if count == -1 else count
+
+
+def _osts_used(ctx: FactContext, test: IorTest) -> int | None:
+    """OSTs a test can keep busy: a shared file's stripe count, or files x stripes for -F."""
+    osts, tasks, count = ctx.get("ior_osts"), test.params.tasks, _stripe_count(ctx, test)
+    if count is None or not tasks:
+        return None
+    if test.params.access == FPP:
+        return min(osts, tasks * count)
+    return min(osts, count)
+
+
+@fact("ior_stripe_issues", "list", "Tests whose layout does not fit tasks and OSTs: a shared file on fewer "
+      "OSTs than min(OSTs, tasks), or file-per-process files striped wider than 1 while tasks >= OSTs.")
+def ior_stripe_issues(ctx: FactContext) -> list[dict]:
+    osts = ctx.get("ior_osts")
+    out = []
+    for test in _run(ctx).tests:
+        count, tasks = _stripe_count(ctx, test), test.params.tasks
+        if count is None or not tasks:
+            continue
+        entry = {"test": label(test), "osts": osts, "tasks": tasks, "stripe_count": count,
+                 "osts_used": _osts_used(ctx, test)}
+        if test.params.access == SHARED and count < min(osts, tasks):
+            out.append({**entry, "kind": "shared file on too few OSTs", "suggest_count": min(osts, tasks)})
+        elif test.params.access == FPP and count > 1 and tasks >= osts:
+            out.append({**entry, "kind": "striped files per process contend for OSTs", "suggest_count": 1})
+    return out
+
+
+# ---- share of the sustainable peak ------------------------------------------------------------
+
+def _limits(ctx: FactContext, op: str, test: IorTest) -> list[tuple[str, float]]:
+    system = ctx.config.system
+    limits: list[tuple[str, float]] = []
+    aggregate = system.peak_write_mib_s if op == "write" else system.peak_read_mib_s
+    if aggregate:
+        limits.append(("aggregate", float(aggregate)))
+    if system.ost_peak_mib_s and system.osts:
+        used = _osts_used(ctx, test)
+        if used:
+            limits.append((f"{used} OSTs x {system.ost_peak_mib_s:g} MiB/s", used * system.ost_peak_mib_s))
+    if system.oss_peak_mib_s and system.osses:
+        limits.append((f"{system.osses} OSSs", system.osses * system.oss_peak_mib_s))
+    nodes = _nodes(test)
+    if system.client_peak_mib_s and nodes:
+        limits.append((f"{nodes} client links", nodes * system.client_peak_mib_s))
+    return limits
+
+
+@fact("ior_peak_results", "list", "For write and read: the best result, the tightest sustainable limit the "
+      "site config states for its test (aggregate, OSTs used, OSSs, client links) and the share reached.")
+def ior_peak_results(ctx: FactContext) -> list[dict]:
+    out = []
+    for op in ("write", "read"):
+        tests = [(t.bandwidth(op), t) for t in _run(ctx).tests if t.bandwidth(op) is not None]
+        if not tests:
+            continue
+        best, test = max(tests, key=lambda pair: pair[0])
+        limits = _limits(ctx, op, test)
+        if not limits:
+            continue
+        name, limit = min(limits, key=lambda pair: pair[1])
+        out.append({"operation": op, "test": label(test), "best_mib_s": best, "best_mb_s": best * MB_PER_MIB,
+                    "limit_name": name, "limit_mib_s": limit, "limit_mb_s": limit * MB_PER_MIB,
+                    "share": best / limit})
+    if not out:
+        raise Missing("no sustainable peak in the site config ([system] peak_write_mib_s, "
+                      "peak_read_mib_s, ost_peak_mib_s, oss_peak_mib_s or client_peak_mib_s)")
+    return out
+
+
+@fact("ior_min_peak_share", "ratio", "The lower of the write and read shares of the sustainable peak.")
+def ior_min_peak_share(ctx: FactContext) -> float:
+    return min(r["share"] for r in ctx.get("ior_peak_results"))
+
+
+@fact("ior_max_peak_share", "ratio", "The higher of the write and read shares of the sustainable peak.")
+def ior_max_peak_share(ctx: FactContext) -> float:
+    return max(r["share"] for r in ctx.get("ior_peak_results"))
+
+
+@fact("ior_beyond_peak", "list", "Results above what the hardware sustains (caches, not the file system).")
+def ior_beyond_peak(ctx: FactContext) -> list[dict]:
+    return [r for r in ctx.get("ior_peak_results") if r["share"] > 1.05]
