@@ -1,0 +1,106 @@
+"""The condition language: grammar, three-valued logic, safety (no code runs, only clean errors)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor.engine import expr
+from advisor.engine.expr import ExprError, evaluate, parse
+
+
+@pytest.mark.parametrize("text,values,expected", [
+    ("1 + 2 * 3", {}, 7),
+    ("(1 + 2) * 3", {}, 9),
+    ("1MiB", {}, 1048576),
+    ("4KiB * 2", {}, 8192),
+    ("10%", {}, 0.1),
+    ("a >= 10% and b < 1MiB", {"a": 0.2, "b": 4096}, True),
+    ("1 < x < 3", {"x": 2}, True),
+    ("1 < x < 3", {"x": 3}, False),
+    ("not x", {"x": False}, True),
+    ("x.share > 0.5", {"x": {"share": 0.9}}, True),
+    ("len(xs) > 1 and 3 in xs", {"xs": [1, 3]}, True),
+    ("xs[0] == 'a'", {"xs": ["a"]}, True),
+    ("min(a, b) + max(a, b)", {"a": 1, "b": 5}, 6),
+    ("default(x, 7)", {"x": None}, 7),
+    ("x / 0", {"x": 1}, None),  # a ratio over nothing is unknown
+])
+def test_evaluates(text, values, expected):
+    assert evaluate(text, values) == expected
+
+
+def test_unknown_propagates_with_three_valued_logic():
+    assert evaluate("x > 3", {"x": None}) is None
+    assert evaluate("false and x > 3", {"x": None}) is False
+    assert evaluate("true or x > 3", {"x": None}) is True
+    assert evaluate("true and x > 3", {"x": None}) is None
+
+
+def test_fired_is_forward_chaining():
+    assert evaluate("fired('IO001') and not fired('IO002')", {}, fired=lambda c: c == "IO001") is True
+
+
+@pytest.mark.parametrize("text", [
+    "__import__('os').system('true')", "x.__class__", "1 +", "(1", "a b", "x[", "'unterminated",
+    "open('f')", "1 ; 2", "lambda: 1", "x if y else z", "a = 1", "`x`", "fired(x)",
+])
+def test_rejects_what_is_not_the_grammar(text):
+    with pytest.raises(ExprError):
+        evaluate(text, {"x": {"a": 1}, "y": 1, "z": 2, "a": 1, "b": 2})
+
+
+def test_type_errors_are_clean():
+    with pytest.raises(ExprError, match="arithmetic"):
+        evaluate("'a' + 1")
+    with pytest.raises(ExprError, match="compare"):
+        evaluate("'a' < 1")
+
+
+def test_deep_nesting_is_refused_not_a_crash():
+    with pytest.raises(ExprError):
+        parse("(" * 500 + "1" + ")" * 500)
+    with pytest.raises(ExprError):
+        parse("not " * 500 + "x")
+
+
+def test_names_and_calls_are_reported_for_load_time_checks():
+    node = parse("a > t and fired('X001') or len(b) > 0")
+    assert expr.names(node) == {"a", "t", "b"}
+    assert {c.func for c in expr.calls(node)} == {"fired", "len"}
+
+
+def test_quantity_units():
+    assert expr.quantity("10%") == 0.1
+    assert expr.quantity("4MiB") == 4 << 20
+    assert expr.quantity(3) == 3
+    with pytest.raises(ExprError):
+        expr.quantity("4 apples")
+
+
+ATOMS = st.sampled_from(["x", "y", "1", "0", "2.5", "1MiB", "10%", "'s'", "true", "null", "[1, 2]",
+                         "xs", "d", "d.k", "xs[0]", "len(xs)", "fired('A001')", "__import__", "os"])
+OPS = st.sampled_from([" + ", " - ", " * ", " / ", " % ", " < ", " >= ", " == ", " and ", " or ",
+                       " in ", ".", "(", ")", "[", "]", ",", " not ", "!", "=", ";", "\\", "\n"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(ATOMS, OPS), min_size=1, max_size=20))
+def test_random_expressions_only_evaluate_or_fail_cleanly(parts):
+    text = "".join(parts)
+    values = {"x": 3, "y": None, "xs": [1, 2], "d": {"k": 1}, "os": "os", "__import__": 0}
+    try:
+        result = evaluate(text, values, fired=lambda code: True)
+    except ExprError:
+        return
+    assert result is None or isinstance(result, (int, float, str, bool, list, dict))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+def test_arbitrary_text_never_crashes(text):
+    try:
+        evaluate(text, {"x": 1})
+    except ExprError:
+        pass
