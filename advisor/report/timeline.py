@@ -70,7 +70,7 @@ def _bin_op(trace: DxtTrace, row: np.ndarray, mask: np.ndarray, nrows: int, widt
     ops = np.bincount(idx0, minlength=size)
     nbytes = np.bincount(idx0, weights=length, minlength=size)
     one = b0 == b1
-    busy = np.bincount(idx0[one], weights=(end - start)[one], minlength=size)
+    busy = np.bincount(idx0[one], weights=(end - start)[one], minlength=size).astype(np.float64)
     many = ~one  # segments crossing bin edges: split their time over the bins they cover
     if many.any():
         s, e, k0, k1, j0, j1 = start[many], end[many], b0[many], b1[many], idx0[many], idx1[many]
