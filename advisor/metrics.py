@@ -400,18 +400,23 @@ class FileSummary:
         return self.stats.bytes
 
 
-def _rank_extremes(recs: ModuleRecords, spec: ModuleSpec, inv: np.ndarray, nfiles: int) -> dict:
-    """Darshan's slowest/fastest rank time and bytes of each shared file (NaN elsewhere)."""
+_EXTREMES = (("slowest_rank_time", "F_SLOWEST_RANK_TIME"), ("fastest_rank_time", "F_FASTEST_RANK_TIME"),
+             ("slowest_rank_bytes", "SLOWEST_RANK_BYTES"), ("fastest_rank_bytes", "FASTEST_RANK_BYTES"))
+
+
+def _rank_extremes(recs: ModuleRecords, spec: ModuleSpec, inv: np.ndarray, nfiles: int) -> list[list]:
+    """Darshan's slowest/fastest rank time and bytes of each shared file (None elsewhere)."""
     shared = recs.ranks == SHARED_RANK
-    out = {}
-    for attr, name in (("slowest_rank_time", "F_SLOWEST_RANK_TIME"), ("fastest_rank_time", "F_FASTEST_RANK_TIME"),
-                       ("slowest_rank_bytes", "SLOWEST_RANK_BYTES"), ("fastest_rank_bytes", "FASTEST_RANK_BYTES")):
-        col = np.full(nfiles, np.nan)
+    out = []
+    for attr, name in _EXTREMES:
+        col: list = [None] * nfiles
         full = f"{spec.prefix}_{name}"
-        if recs.has(full):
-            values = recs.get(full)[shared].astype(np.float64)
-            col[inv[shared]] = np.where(values >= 0, values, np.nan)
-        out[attr] = col
+        if recs.has(full) and shared.any():
+            values = recs.get(full)[shared]
+            cast = float if attr.endswith("_time") else int
+            for i, v in zip(inv[shared].tolist(), values.tolist()):
+                col[i] = cast(v) if v >= 0 else None
+        out.append(col)
     return out
 
 
@@ -421,37 +426,30 @@ def _module_files(profile: JobProfile, module: str) -> dict[int, FileModuleStats
     cols = Columns.of(recs, spec)
     uniq, inv = np.unique(_file_keys(recs, spec), return_inverse=True)
     n = len(uniq)
-    sums = {f: np.bincount(inv, weights=getattr(cols, f), minlength=n) for f in _STAT_FIELDS}
+    sums = []
+    for f in _STAT_FIELDS:
+        total = np.bincount(inv, weights=getattr(cols, f), minlength=n)
+        sums.append(total.tolist() if f.endswith("_time") else np.rint(total).astype(np.int64).tolist())
     shared = np.bincount(inv, weights=(recs.ranks == SHARED_RANK), minlength=n) > 0
     pairs = np.unique(np.stack([inv, recs.ranks]), axis=1)
-    nranks = np.bincount(pairs[0], minlength=n)
-    nranks = np.where(shared, max(profile.job.nprocs, 1), nranks)
-    extremes = _rank_extremes(recs, spec, inv, n)
-    out = {}
-    for i, rid in enumerate(uniq.tolist()):
-        stats = FileModuleStats(ranks=int(nranks[i]), shared=bool(shared[i]))
-        for f in _STAT_FIELDS:
-            value = sums[f][i]
-            setattr(stats, f, float(value) if f.endswith("_time") else int(value))
-        for attr, col in extremes.items():
-            if not np.isnan(col[i]):
-                setattr(stats, attr, float(col[i]) if attr.endswith("_time") else int(col[i]))
-        out[rid] = stats
-    return out
+    nranks = np.where(shared, max(profile.job.nprocs, 1), np.bincount(pairs[0], minlength=n))
+    columns = [*sums, nranks.tolist(), shared.tolist(), *_rank_extremes(recs, spec, inv, n)]
+    return {rid: FileModuleStats(*values) for rid, values in zip(uniq.tolist(), zip(*columns))}
 
 
-def per_file(profile: JobProfile) -> list[FileSummary]:
-    """One summary per file seen by a file-level module, most bytes first."""
+def per_file(profile: JobProfile, limit: int | None = None) -> list[FileSummary]:
+    """One summary per file seen by a file-level module, most bytes first (`limit`: top N only)."""
     views = {m: _module_files(profile, m) for m in FILE_LAYER_ORDER if m in profile.records}
-    ids: dict[int, None] = {}
+    lowest: dict[int, FileModuleStats] = {}
     for files in views.values():
-        ids.update(dict.fromkeys(files))
+        for rid, stats in files.items():
+            lowest.setdefault(rid, stats)
+    ranked = sorted(lowest, key=lambda rid: (-lowest[rid].bytes, profile.name_of(rid)))
     out = []
-    for rid in ids:
+    for rid in ranked if limit is None else ranked[:limit]:
         by_module = {m: files[rid] for m, files in views.items() if rid in files}
         path = profile.name_of(rid)
-        out.append(FileSummary(record_id=rid, path=path, modules=list(by_module),
-                               stats=next(iter(by_module.values())), by_module=by_module,
-                               layout=profile.lustre.get(rid), fstype=profile.fstype_of(path)))
-    out.sort(key=lambda f: (-f.bytes, f.path))
+        out.append(FileSummary(record_id=rid, path=path, modules=list(by_module), stats=lowest[rid],
+                               by_module=by_module, layout=profile.lustre.get(rid),
+                               fstype=profile.fstype_of(path)))
     return out

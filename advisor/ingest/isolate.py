@@ -18,7 +18,10 @@ import multiprocessing as mp
 import os
 import resource
 import signal
+import sys
 import traceback
+import types
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -54,6 +57,25 @@ def _ctx():
         _context = mp.get_context("forkserver")
         _context.set_forkserver_preload(_PRELOAD)
     return _context
+
+
+@contextmanager
+def _main_hidden(load: Callable):
+    """Keep multiprocessing from importing the caller's __main__ in the children.
+
+    Our loaders live in importable modules, so the children never need the
+    caller's script; importing it would re-run scripts that lack the
+    `if __name__ == "__main__":` guard (and cost time).
+    """
+    main = sys.modules.get("__main__")
+    if main is None or getattr(load, "__module__", "") == "__main__":
+        yield
+        return
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
 
 
 def memory_budget() -> int:
@@ -115,7 +137,8 @@ def run_isolated(load: Callable[[Path], JobProfile], path: Path, timeout_s: floa
     budget = memory_bytes or memory_budget()
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(send, load, Path(path), budget), daemon=True)
-    proc.start()
+    with _main_hidden(load):
+        proc.start()
     send.close()
     try:
         result = _receive(recv, proc, timeout_s, path)

@@ -51,8 +51,7 @@ def error_entry(path: str, reason: str) -> dict:
 def show_entry(profile: JobProfile, top_files: int = 10) -> dict:
     """The `show` result of one profile (top_files=0: every file)."""
     summary = summarize(profile)
-    files = per_file(profile)
-    shown = files if top_files <= 0 else files[:top_files]
+    shown = per_file(profile, None if top_files <= 0 else top_files)
     j = profile.job
     return {
         "path": profile.source.path,
@@ -72,12 +71,12 @@ def show_entry(profile: JobProfile, top_files: int = 10) -> dict:
             "rank_time_imbalance": _num(summary.rank_time_imbalance),
             "modules": {name: _module_json(ms) for name, ms in summary.modules.items()},
         },
-        "files_total": len(files),
+        "files_total": summary.files,
         "files": [{"path": f.path, "record_id": str(f.record_id), "fstype": f.fstype,
                    "shared": f.shared, "ranks": f.ranks,
                    "modules": {m: _stats_json(s) for m, s in f.by_module.items()},
                    "lustre": _layout_json(f.layout)} for f in shown],
-        "lustre": _lustre_json(profile, files, top_files),
+        "lustre": _lustre_json(profile, shown, top_files),
         "dxt": [_dxt_json(profile, name) for name in profile.dxt],
         "mounts": [{"path": m.path, "fstype": m.fstype} for m in profile.mounts],
     }
@@ -125,9 +124,10 @@ def _layout_json(layout: LustreLayout | None) -> dict | None:
 
 
 def _lustre_json(profile: JobProfile, files, top: int) -> dict:
-    """Layouts of the busiest files first, then of files without I/O records, by path."""
+    """Layouts of the listed (busiest) files first, then of the other files by path."""
     order = [f.record_id for f in files if f.layout is not None]
-    rest = sorted((rid for rid in profile.lustre if rid not in set(order)), key=profile.name_of)
+    seen = set(order)
+    rest = sorted((rid for rid in profile.lustre if rid not in seen), key=profile.name_of)
     ids = order + rest
     ids = ids if top <= 0 else ids[:top]
     return {"files": len(profile.lustre),
