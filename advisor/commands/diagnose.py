@@ -120,7 +120,7 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     diagnoses: list[Diagnosis] = []
     profiles = []
     failed = False
-    for path in paths:
+    for path in _expand(paths):
         try:
             profile = api.load(path)
             diagnosis = api.diagnose_profile(profile, config)
@@ -159,9 +159,32 @@ def _campaign(profiles: list, config, baselines: tuple[str, ...]) -> list[Diagno
 
     runs = [p for p in profiles if input_kind(p) == "ior"]
     diagnose_campaign = _optional("advisor.campaign", "diagnose_campaign")
-    if len(runs) < 2 or diagnose_campaign is None:
+    if diagnose_campaign is None or not runs or (len(runs) < 2 and not baselines):
         return []
-    from advisor import api
+    from advisor.campaign import load_runs
 
-    base = [api.load(b) for b in baselines]
+    base, skipped = load_runs(list(baselines))
+    for reason in skipped:
+        click.echo(f"ioadvisor: baseline skipped: {reason}", err=True)
+    if baselines and not base:
+        raise ConfigError(f"--baseline: no IOR run in {', '.join(baselines)}")
     return [diagnose_campaign(runs, config, base)]
+
+
+def _expand(paths: tuple[str, ...]) -> list[str]:
+    """Directories stand for the inputs in them (one level, recognised formats only)."""
+    from advisor.errors import InputError
+    from advisor.ingest import detect
+
+    out: list[str] = []
+    for path in paths:
+        if not os.path.isdir(path):
+            out.append(path)
+            continue
+        for entry in sorted(Path(path).iterdir()):
+            try:
+                if entry.is_file() and detect(entry):
+                    out.append(str(entry))
+            except InputError:
+                continue  # READMEs, scripts, per-rank CSVs next to the logs
+    return out
