@@ -1,0 +1,48 @@
+"""`ioadvisor diagnose` on a directory of IOR runs and with --baseline: one campaign diagnosis."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.test_campaign_jaguar import write_ior_log
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def test_directory_campaign_with_baseline_json(tmp_path):
+    new, old = tmp_path / "after", tmp_path / "acceptance"
+    for clients, (w_old, w_new) in {16: (1600, 1580), 32: (3000, 2950), 64: (5200, 3900)}.items():
+        write_ior_log(old / f"ior_{clients}.txt", clients=clients, write_mbs=w_old, read_mbs=None,
+                      fpp=True, block=8 << 30)
+        write_ior_log(new / f"ior_{clients}.txt", clients=clients, write_mbs=w_new, read_mbs=None,
+                      fpp=True, block=8 << 30)
+    (new / "README").write_text("notes about the runs\n")  # skipped, not an input
+    config = tmp_path / "site.toml"
+    config.write_text("[system]\nosts = 48\n")
+    out = tmp_path / "result.json"
+    proc = _run("diagnose", str(new), "--baseline", str(old), "--config", str(config), "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    docs = json.loads(out.read_text())
+    campaign = next(d for d in docs if d["source"]["format"] == "ior-campaign")
+    (finding,) = [f for f in campaign["findings"] if f["code"] == "CAM005"]
+    (regression,) = finding["evidence"]["campaign_regressions"]
+    assert regression["tasks"] == 64 and abs(regression["drop"] - 0.25) < 0.01
+    figures = campaign["figures"]["campaign"]
+    assert [c["tasks"] for c in figures["curves"]] == [[16, 32, 64]]
+    assert figures["baseline"] and figures["osts"] == 48
+    drop = figures["clients_exceed_osts"][0]
+    assert (drop["before"]["tasks"], drop["after"]["tasks"]) == (32, 64)
+    assert len([d for d in docs if d["source"]["format"] == "ior-text"]) == 3
+
+
+def test_bad_baseline_is_one_line(tmp_path):
+    run = write_ior_log(tmp_path / "a.txt", clients=4, write_mbs=100, read_mbs=100, fpp=False, block=1 << 30)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = _run("diagnose", str(run), "--baseline", str(empty), "--config", "/dev/null")
+    assert proc.returncode == 2 and "no IOR run" in proc.stderr and "Traceback" not in proc.stderr
