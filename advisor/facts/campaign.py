@@ -31,14 +31,6 @@ def campaign_curves(ctx: FactContext) -> int:
     return len(_campaign(ctx).curves)
 
 
-@fact("campaign_osts", "count", "OSTs of the file system ([system] osts).")
-def campaign_osts(ctx: FactContext) -> int:
-    _campaign(ctx)
-    if not ctx.config.system.osts:
-        raise Missing("OST count unknown: set [system] osts in the site config")
-    return int(ctx.config.system.osts)
-
-
 @fact("campaign_knees", "list", "Curves with a knee: the task count after which doubling the clients "
       "gains less than campaign_knee_gain on the way to the curve's peak (flat curves excluded).")
 def campaign_knees(ctx: FactContext) -> list[dict]:
@@ -60,7 +52,7 @@ def campaign_knees(ctx: FactContext) -> list[dict]:
 @fact("campaign_ost_drops", "list", "File-per-process curves that drop by campaign_ost_drop or more "
       "right after the files outnumber the OSTs, and where they recover.")
 def campaign_ost_drops(ctx: FactContext) -> list[dict]:
-    osts = ctx.get("campaign_osts")
+    osts = ctx.get("ior_osts")
     out = []
     for curve in _campaign(ctx).curves:
         pair = exceed_point(curve, osts)

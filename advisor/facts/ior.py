@@ -192,9 +192,8 @@ def ior_max_spread(ctx: FactContext) -> float:
 
 # ---- stripes, tasks, OSTs ------------------------------------------------------------------
 
-@fact("ior_osts", "count", "OSTs of the file system ([system] osts).")
+@fact("ior_osts", "count", "OSTs of the file system ([system] osts; IOR runs and campaigns do not record it).")
 def ior_osts(ctx: FactContext) -> int:
-    _run(ctx)
     if not ctx.config.system.osts:
         raise Missing("OST count unknown: set [system] osts in the site config")
     return int(ctx.config.system.osts)

@@ -259,7 +259,7 @@ class _Parser:
                 self.header.warnings.append(text)
         elif text.startswith("ERROR:") or text.startswith("ior ERROR"):
             (self.test or self.header).errors.append(text)
-        elif text.startswith("Commencing ") or _DATE.match(text):
+        elif text.startswith("Commencing ") or _DATE.match(text) or text.startswith("remove "):
             pass
         elif m := _TASK_HOST.match(text):
             self.hosts.add(m.group(1))

@@ -1,0 +1,73 @@
+"""Benchmark-validity rules on real IOR outputs (tests/data/ior) and a site config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.api import diagnose_profile, load
+from advisor.config import from_dict
+
+DATA = Path(__file__).parent / "data" / "ior"
+SITE = {"system": {"osts": 64, "default_stripe_count": 1, "default_stripe_size": 1 << 20,
+                   "client_memory_bytes": 256 << 30, "peak_write_mib_s": 11444, "peak_read_mib_s": 11444}}
+
+
+def _findings(name: str, site: dict = SITE) -> dict:
+    result = diagnose_profile(load(DATA / name), from_dict(site))
+    return {f.code: f for f in result.findings}, {n.check.split()[0]: n.reason for n in result.not_checked}
+
+
+def test_read_without_reorder_from_cache_and_the_fix():
+    found, _ = _findings("tutorial_fragment_2.txt")
+    (read,) = found["BEN002"].evidence["ior_unshuffled_reads"]
+    assert read["read_mib_s"] == 149473 and read["why"] == "reads much faster than writes"
+    assert "-C" in found["BEN002"].recommendation.commands[0]
+    assert "BEN008" in found  # 149,473 MiB/s on a 11,444 MiB/s file system
+
+
+def test_read_with_reorder_is_accepted():
+    found, _ = _findings("tutorial_fragment_3.txt")
+    assert "BEN002" not in found
+
+
+def test_data_in_client_memory_and_block_size_fix():
+    found, _ = _findings("ior_text_3.3.0.txt")
+    (test,) = found["BEN001"].evidence["ior_cache_tests"]
+    assert test["data_per_node"] == 64 << 20  # 16 MiB x 2 segments x 2 tasks on one node
+    assert "-b 128g" in found["BEN001"].recommendation.commands[0]  # 2 x 256 GiB / (2 tasks x 2 segments)
+
+
+def test_memory_unknown_is_not_checked():
+    site = {"system": {**SITE["system"], "client_memory_bytes": None}}
+    found, unchecked = _findings("ior_text_3.3.0.txt", site)
+    assert "BEN001" not in found and "client_memory_bytes" in unchecked["BEN001"]
+
+
+def test_one_repetition_and_shared_file_on_one_stripe():
+    found, _ = _findings("ior_text_3.3.0.txt")
+    assert found["BEN004"].evidence["ior_min_repetitions"] == 1
+    (issue,) = found["BEN005"].evidence["ior_stripe_issues"]
+    assert issue["kind"] == "shared file on too few OSTs" and issue["suggest_count"] == 2
+    assert found["BEN005"].recommendation.commands[0].startswith("lfs setstripe -c 2")
+
+
+def test_io500_hard_transfer_below_rpc_size(corpus):
+    path = next((corpus / "ior-logs" / "public" / "IO500__submission-data" / "DKRZ").rglob("ior_hard_write.txt"))
+    result = diagnose_profile(load(path), from_dict(SITE))
+    found = {f.code: f for f in result.findings}
+    (issue,) = found["BEN003"].evidence["ior_transfer_issues"]
+    assert issue["transfer_size"] == 47008 and issue["below_rpc"] and issue["misaligned"]
+    assert "-t 1m" in found["BEN003"].recommendation.commands[0]
+
+
+@pytest.mark.parametrize("name, note", [("ior_json_stdout-v.txt", "invalid JSON"),
+                                        ("ior_csv_4.0.0.txt", "CSV output"),
+                                        ("ior_2.10_stdout_prefix.txt", "prefixes stripped")])
+def test_every_format_is_diagnosed_with_benchmark_rules_only(name, note):
+    result = diagnose_profile(load(DATA / name), from_dict(SITE))
+    assert result.error is None and result.source["format"].startswith("ior")
+    assert any(note in n for n in result.source["notes"])
+    codes = {f.code for f in result.findings}
+    assert codes and all(code.startswith("BEN") for code in codes)  # no Darshan rule on an IOR run
