@@ -26,7 +26,9 @@ def backend():
 
 
 def text(ffi, cdata) -> str:
-    """A C string as text; bytes that are not UTF-8 are kept visible as \\xNN."""
+    """A C string as text ('' for NULL); bytes that are not UTF-8 are kept visible as \\xNN."""
+    if cdata == ffi.NULL:
+        return ""
     return ffi.string(cdata).decode("utf-8", "backslashreplace")
 
 
@@ -76,8 +78,10 @@ class DarshanLog:
         self.ffi, self.lib, self.stderr, self.path = b.ffi, b.libdutil, stderr, path
         self.handle = self.lib.darshan_log_open(os.fsencode(path))
         if not self.handle:
-            raise InputError(path, "not a readable Darshan 3.x log: "
-                             + stderr.reason("libdarshan-util could not open it"))
+            reason = stderr.reason("libdarshan-util could not open it").rstrip(".")
+            reason = reason.removesuffix(": Success")  # errno was 0: a short read
+            raise InputError(path, f"cannot be opened as a Darshan 3.x log ({reason}); "
+                             "the file is truncated, corrupt or not a Darshan log")
 
     def close(self) -> None:
         if self.handle:
@@ -126,7 +130,8 @@ class DarshanLog:
         out = {}
         for i in range(cnt[0]):
             m = mods[0][i]
-            out[text(self.ffi, m.name)] = {"len": int(m.len), "ver": int(m.ver), "idx": int(m.idx),
+            # A corrupt header can name a module id libdarshan-util does not know.
+            out[text(self.ffi, m.name) or f"unknown module #{m.idx}"] = {"len": int(m.len), "ver": int(m.ver), "idx": int(m.idx),
                                            "partial": bool(m.partial_flag)}
         if cnt[0] > 0:
             self.lib.darshan_free(mods[0])

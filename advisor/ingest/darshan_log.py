@@ -132,6 +132,8 @@ def _read_module(log: DarshanLog, profile: JobProfile, name: str, meta: dict) ->
             trace, info.records = darshan_dxt.read_dxt(log, name, meta["idx"], partial=meta["partial"])
             profile.dxt[name] = trace
             if not trace.readable:
+                trace.note += (f" (module version {meta['ver']}, as written by the Darshan that "
+                               "recorded the job); the counters of the other modules are still used")
                 info.supported, info.note = False, trace.note
             return info
         if name == "LUSTRE":
@@ -146,6 +148,8 @@ def _read_module(log: DarshanLog, profile: JobProfile, name: str, meta: dict) ->
     except ModuleUnreadable as exc:
         info.supported = False
         info.note = f"records unreadable (version {meta['ver']}): {exc}"
+        profile.source.notes.append(f"module {name} could not be read ({exc}); "
+                                    "the log may be truncated or corrupt")
         return info
     profile.records[name] = records
     info.records = len(records)
