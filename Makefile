@@ -21,6 +21,7 @@ demo: $(STAMP)
 	@mkdir -p $(OUT)
 	$(VENV)/bin/ioadvisor diagnose $(TRACE) --json $(OUT)/demo.json --html $(OUT)/demo.html --verify --target $(OUT)/replay-scratch || true
 	@echo "report: $(OUT)/demo.html (JSON: $(OUT)/demo.json)"
+	$(PY) -m advisor.report.screenshot $(OUT)/demo.html docs/demo-report.png --height 1800 || true
 
 # System components the tests start for real (Slurm, GlusterFS, Chromium, fio): installed when root.
 system-deps:
