@@ -131,6 +131,41 @@ def _frame(nranks: int, used: np.ndarray, synced: np.ndarray) -> dict[str, np.nd
     return out
 
 
+def frame_world(ops: dict[str, np.ndarray], nranks: int, files: np.ndarray,
+                synced: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Make the collective MPI-IO calls on `files` runnable: every rank opens each file
+    collectively at the start of every phase in which any rank uses it and closes it at the
+    end (after a collective sync where (phase, file) is in `synced`), and ranks with fewer
+    collective data calls get zero-length ones. Existing open/close/sync rows of these
+    files are replaced."""
+    on = np.isin(ops["file"], files)
+    data = on & data_mask(ops)
+    if not data.any():
+        return ops
+    used = np.unique(np.stack([ops["phase"][data], ops["file"][data]]), axis=1)
+    frame = _frame(nranks, used, synced if synced is not None else np.zeros(0, np.int64))
+    coll = data & (ops["api"] == MPIIO_COLL) & (ops["batch"] < 0)
+    rows = take(ops, coll)
+    rows["section"] = np.where(rows["op"] == WRITE, SEC_WRITE, SEC_READ)
+    pads = _pads({**rows, "batch": np.arange(len(rows["op"]))}, nranks)
+    pads["batch"] = np.full(len(pads["op"]), -1, np.int64)
+    new = {k: np.concatenate([frame[k], pads[k]]) for k in ("rank", "op", "file", "offset", "length",
+                                                          "api", "phase", "batch", "flags")}
+    sub = np.concatenate([frame["sub"], pads["sub"]])
+    opening = new["op"] == OPEN
+    anchors = np.where(opening, phase_start_anchor(ops, new["rank"], new["phase"]),
+                       phase_end_anchor(ops, new["rank"], new["phase"]))
+    keep = ~(on & np.isin(ops["op"], (OPEN, CREATE, CLOSE, FSYNC)) & (ops["api"] == MPIIO_COLL))
+    return merge(ops, new, anchors, sub, keep=keep)
+
+
+def phase_start_anchor(ops: dict[str, np.ndarray], ranks: np.ndarray, phases: np.ndarray) -> np.ndarray:
+    """Position just before rank r's first row of phase >= p."""
+    key = ops["rank"].astype(np.int64) * (1 << 31) + ops["phase"]
+    want = ranks.astype(np.int64) * (1 << 31) + phases
+    return np.searchsorted(key, want, side="left").astype(np.float64) - 0.5
+
+
 def aggregate(plan: Plan, aggregators: int) -> Plan:
     """Subsetting: in each group of ranks one aggregator receives the others' writes to shared
     files (MPI messages) and writes them merged; the others no longer touch those files."""

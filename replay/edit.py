@@ -89,7 +89,8 @@ def merge(ops: dict[str, np.ndarray], new: dict[str, np.ndarray] | None = None,
     allpos = np.concatenate([pos, anchors])
     sub = np.concatenate([np.zeros(len(pos), np.int64),
                           np.asarray(subkeys if subkeys is not None else np.arange(m), np.int64) + 1])
-    order = np.lexsort((sub, allpos, allops["rank"]))
+    # phase before position: a phase-p open and a phase p-1 close may share an anchor
+    order = np.lexsort((sub, allpos, allops["phase"], allops["rank"]))
     return take(allops, order)
 
 

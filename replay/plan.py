@@ -33,6 +33,8 @@ POSIX, STDIO, MPIIO, MPIIO_COLL = range(4)
 API_NAMES = ("posix", "stdio", "mpiio", "mpiio-coll")
 
 # File communicators (file column "comm"): MPI-IO files opened by all ranks together.
+# The calls themselves say it: an open/close/fsync/read/write with api "mpiio-coll" is a
+# collective call over COMM_WORLD; "mpiio" opens are per rank (COMM_SELF).
 COMM_SELF, COMM_WORLD = 0, 1
 
 FLAG_PAD = 1  # a zero-length collective call that only keeps ranks matched
@@ -217,7 +219,8 @@ class Plan:
         """A compact description of the plan for `--plan-only` and for results."""
         ops = self.ops
         data = self.data_mask()
-        by_op = {OP_NAMES[c]: int(np.count_nonzero(ops["op"] == c)) for c in range(len(OP_NAMES))}
+        real = (ops["flags"] & FLAG_PAD) == 0
+        by_op = {OP_NAMES[c]: int(np.count_nonzero(real & (ops["op"] == c))) for c in range(len(OP_NAMES))}
         by_api = {API_NAMES[a]: int(np.count_nonzero(data & (ops["api"] == a)))
                   for a in range(len(API_NAMES))}
         hist = {}
@@ -235,6 +238,7 @@ class Plan:
             "phases": self.nphases,
             "ops": {k: v for k, v in by_op.items() if v},
             "data_ops_by_api": {k: v for k, v in by_api.items() if v},
+            "pad_calls": int(np.count_nonzero(~real)),
             "bytes_read": int(ops["length"][data & (ops["op"] == READ)].sum()),
             "bytes_written": int(ops["length"][data & (ops["op"] == WRITE)].sum()),
             "planned_bytes": self.planned_bytes(),
@@ -275,24 +279,24 @@ class Plan:
         self._check_collectives()
 
     def _check_collectives(self) -> None:
-        """Every rank must make the same number of collective calls per (phase, world file)."""
+        """Every rank must make the same number of collective calls (api mpiio-coll: opens,
+        closes, syncs and data; one call per batch) per (phase, file, kind of call)."""
         ops = self.ops
-        world = self.files["comm"][ops["file"]] == COMM_WORLD
-        coll = world & (np.isin(ops["op"], (OPEN, CREATE, CLOSE, FSYNC)) | (ops["api"] == MPIIO_COLL))
+        coll = ops["api"] == MPIIO_COLL
         if not coll.any():
             return
-        # One call per batch: count the first op of each batch run only.
         b = ops["batch"]
         first = np.ones(self.nops, bool)
         first[1:] = ~((b[1:] >= 0) & (b[1:] == b[:-1]) & (ops["rank"][1:] == ops["rank"][:-1]))
         m = coll & first
-        key = np.stack([ops["phase"][m], ops["file"][m], ops["op"][m] == CLOSE,
-                        ops["rank"][m]]).astype(np.int64)
+        kind = np.select([np.isin(ops["op"], (OPEN, CREATE)), ops["op"] == CLOSE, ops["op"] == FSYNC],
+                         [0, 1, 2], 3)[m]
+        key = np.stack([ops["phase"][m], ops["file"][m], kind, ops["rank"][m]]).astype(np.int64)
         uniq, counts = np.unique(key, axis=1, return_counts=True)
         calls: dict[tuple, dict[int, int]] = {}
-        for (phase, fid, close, rank), c in zip(uniq.T.tolist(), counts.tolist()):
-            calls.setdefault((phase, fid, close), {})[rank] = c
-        for (phase, fid, close), per_rank in calls.items():
+        for (phase, fid, k, rank), c in zip(uniq.T.tolist(), counts.tolist()):
+            calls.setdefault((phase, fid, k), {})[rank] = c
+        for (phase, fid, _), per_rank in calls.items():
             if len(per_rank) != self.nranks or len(set(per_rank.values())) != 1:
                 raise ValueError(f"collective calls on file {fid} in phase {phase} are not matched "
                                  f"on all {self.nranks} ranks")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from replay.plan import (CLOSE, COMM_WORLD, CREATE, FLAG_PAD, FSYNC, MPIIO_COLL, OPEN, POSIX,
+from replay.plan import (CLOSE, CREATE, FLAG_PAD, FSYNC, MPIIO_COLL, OPEN, POSIX,
                          READ, RECV, SEND, STAT, STDIO, UNLINK, WRITE)
 from replay.record import Record
 
@@ -54,7 +54,6 @@ class RankRunner:
         self.comm, self.plan, self.rundir = comm, plan, rundir
         self.odirect, self.think_time, self.buf = odirect, think_time, buffer
         self.dirs = np.asarray(plan.files["dir"])
-        self.comm_of = np.asarray(plan.files["comm"])
         self.hints = hints
         self.handles: dict[int, list] = {}
         self.direct_fds: dict[int, int] = {}
@@ -149,7 +148,7 @@ class RankRunner:
         else:
             from mpi4py import MPI
 
-            comm = self.comm if self.comm_of[fid] == COMM_WORLD else MPI.COMM_SELF
+            comm = self.comm if api == MPIIO_COLL else MPI.COMM_SELF
             info = MPI.Info.Create()
             for k, v in self.hints.items():
                 info.Set(k, str(v))

@@ -13,7 +13,7 @@ import numpy as np
 
 from replay.collective import aggregate, collective
 from replay.edit import add_transform, collapse, data_mask, merge, ranks_per_file, stream_runs, take
-from replay.plan import (CLOSE, COMM_SELF, COMM_WORLD, CREATE, FLAG_PAD, FSYNC, MPIIO, MPIIO_COLL,
+from replay.plan import (CLOSE, COMM_SELF, CREATE, FLAG_PAD, FSYNC, MPIIO, MPIIO_COLL,
                          OPEN, Plan)
 
 MiB = 1 << 20
@@ -46,7 +46,9 @@ def fsync_at_close(plan: Plan, mode: str = "at-close") -> Plan:
     if mode != "at-close":
         raise ValueError(f"fsync: unknown mode {mode!r} (expected 'at-close')")
     ops = plan.ops
-    self_file = plan.files["comm"][ops["file"]] != COMM_WORLD
+    # MPI_File_sync is collective: files with collective calls keep their syncs
+    world = np.bincount(ops["file"][ops["api"] == MPIIO_COLL], minlength=plan.nfiles) > 0
+    self_file = ~world[ops["file"]]
     session = _sessions(ops)
     fs = (ops["op"] == FSYNC) & self_file
     synced = np.unique(session[fs])

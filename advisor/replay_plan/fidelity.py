@@ -1,0 +1,128 @@
+"""How faithful a replay was: the source's numbers per file next to the replay's own record.
+
+The reference comes from the source, not from the plan: DXT segments for traced
+files (at the level that is replayed: MPI-IO for MPI-IO files, POSIX otherwise),
+the counters for everything else, and for IOR the byte and request counts its
+parameters imply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.profile import DXT_WRITE, JobProfile
+from advisor.replay_plan.counters import VIEWS, RecordCounters, mpiio_ids
+from advisor.replay_plan.dxt import usable_traces
+from advisor.replay_plan.ior import ior_test
+from advisor.replay_plan.stream import is_pseudo_file
+
+FIELDS = ("reads", "writes", "bytes_read", "bytes_written")
+META_FIELDS = ("opens", "fsyncs")
+
+
+@dataclass
+class FileFidelity:
+    source: int  # record id (IOR: the file's index)
+    name: str
+    expected: dict[str, int]
+    replayed: dict[str, int]
+
+    def ratio(self, field: str) -> float | None:
+        e, r = self.expected.get(field, 0), self.replayed.get(field, 0)
+        if e == 0:
+            return None if r == 0 else float("inf")
+        return r / e
+
+    def worst_error(self, fields=FIELDS) -> float:
+        errs = [abs(self.ratio(f) - 1) for f in fields if f in self.expected and self.ratio(f) is not None]
+        return max(errs, default=0.0)
+
+
+def reference(profile: JobProfile, source: str) -> dict[int, dict[str, int]]:
+    """Per source record: what the job did at the replayed level (scale 1)."""
+    if source == "ior":
+        return _ior_reference(profile)
+    ref = _counter_reference(profile)
+    if source == "dxt":
+        for rid, row in _dxt_reference(profile).items():
+            ref.setdefault(rid, {}).update(row)
+    return ref
+
+
+def _counter_reference(profile: JobProfile) -> dict[int, dict[str, int]]:
+    out: dict[int, dict[str, int]] = {}
+    via_mpiio = mpiio_ids(profile)
+    for view in VIEWS:
+        recs = profile.records.get(view.module)
+        if recs is None:
+            continue
+        rc = RecordCounters(recs, view)
+        for row in range(len(recs)):
+            rid = int(recs.ids[row])
+            if is_pseudo_file(profile.name_of(rid)) or (view.module != "MPI-IO" and rid in via_mpiio):
+                continue
+            ent = out.setdefault(rid, dict.fromkeys(FIELDS + META_FIELDS, 0))
+            if view.module == "MPI-IO":
+                for kind, key in (("READ", "reads"), ("WRITE", "writes")):
+                    ent[key] += sum(rc.get(row, f"{p}_{kind}S") for p in ("INDEP", "COLL", "SPLIT", "NB"))
+                ent.pop("opens", None)  # collective opens are replayed once per phase and rank
+            else:
+                ent["reads"] += rc.get(row, "READS")
+                ent["writes"] += rc.get(row, "WRITES")
+                ent["opens"] += rc.total(row, view.opens)
+            ent["bytes_read"] += rc.get(row, "BYTES_READ")
+            ent["bytes_written"] += rc.get(row, "BYTES_WRITTEN")
+            ent["fsyncs"] += rc.total(row, view.fsyncs)
+    return out
+
+
+def _dxt_reference(profile: JobProfile) -> dict[int, dict[str, int]]:
+    out: dict[int, dict[str, int]] = {}
+    via_mpiio = np.fromiter(mpiio_ids(profile), np.uint64)
+    for module, trace in usable_traces(profile).items():
+        keep = np.isin(trace.record_id, via_mpiio)
+        keep = keep if module == "DXT_MPIIO" else ~keep
+        for rid in np.unique(trace.record_id[keep]).tolist():
+            if is_pseudo_file(profile.name_of(rid)):
+                continue
+            sel = keep & (trace.record_id == np.uint64(rid))
+            w = sel & (trace.op == DXT_WRITE)
+            r = sel & (trace.op != DXT_WRITE)
+            out[int(rid)] = {"reads": int(r.sum()), "writes": int(w.sum()),
+                             "bytes_read": int(trace.length[r].sum()),
+                             "bytes_written": int(trace.length[w].sum())}
+    return out
+
+
+def _ior_reference(profile: JobProfile) -> dict[int, dict[str, int]]:
+    test, _ = ior_test(profile)
+    p = test.params
+    tasks = p.tasks or max(profile.job.nprocs, 1)
+    reps = p.repetitions or 1
+    per_task = p.block_size * (p.segments or 1)
+    n_files = tasks if p.access == "fpp" else 1
+    per_file = per_task * tasks // n_files * reps
+    ops = per_file // p.transfer_size
+    w, r = p.write is not False, bool(p.read)
+    row = {"writes": ops * w, "reads": ops * r, "bytes_written": per_file * w, "bytes_read": per_file * r}
+    return {i: dict(row) for i in range(n_files)}
+
+
+def compare(profile: JobProfile, source: str, record: dict, *, scale: float = 1.0) -> list[FileFidelity]:
+    """Reference vs the replay's per-file record (keyed by source record id)."""
+    ref = reference(profile, source)
+    done: dict[int, dict[str, int]] = {}
+    for row in record.get("per_file", []):
+        acc = done.setdefault(int(row["source"]), dict.fromkeys(FIELDS + META_FIELDS, 0))
+        for f in FIELDS + META_FIELDS:
+            acc[f] += int(row.get(f, 0))
+    out = []
+    for rid in sorted(set(ref) | set(done)):
+        exp = {k: int(round(v * scale)) if k in FIELDS else v for k, v in ref.get(rid, {}).items()}
+        if not any(exp.values()) and not any(done.get(rid, {}).values()):
+            continue
+        out.append(FileFidelity(rid, profile.name_of(rid) if source != "ior" else f"file {rid}",
+                                exp, done.get(rid, dict.fromkeys(FIELDS, 0))))
+    return out
