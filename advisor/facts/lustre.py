@@ -89,7 +89,9 @@ def _narrow_shared(ctx: FactContext) -> list[dict]:
         target = _suggested_count(ctx, max(f.ranks, 2))
         if f.bytes >= ctx.param(BIG_SHARED) and f.layout.stripe_count < min(target, 4):
             out.append({"path": f.path, "bytes": f.bytes, "ranks": f.ranks, "stripe_count": f.layout.stripe_count,
-                        "target": target, "seconds": f.stats.io_time})
+                        "target": target,
+                        # the phase waits for the slowest rank on the file, not the mean one
+                        "seconds": f.stats.slowest_rank_time or f.stats.io_time / nprocs(ctx)})
     return sorted(out, key=lambda d: -d["bytes"])
 
 
@@ -109,11 +111,11 @@ def narrow_shared_stripes(ctx: FactContext) -> int:
     return narrow[0]["stripe_count"] if narrow else 0
 
 
-@fact("narrow_shared_cost_s", "s", "Seconds per process the narrow shared files lose against the suggested stripe count.")
+@fact("narrow_shared_cost_s", "s", "Seconds the slowest rank of each narrow shared file loses against the suggested stripe count.")
 def narrow_shared_cost_s(ctx: FactContext) -> float:
     cost = 0.0
     for d in ctx.memo("narrow", lambda: _narrow_shared(ctx)):
-        cost += d["seconds"] / nprocs(ctx) * (1 - d["stripe_count"] / d["target"])
+        cost += d["seconds"] * (1 - d["stripe_count"] / d["target"])
     return cost
 
 

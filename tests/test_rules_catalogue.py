@@ -1,0 +1,104 @@
+"""One test per rule: a real log where it fires (with its evidence rendered), and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from advisor.config import SiteConfig, from_dict
+from advisor.engine import diagnose
+from advisor.engine.rules import load_catalogue
+from tests.test_diagnose_corpus import CORPUS, LOGS, PYDARSHAN, case, diagnosis
+
+FIRES_ON = {
+    "IO001": case("b_small_io_shared_4k"), "IO002": case("s_big_dxt_1k"), "IO003": case("b_small_io_shared_4k"),
+    "IO004": f"{LOGS}/e3sm_io_heatmaps_and_dxt/e3sm_io_heatmap_only.darshan",
+    "IO010": case("c_random_shared_64k"), "IO011": case("c_random_shared_64k"),
+    "IO020": case("i_misaligned_1000000"), "IO021": f"{LOGS}/imbalanced_io/imbalanced-io.darshan",
+    "IO030": f"{LOGS}/dlio_logs/snyder_python3_id3116902-2110483_12-19-66980-15861026832475351160_1.darshan",
+    "IO031": case("h4_repetitions_i3"), "IO040": f"{PYDARSHAN}/sample-goodost.darshan",
+    "MPI001": f"{LOGS}/partial_data_stdio/partial_data_stdio.darshan", "MPI002": case("b_small_io_shared_4k"),
+    "MPI003": case("d_mpiio_independent_256k"), "MPI004": f"{LOGS}/imbalanced_io/imbalanced-io.darshan",
+    "MPI005": f"{LOGS}/imbalanced_io/imbalanced-io.darshan",
+    "MD001": case("g_mdtest_files_n2000"), "MD002": "darshan-repo-logs/darshan-util/pydarshan/darshan/examples/example_logs/dxt.darshan",
+    "MD003": case("g2_mdtest_n2000_default_mem_partial"), "MD010": case("n_fsync_per_write_Y_4k"),
+    "IMB001": case("j2_straggler_rank0_slow"), "IMB002": case("j_imbalance_rank0_10x"),
+    "IMB003": case("j_imbalance_rank0_10x"),
+    "LUS002": f"{LOGS}/imbalanced_io/imbalanced-io.darshan",
+    "LUS005": f"{LOGS}/e3sm_io_heatmaps_and_dxt/e3sm_io_heatmap_only.darshan",
+    "LUS007": f"{LOGS}/imbalanced_io/imbalanced-io.darshan", "LUS008": f"{LOGS}/imbalanced_io/imbalanced-io.darshan",
+    "LUS010": f"{PYDARSHAN}/sample-badost.darshan", "SUB001": f"{PYDARSHAN}/sample-badost.darshan",
+    "DAR001": case("g2_mdtest_n2000_default_mem_partial"),
+}
+
+
+@pytest.mark.parametrize("code", sorted(FIRES_ON))
+def test_rule_fires_on_its_case(code):
+    d = diagnosis(FIRES_ON[code])
+    (finding,) = [f for f in d.findings if f.code == code]
+    rule = load_catalogue().get(code)
+    assert finding.category == rule.category and finding.title == rule.title
+    assert finding.message and "{{" not in finding.message and finding.recommendation.text
+    assert set(rule.evidence) <= set(finding.evidence)
+
+
+def test_forward_chaining_lus001_when_the_root_cause_rule_is_switched_off():
+    from advisor import api
+
+    profile = api.load(CORPUS / LOGS / "imbalanced_io/imbalanced-io.darshan")
+    config = from_dict({"thresholds": {"LUS002": {"min_share": 2}}})
+    found = {f.code: f for f in diagnose(profile, config).findings}
+    assert "LUS002" not in found and "LUS001" in found
+    assert found["LUS001"].fix == {"transform": "stripe", "count": 55, "size": 4194304}
+
+
+def test_partial_log_gives_exact_darshan_settings():
+    (f,) = [f for f in diagnosis(case("g2_mdtest_n2000_default_mem_partial")).findings if f.code == "DAR001"]
+    lines = f.evidence["darshan_config_lines"]
+    assert lines[0].startswith("MAX_RECORDS ") and "POSIX" in lines[0]
+    assert any(line.startswith("MODMEM ") for line in lines) and any(line.startswith("NAMEMEM ") for line in lines)
+    assert any("DARSHAN_CONFIG_PATH" in c for c in f.recommendation.commands)
+
+
+def _cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True, text=True, timeout=600, **kw)
+
+
+def test_cli_rules_and_explain():
+    out = _cli("rules")
+    assert out.returncode == 0 and "LUS010" in out.stdout and "bad-ost" in out.stdout
+    out = _cli("rules", "explain", "lus010")
+    assert out.returncode == 0 and "What it does" in out.stdout and "How to fix it" in out.stdout
+    out = _cli("rules", "explain", "NOPE001")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+
+
+def test_cli_diagnose_bad_input_is_one_line_and_others_go_on(tmp_path):
+    bad = tmp_path / "junk.darshan"
+    bad.write_bytes(b"\x00junk" * 10)
+    good = CORPUS / case("n_fsync_per_write_Y_4k")
+    out = _cli("diagnose", "--json", "-", "--fail-on", "high", str(bad), str(good))
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "junk.darshan" in out.stderr and "Traceback" not in out.stderr
+    assert json.loads(out.stdout)["findings"]
+
+
+def test_cli_fail_on(tmp_path):
+    good = str(CORPUS / case("a_good_fpp_posix_1m"))
+    bad = str(CORPUS / case("n_fsync_per_write_Y_4k"))
+    assert _cli("diagnose", "--fail-on", "high", good).returncode == 0
+    out = _cli("diagnose", "--fail-on", "high", bad, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 1 and "MD010" in out.stdout and "\x1b[" not in out.stdout
+
+
+def test_corpus_sweep_has_no_traceback(tmp_path):
+    logs = sorted(str(p) for p in CORPUS.rglob("*.darshan"))
+    out = _cli("diagnose", "--json", str(tmp_path / "all.json"), *logs)
+    assert "Traceback" not in out.stderr and "internal error" not in out.stderr, out.stderr[-2000:]
+    assert out.returncode in (0, 2)
+    docs = json.loads((tmp_path / "all.json").read_text())
+    failed = [line for line in out.stderr.splitlines() if line.startswith("ioadvisor: error:")]
+    assert len(docs) + len(failed) == len(logs)
