@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from replay.plan import (CLOSE, CREATE, FLAG_PAD, FSYNC, MPIIO_COLL, OPEN, POSIX,
+from replay.plan import (CLOSE, CREATE, FLAG_PAD, FSYNC, MPIIO, MPIIO_COLL, OPEN, POSIX,
                          READ, RECV, SEND, STAT, STDIO, UNLINK, WRITE)
 from replay.record import Record
 
@@ -46,6 +46,9 @@ class Buffer:
         return v
 
 
+_KIND = {POSIX: "posix", STDIO: "stdio", MPIIO: "mpi", MPIIO_COLL: "mpi"}
+
+
 class RankRunner:
     """Executes one rank's ops of one plan in one run directory."""
 
@@ -56,6 +59,7 @@ class RankRunner:
         self.dirs = np.asarray(plan.files["dir"])
         self.hints = hints
         self.handles: dict[int, list] = {}
+        self.implicit: dict[tuple[int, str], tuple] = {}
         self.direct_fds: dict[int, int] = {}
         self.record = Record(plan.nfiles)
 
@@ -124,7 +128,7 @@ class RankRunner:
         elif code == CLOSE:
             self._close(fid)
         elif code == FSYNC:
-            self._fsync(fid)
+            self._fsync(fid, api)
         elif code == STAT:
             self._stat(fid)
         elif code == UNLINK:
@@ -157,12 +161,19 @@ class RankRunner:
             handle = ("mpi", fh)
         self.handles.setdefault(fid, []).append(handle)
 
-    def _handle(self, fid: int):
-        stack = self.handles.get(fid)
-        if not stack:  # data op outside an open/close pair: open implicitly, like a lazy app would
-            self._open(fid, POSIX)
-            stack = self.handles[fid]
-        return stack[-1]
+    def _handle(self, fid: int, api: int = POSIX):
+        """The innermost open handle of `fid` for this interface (a file may be open through
+        POSIX and STDIO at once); ops outside any open (opened before tracing started) get an
+        implicit handle that is not counted as an open."""
+        want = _KIND[api]
+        for handle in reversed(self.handles.get(fid, ())):
+            if handle[0] == want or (want == "posix" and handle[0] == "stdio"):
+                return handle if handle[0] == want else ("posix", handle[1].fileno())
+        key = (fid, want)
+        if key not in self.implicit:
+            self._open(fid, MPIIO if api == MPIIO_COLL else api)
+            self.implicit[key] = self.handles[fid].pop()
+        return self.implicit[key]
 
     def _close(self, fid: int) -> None:
         stack = self.handles.get(fid)
@@ -183,16 +194,19 @@ class RankRunner:
         for fid in sorted(self.handles):
             while self.handles[fid]:
                 self._close(fid)
+        for (fid, _), handle in sorted(self.implicit.items()):
+            self.handles[fid] = [handle]
+            self._close(fid)
         self.handles.clear()
+        self.implicit.clear()
 
     # -- metadata ---------------------------------------------------------------------------
-    def _fsync(self, fid: int) -> None:
-        kind, h = self._handle(fid)
+    def _fsync(self, fid: int, api: int) -> None:
+        kind, h = self._handle(fid, api)
         if kind == "posix":
             os.fsync(h)
         elif kind == "stdio":
-            h.flush()
-            os.fsync(h.fileno())
+            h.flush()  # STDIO's counted syncs are fflush calls: user buffer to the kernel only
         else:
             h.Sync()
 
@@ -210,7 +224,7 @@ class RankRunner:
 
     # -- data -------------------------------------------------------------------------------
     def _posix(self, code: int, fid: int, offs: list[int], lens: list[int]) -> None:
-        fd = self._handle(fid)[1]
+        fd = self._handle(fid, POSIX)[1]
         if self.odirect and offs[0] % DIRECT_ALIGN == 0 and lens[0] % DIRECT_ALIGN == 0:
             fd = self._direct_fd(fid)
             self.record.add(fid, "direct_ops", len(offs))
@@ -252,7 +266,7 @@ class RankRunner:
         return fd
 
     def _stdio(self, code: int, fid: int, offs: list[int], lens: list[int]) -> None:
-        f = self._handle(fid)[1]
+        f = self._handle(fid, STDIO)[1]
         view, total = self.buf.view, 0
         pos = f.tell()
         for off, ln in zip(offs, lens):
@@ -267,7 +281,7 @@ class RankRunner:
     def _mpi(self, code: int, fid: int, offs: list[int], lens: list[int], coll: bool, flags: int) -> None:
         from mpi4py import MPI
 
-        fh = self._handle(fid)[1]
+        fh = self._handle(fid, MPIIO)[1]
         if code == WRITE:
             call = fh.Write_at_all if coll else fh.Write_at
         else:
@@ -283,7 +297,7 @@ class RankRunner:
         derived datatype does)."""
         from mpi4py import MPI
 
-        fh = self._handle(fid)[1]
+        fh = self._handle(fid, MPIIO)[1]
         total = sum(lens) if not flags & FLAG_PAD else 0
         ftype = (MPI.BYTE.Create_hindexed(lens, offs).Commit() if total else MPI.BYTE)
         fh.Set_view(0, MPI.BYTE, ftype)

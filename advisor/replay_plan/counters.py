@@ -95,7 +95,8 @@ class RecordCounters:
 
 def synthesize(profile: JobProfile, builder: StreamBuilder, files: FileTable, *,
                scale: float = 1.0, skip: set[int] | None = None) -> None:
-    """Add synthesized streams for every file record not in `skip` (record ids)."""
+    """Add synthesized streams for every file record not in `skip` (record ids; STDIO records
+    are never skipped: DXT does not trace STDIO)."""
     skip = skip or set()
     via_mpiio = mpiio_ids(profile)
     for view in VIEWS:
@@ -106,7 +107,7 @@ def synthesize(profile: JobProfile, builder: StreamBuilder, files: FileTable, *,
         for row in range(len(recs)):
             rid = int(recs.ids[row])
             name = profile.name_of(rid)
-            if rid in skip or is_pseudo_file(name) or (view.module != "MPI-IO" and rid in via_mpiio):
+            if (rid in skip and view.module != "STDIO") or is_pseudo_file(name) or (view.module != "MPI-IO" and rid in via_mpiio):
                 continue
             _record(profile, builder, files, rc, row, name, scale)
 
@@ -122,7 +123,7 @@ def _record(profile, builder, files, rc: RecordCounters, row: int, name: str, sc
     t_open = rc.fget(row, "OPEN_START_TIMESTAMP")
     for k, r in enumerate(ranks):
         n = len(ranks)
-        fm = builder.file_meta(r, fid)
+        fm = builder.file_meta(r, fid, view.api == STDIO)
         fm.api, fm.time = (MPIIO_COLL if world else view.api), t_open
         if world:
             fm.indep_opens = split_even(rc.get(row, "INDEP_OPENS"), n, k)

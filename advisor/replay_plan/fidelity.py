@@ -44,17 +44,22 @@ def reference(profile: JobProfile, source: str) -> dict[int, dict[str, int]]:
     """Per source record: what the job did at the replayed level (scale 1)."""
     if source == "ior":
         return _ior_reference(profile)
-    ref = _counter_reference(profile)
-    if source == "dxt":
-        for rid, row in _dxt_reference(profile).items():
-            ref.setdefault(rid, {}).update(row)
+    if source != "dxt":
+        return _counter_reference(profile, VIEWS)
+    ref = _counter_reference(profile, [v for v in VIEWS if v.module != "STDIO"])
+    for rid, row in _dxt_reference(profile).items():  # traced data replaces counted data
+        ref.setdefault(rid, dict.fromkeys(FIELDS + META_FIELDS, 0)).update(row)
+    for rid, row in _counter_reference(profile, [v for v in VIEWS if v.module == "STDIO"]).items():
+        ent = ref.setdefault(rid, dict.fromkeys(FIELDS + META_FIELDS, 0))
+        for k, v in row.items():
+            ent[k] = ent.get(k, 0) + v
     return ref
 
 
-def _counter_reference(profile: JobProfile) -> dict[int, dict[str, int]]:
+def _counter_reference(profile: JobProfile, views) -> dict[int, dict[str, int]]:
     out: dict[int, dict[str, int]] = {}
     via_mpiio = mpiio_ids(profile)
-    for view in VIEWS:
+    for view in views:
         recs = profile.records.get(view.module)
         if recs is None:
             continue

@@ -65,7 +65,7 @@ def add_ior(profile: JobProfile, builder: StreamBuilder, files: FileTable, *, sc
     reps = p.repetitions or 1
     t = 0.0
     for rep in range(reps):
-        for code, enabled in ((WRITE, p.write is not False), (READ, bool(p.read))):
+        for step, (code, enabled) in enumerate(((WRITE, p.write is not False), (READ, bool(p.read)))):
             if not enabled:
                 continue
             for r in range(N):
@@ -76,7 +76,7 @@ def add_ior(profile: JobProfile, builder: StreamBuilder, files: FileTable, *, sc
                 fid = fids[owner]
                 times = t + np.arange(len(offs)) * 1e-6
                 builder.add_data(r, np.full(len(offs), code, np.int8), fid, offs, np.full(len(offs), xfer),
-                                 data_api, times)
+                                 data_api, times, phase=3 * rep + step)
                 fm = builder.file_meta(r, fid)
                 fm.api = data_api
                 if not (mpi and not fpp):
@@ -84,8 +84,8 @@ def add_ior(profile: JobProfile, builder: StreamBuilder, files: FileTable, *, sc
                 if code == WRITE:
                     fm.fsyncs += len(offs) if p.fsync_per_write else int(bool(p.fsync))
             t += 1.0
-        if not p.keep_file:
-            _unlinks(builder, fids, fpp, t, POSIX)
+        if not p.keep_file:  # after a barrier: nobody may still be reading the file
+            _unlinks(builder, fids, fpp, t, POSIX, phase=3 * rep + 2)
             t += 1.0
     if p.stonewall_s:
         notes.append("IOR stonewalling (-D) not replayed: every task moves its whole block")
@@ -105,7 +105,7 @@ def _read_partners(n: int, shift: int, random: bool) -> list[int]:
     return [(r + shift) % n for r in range(n)]
 
 
-def _unlinks(builder: StreamBuilder, fids: list[int], fpp: bool, t: float, api: int) -> None:
+def _unlinks(builder: StreamBuilder, fids: list[int], fpp: bool, t: float, api: int, phase: int) -> None:
     owners = range(len(fids)) if fpp else [0]
     for r in owners:
-        builder.add_rows(r, [UNLINK], fids[r], t, SUB_EMPTY + 2, api)
+        builder.add_rows(r, [UNLINK], fids[r], t, SUB_EMPTY + 2, api, phase=phase)

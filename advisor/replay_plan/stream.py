@@ -16,7 +16,7 @@ import numpy as np
 
 from replay.collective import frame_world
 from replay.plan import (CLOSE, COMM_WORLD, CREATE, DATA_OPS, FSYNC, MPIIO, MPIIO_COLL, OPEN, READ, STAT,
-                         WRITE, Plan, file_columns, op_columns)
+                         STDIO, UNLINK, WRITE, Plan, file_columns, op_columns)
 
 MAX_PHASES = 64  # more read/write alternations than this run without barriers in between
 _EPS = 1e-9
@@ -89,27 +89,34 @@ class StreamBuilder:
         self._parts: list[dict[str, np.ndarray]] = []
         self.meta: dict[tuple[int, int], FileMeta] = {}
 
-    def add_data(self, rank, op, file, offset, length, api, time, gap=None) -> None:
+    def add_data(self, rank, op, file, offset, length, api, time, gap=None, phase=None) -> None:
+        """Data ops with time keys; `phase` (all or none of a source's ops) when the source
+        knows its phases (IOR), otherwise phases come from the runs of reads and writes."""
         n = len(np.atleast_1d(op))
         part = op_columns(n, rank=rank, op=op, file=file, offset=offset, length=length, api=api,
-                          gap=0.0 if gap is None else gap)
+                          gap=0.0 if gap is None else gap, phase=-1 if phase is None else phase)
         part["time"] = np.broadcast_to(np.asarray(time, np.float64), (n,)).copy()
         part["sub"] = np.full(n, SUB_DATA, np.int64)
         self._parts.append(part)
 
-    def add_rows(self, rank, op, file, time, sub, api) -> None:
-        """Metadata rows the source states explicitly (e.g. IOR's unlinks)."""
-        self._parts.append(_rows(rank, file, op, time, sub, api))
+    def add_rows(self, rank, op, file, time, sub, api, phase=-1) -> None:
+        """Metadata rows the source states explicitly (e.g. IOR's unlinks, in their own phase)."""
+        rows = _rows(rank, file, op, time, sub, api)
+        rows["phase"][:] = phase
+        self._parts.append(rows)
 
-    def file_meta(self, rank: int, fid: int) -> FileMeta:
-        return self.meta.setdefault((rank, fid), FileMeta())
+    def file_meta(self, rank: int, fid: int, stdio: bool = False) -> FileMeta:
+        """Metadata of (rank, file) through STDIO or through the other interfaces (a file can
+        be opened both ways; each keeps its own sessions)."""
+        return self.meta.setdefault((rank, fid, stdio), FileMeta())
 
     # -- assembly -------------------------------------------------------------------------
     def build(self, meta: dict) -> Plan:
         everything = _concat(self._parts)
         is_data = np.isin(everything["op"], DATA_OPS)
         data = _sorted({k: v[is_data] for k, v in everything.items()})
-        data["phase"] = _data_phases(data)
+        if not len(data["phase"]) or data["phase"].min() < 0:
+            data["phase"] = _data_phases(data)
         rows = [data, {k: v[~is_data] for k, v in everything.items()}] + self._metadata(data)
         ops = _sorted(_concat(rows))
         ops["phase"] = _inherit_phases(ops)
@@ -131,7 +138,7 @@ class StreamBuilder:
         """(phase, file) keys of world files whose source called MPI_File_sync: the last phase."""
         keys = []
         for fid in world.tolist():
-            if any(m.fsyncs for (r, f), m in self.meta.items() if f == fid):
+            if any(m.fsyncs for (r, f, _), m in self.meta.items() if f == fid):
                 sel = ops["file"] == fid
                 if sel.any():
                     keys.append(int(ops["phase"][sel].max()) * (1 << 31) + fid)
@@ -139,7 +146,8 @@ class StreamBuilder:
 
     def _metadata(self, data: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
         """Open/close sessions, fsyncs and stats of every (rank, file)."""
-        key = data["rank"].astype(np.int64) * (1 << 32) + data["file"]
+        key = (data["rank"].astype(np.int64) << 33) + (data["file"].astype(np.int64) << 1) + \
+            (data["api"] == STDIO)
         order = np.argsort(key, kind="stable")  # data is time-ordered within each rank
         skey = key[order]
         where: dict[int, np.ndarray] = {}
@@ -148,8 +156,8 @@ class StreamBuilder:
             where = {int(skey[bounds[i]]): order[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)}
         acc = MetaRows()
         empty = np.zeros(0, np.int64)
-        for (rank, fid), fm in self.meta.items():
-            idx = where.get(rank * (1 << 32) + fid, empty)
+        for (rank, fid, stdio), fm in self.meta.items():
+            idx = where.get((rank << 33) + (fid << 1) + int(stdio), empty)
             if self.files.world[fid]:
                 _independent_opens(acc, rank, fid, fm, data, idx)
             else:
@@ -260,11 +268,12 @@ def _inherit_phases(ops: dict[str, np.ndarray]) -> np.ndarray:
     after = np.where(ok_next, phase[np.minimum(nxt, n - 1)], -1)
     forward = np.isin(ops["op"], (OPEN, CREATE, STAT))
     guess = np.where(forward, np.where(after >= 0, after, before), np.where(before >= 0, before, after))
-    out = np.where(is_data, phase, np.maximum(guess, 0))
+    stated = ~is_data & (phase >= 0) & (ops["op"] == UNLINK)  # a source's own cleanup phase
+    out = np.where(is_data | stated, phase, np.maximum(guess, 0))
     # monotone within each rank
     start = np.concatenate([[True], rank[1:] != rank[:-1]])
     grp = np.cumsum(start) - 1
-    offset = grp.astype(np.int64) * (MAX_PHASES + 1)
+    offset = grp.astype(np.int64) * (int(out.max()) + 1)
     return (np.maximum.accumulate(out + offset) - offset).astype(np.int32)
 
 
