@@ -44,6 +44,11 @@ def _num(x: Any) -> Any:
 
 # ---------------------------------------------------------------- JSON view
 
+def _name(path: str, record_id: int) -> str:
+    """A record's name; some modules (DFS, DAOS) record empty names."""
+    return path or f"<unnamed record {record_id:#x}>"
+
+
 def error_entry(path: str, reason: str) -> dict:
     return {"path": str(path), "ok": False, "error": reason}
 
@@ -72,14 +77,22 @@ def show_entry(profile: JobProfile, top_files: int = 10) -> dict:
             "modules": {name: _module_json(ms) for name, ms in summary.modules.items()},
         },
         "files_total": summary.files,
-        "files": [{"path": f.path, "record_id": str(f.record_id), "fstype": f.fstype,
+        "files": [{"path": _name(f.path, f.record_id), "record_id": str(f.record_id), "fstype": f.fstype,
                    "shared": f.shared, "ranks": f.ranks,
                    "modules": {m: _stats_json(s) for m, s in f.by_module.items()},
                    "lustre": _layout_json(f.layout)} for f in shown],
         "lustre": _lustre_json(profile, shown, top_files),
         "dxt": [_dxt_json(profile, name) for name in profile.dxt],
         "mounts": [{"path": m.path, "fstype": m.fstype} for m in profile.mounts],
+        "extra_tables": _extra_tables(profile),
     }
+
+
+def _extra_tables(profile: JobProfile) -> list:
+    """IOR tests and snapshot settings (inputs that are not Darshan-like)."""
+    from advisor.ingest.ior.view import extra_tables
+
+    return [list(t) for t in extra_tables(profile.extras)]
 
 
 def _module_json(ms: ModuleSummary) -> dict:
@@ -131,7 +144,7 @@ def _lustre_json(profile: JobProfile, files, top: int) -> dict:
     ids = order + rest
     ids = ids if top <= 0 else ids[:top]
     return {"files": len(profile.lustre),
-            "layouts": [{"path": profile.name_of(rid), "record_id": str(rid),
+            "layouts": [{"path": _name(profile.name_of(rid), rid), "record_id": str(rid),
                          **_layout_json(profile.lustre[rid])} for rid in ids]}
 
 
@@ -178,9 +191,16 @@ def _render_rich(sections, out: IO[str]) -> None:
                              overflow="fold", no_wrap=not wide, min_width=20 if col.startswith("file") else None,
                              ratio=1 if wide else None)
         for row in rows:
-            table.add_row(*(Text(c) for c in row))
+            table.add_row(*(Text(c, style=_cell_style(c)) for c in row))
         console.print(table)
     console.print()
+
+
+def _cell_style(cell: str) -> str:
+    """Colour only what needs attention: unread data and partial modules."""
+    if cell == "UNREADABLE" or cell.startswith("not read"):
+        return "bold red" if cell == "UNREADABLE" else "yellow"
+    return "yellow" if cell == "PARTIAL" else ""
 
 
 def _stack_file_column(columns: list[str], rows: list[list[str]]):
@@ -212,7 +232,8 @@ class Sections:
             f"job {safe(j['jobid'])}, {j['nprocs']} processes, run time {fmt_seconds(j['runtime_s'])}, "
             f"started {when(j['start_time'])}",
             f"exe: {safe(j['exe']) or 'unknown'}",
-            f"log: {e['source']['format']} {e['source']['log_version']} written by Darshan "
+            f"log: {e['source']['format']} {e['source']['log_version']} written by "
+            f"{'Darshan ' if e['source']['format'].startswith('darshan') else ''}"
             f"{safe(j['library_version']) or '?'}, read with {e['source']['parser']}",
         ]
         if s["base_modules"]:
@@ -224,6 +245,8 @@ class Sections:
         out.header += [f"note: {safe(n)}" for n in e["source"]["notes"]]
         out.tables = [t for t in (_modules_table(e), _totals_table(s), _files_table(e),
                                   _lustre_table(e), _dxt_table(e)) if t[2]]
+        out.tables += [(safe(t), c, [[safe(x) for x in r] for r in rows])
+                       for t, c, rows in e.get("extra_tables", [])]
         return out
 
     def plain(self) -> str:

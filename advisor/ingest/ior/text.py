@@ -289,6 +289,9 @@ class _Parser:
             run.notes.append(f"{len(run.tests) - len(with_results)} test(s) without any result "
                              "row were dropped (aborted or cut short)")
         run.tests = with_results
+        if len({t.test_id for t in run.tests}) < len(run.tests):
+            for number, test in enumerate(run.tests):  # several invocations each start at test 0
+                test.test_id = number
         self._notes(run)
         return run
 
@@ -315,6 +318,9 @@ class _Parser:
             test.params.block_size = int(test.iterations[0].block_kib * 1024)
         if test.params.nodes is None and test.hosts:
             test.params.nodes = test.hosts
+        p = test.params
+        if p.nodes is None and p.tasks and p.tasks_per_node:
+            p.nodes = max(1, p.tasks // p.tasks_per_node)
         test.fill_summaries_from_rows()
 
     def _notes(self, run: IorRun) -> None:
