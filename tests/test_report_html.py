@@ -275,3 +275,50 @@ def test_report_command_re_renders_and_rejects_bad_input(tmp_path):
         assert out.returncode == 2 and out.stderr.count("\n") == 1, (name, out.stderr)
         assert name in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "x.html").exists()
+
+
+# -- campaigns and snapshots ---------------------------------------------------------------
+def test_campaign_curves_with_knee_osts_and_baseline(tmp_path):
+    from advisor.campaign import diagnose_campaign, load_runs
+    from advisor.config import from_dict
+    from tests.test_campaign_jaguar import write_ior_log
+
+    runs = {1: (60, 90), 4: (260, 400), 16: (1500, 1500), 48: (4200, 4300), 64: (3500, 3000), 96: (5200, 5000),
+            256: (5300, 5200), 1024: (5400, 5300)}
+    for clients, (w, r) in runs.items():
+        write_ior_log(tmp_path / "new" / f"ior_{clients}.txt", clients=clients, write_mbs=w, read_mbs=r, fpp=True,
+                      block=1 << 30)
+        write_ior_log(tmp_path / "old" / f"ior_{clients}.txt", clients=clients, write_mbs=w * 1.2, read_mbs=r,
+                      fpp=True, block=1 << 30)
+    config = from_dict({"system": {"osts": 48}})
+    d = diagnose_campaign(load_runs([tmp_path / "new"])[0], config, load_runs([tmp_path / "old"])[0])
+    plots, _, problems = figure_views(d.figures)
+    assert not problems and [p.id for p in plots] == ["campaign-write", "campaign-read"]
+    write = str(plots[0].svg)
+    assert 'class="knee"' in write and 'class="limit"' in write  # knee, clients exceed the 48 OSTs
+    assert 'class="series-base"' in write  # the baseline overlay
+    assert "tasks" in plots[0].alt and plots[0].rows
+    page = render_html([d])
+    assert 'id="campaign-write"' in page
+
+
+def test_snapshot_table_flags_what_the_findings_name(tmp_path):
+    out = _cli("collect", "--out", str(tmp_path / "snap.json"))
+    assert out.returncode == 0, out.stderr
+    snap = json.loads((tmp_path / "snap.json").read_text())
+    shown = [d for d in snap["block_devices"] if d.get("size_bytes") or not d.get("virtual")]
+    if not shown:
+        pytest.skip("this node has no real block device to flag")
+    device = shown[0]
+    device["read_ahead_kb"] = 16  # below the site target of 4096
+    (tmp_path / "snap.json").write_text(json.dumps(snap))
+    (tmp_path / "site.toml").write_text(f'[targets]\nstorage_devices = ["{device["name"]}"]\n')
+    out = _cli("diagnose", str(tmp_path / "snap.json"), "--config", str(tmp_path / "site.toml"),
+               "--json", str(tmp_path / "d.json"))
+    assert out.returncode in (0, 1), out.stderr
+    (d,) = [Diagnosis.from_dict(json.loads((tmp_path / "d.json").read_text()))]
+    assert "SRV002" in [f.code for f in d.findings]
+    page = render_html([d])
+    row = re.search(r'<tr class="flagged"><td>' + re.escape(device["name"]) + r"</td>.*?</tr>", page)
+    assert row and "SRV002" in row.group(0) and "<td>16</td>" in row.group(0)
+    assert page.count('<tr class="flagged">') == 1

@@ -15,8 +15,9 @@ Sections (the contract with :mod:`advisor.report.plots`):
 - ``timeline``: see :func:`advisor.report.timeline.timeline_data`
 - ``osts``: ost, bandwidth (bytes/s), bytes, time_s, files, outliers
 - ``top_files``: files [{path, read_s, write_s, meta_s, bytes_read, bytes_written, ranks, shared}]
-- ``campaign`` / ``snapshot``: copied from the profile's extras when their owners put figure
-  data there (``profile.extras["figures"]``).
+- ``snapshot``: {tables: [{title, columns, rows}]} of a node snapshot's settings (the page flags
+  the rows that findings name)
+- ``campaign`` is written by :func:`advisor.campaign.figure_data` (campaign diagnoses only).
 """
 
 from __future__ import annotations
@@ -48,9 +49,8 @@ def figure_data(profile: JobProfile) -> dict:
         "osts": ost_figure(files),
         "top_files": top_files(files),
     }
-    extra = profile.extras.get("figures")
-    if isinstance(extra, dict):
-        sections.update({k: v for k, v in extra.items() if k in ("campaign", "snapshot")})
+    if isinstance(profile.extras.get("snapshot"), dict):
+        sections["snapshot"] = snapshot_tables(profile.extras["snapshot"])
     return {"version": 1, **{k: v for k, v in sections.items() if v}}
 
 
@@ -174,3 +174,40 @@ def top_files(files: list[metrics.FileSummary]) -> dict | None:
          "meta_s": _r(f.stats.meta_time), "bytes_read": int(f.stats.bytes_read),
          "bytes_written": int(f.stats.bytes_written), "ranks": int(f.ranks), "shared": bool(f.shared),
          "modules": list(f.modules)} for f in timed]}
+
+
+def snapshot_tables(snap: dict) -> dict | None:
+    """The settings of a node snapshot as tables; the first column names the object findings cite."""
+    tables = []
+    host, cpu, mem = snap.get("host") or {}, snap.get("cpu") or {}, snap.get("memory") or {}
+    node = [[k, str(v)] for k, v in (("hostname", host.get("hostname")), ("kernel", host.get("kernel")),
+                                     ("CPU", cpu.get("model")), ("logical CPUs", cpu.get("logical_cpus")),
+                                     ("threads per core", cpu.get("threads_per_core")),
+                                     ("hyperthreading", cpu.get("hyperthreading")),
+                                     ("dirty_ratio", mem.get("dirty_ratio")),
+                                     ("dirty_background_ratio", mem.get("dirty_background_ratio"))) if v is not None]
+    if node:
+        tables.append({"title": "node", "columns": ["setting", "value"], "rows": node})
+    columns = ("name", "read_ahead_kb", "max_sectors_kb", "max_hw_sectors_kb", "nr_requests", "queue_depth",
+               "scheduler", "rotational")
+    devices = [[str(d.get(c, "")) for c in columns] for d in snap.get("block_devices") or []
+               if isinstance(d, dict) and (d.get("size_bytes") or not d.get("virtual"))]
+    if devices:
+        tables.append({"title": "block devices", "columns": ["device", *columns[1:]], "rows": devices})
+    lustre = snap.get("lustre") or {}
+    params = [[str(k), str(v)] for k, v in sorted((lustre.get("params") or {}).items())]
+    if params:
+        tables.append({"title": "Lustre parameters (lctl get_param)", "columns": ["parameter", "value"],
+                       "rows": params})
+    layouts = [[str(d), _layout_text(v)] for d, v in sorted((lustre.get("layouts") or {}).items())
+               if isinstance(v, dict)]
+    if layouts:
+        tables.append({"title": "default layouts (lfs getstripe -d)", "columns": ["directory", "layout"],
+                       "rows": layouts})
+    return {"tables": tables} if tables else None
+
+
+def _layout_text(layout: dict) -> str:
+    parts = [f"count {c.get('stripe_count')}, size {c.get('stripe_size')}" for c in layout.get("components", [])
+             if isinstance(c, dict)]
+    return "; ".join(parts) or str(layout.get("note", ""))

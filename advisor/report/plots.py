@@ -310,62 +310,61 @@ def _bw(run: dict) -> str:
 
 
 def campaign_plots(fig: dict) -> list[Plot]:
-    """Bandwidth against the number of tasks, per operation, with knee and 'clients exceed OSTs' marks."""
+    """Bandwidth against tasks, one plot per operation: the study's curves, the baseline dashed,
+    knees circled and the step where clients exceed the OSTs marked (``advisor.campaign.figure_data``)."""
+    curves = [dict(c, baseline=False) for c in fig["curves"]] + [dict(c, baseline=True) for c in fig.get("baseline", [])]
     plots = []
-    for op in dict.fromkeys(str(s.get("op", s["name"])) for s in fig["series"]):
-        series = [s for s in fig["series"] if str(s.get("op", s["name"])) == op]
-        plots.append(_campaign_plot(fig, op, series))
+    for op in dict.fromkeys(str(c.get("operation", "")) for c in curves):
+        plots.append(_campaign_plot(fig, op, [c for c in curves if str(c.get("operation", "")) == op]))
     return plots
 
 
-def _campaign_plot(fig: dict, op: str, series: list[dict]) -> Plot:
-    pid = "campaign-" + "".join(c if c.isalnum() else "-" for c in op.lower())
-    unit = str(fig.get("unit", "MiB/s"))
-    xlabel = str(fig.get("x_label", "tasks"))
-    title = f"Scaling: {op} bandwidth vs {xlabel}"
-    xs_all = [float(x) for s in series for x in s["x"] if float(x) > 0]
-    ys_all = [float(y) for s in series for y in list(s["y"]) + list(s.get("y_hi") or [])]
+def _campaign_plot(fig: dict, op: str, curves: list[dict]) -> Plot:
+    pid = "campaign-" + ("".join(c if c.isalnum() else "-" for c in op.lower()) or "all")
+    xlabel, ylabel = str(fig.get("x", "tasks")), str(fig.get("y", "bandwidth (MiB/s)"))
+    title = f"Scaling: {op or 'bandwidth'} vs {xlabel}"
+    labels = {str(c["label"]) for c in curves if not c["baseline"]}
+    knees = [k for k in fig.get("knees", []) if str(k.get("label")) in labels]
+    exceed = [e for e in fig.get("clients_exceed_osts", []) if str(e.get("label")) in labels]
+    xs_all = [float(x) for c in curves for x in c["tasks"] if float(x) > 0]
+    ys_all = [float(y) for c in curves for y in c["bw_mib_s"]]
+    alt = _campaign_alt(curves, knees, exceed, xlabel)
     height = 300
     bottom = height - BOTTOM
-    knees = [k for k in _as_list(fig.get("knee")) if str(k.get("op", k.get("series", op))) in (op, "")]
-    alt = _campaign_alt(op, series, knees, fig.get("osts"), unit, xlabel)
     svg = Svg(WIDTH, height, title, alt)
-    xs = Scale(min(xs_all), max(xs_all) if max(xs_all) > min(xs_all) else min(xs_all) * 2, LEFT + 12, WIDTH - RIGHT - 12,
-               log=min(xs_all) > 0)
+    lo, hi = min(xs_all), max(xs_all)
+    xs = Scale(lo, hi if hi > lo else lo * 2, LEFT + 12, WIDTH - RIGHT - 12, log=True)
     ys = Scale(0, nice_max(max(ys_all, default=0)), bottom, TOP)
-    _y_axis(svg, ys, LEFT, WIDTH - RIGHT, f"bandwidth ({unit})", tick_count, nice_ticks(ys.lo, ys.hi, 5))
+    _y_axis(svg, ys, LEFT, WIDTH - RIGHT, ylabel, tick_count, nice_ticks(ys.lo, ys.hi, 5))
     for t in sorted(set(xs_all)):
         svg.text(xs(t), bottom + 14, fmt_num(t), "tick", "middle")
     svg.line(LEFT, bottom, WIDTH - RIGHT, bottom, "axis")
     svg.text((LEFT + WIDTH) / 2, height - 8, xlabel, "label", "middle")
-    osts = fig.get("osts")
-    if isinstance(osts, (int, float)) and xs.lo <= osts <= xs.hi:
-        svg.line(xs(osts), TOP, xs(osts), bottom, "limit", f"clients exceed OSTs beyond {fmt_num(osts)} {xlabel}")
-        svg.text(xs(osts) + 4, TOP + 12, f"{xlabel} > OSTs ({fmt_num(osts)})", "legend")
-    for i, s in enumerate(series):
-        _campaign_series(svg, xs, ys, s, i, unit, xlabel)
-    _line_legend(svg, [(str(s["name"]), "series-base" if s.get("baseline") else f"series s{i % 4}")
-                       for i, s in enumerate(series)], LEFT + 8, 16)
+    for e in exceed:
+        a, b = float(e["before"]["tasks"]), float(e["after"]["tasks"])
+        x = (xs(a) + xs(b)) / 2
+        svg.line(x, TOP, x, bottom, "limit", f"{e['label']}: clients exceed the {e.get('osts')} OSTs between "
+                                           f"{fmt_num(a)} and {fmt_num(b)} {xlabel}")
+        svg.text(x + 4, TOP + 12, f"clients > OSTs ({e.get('osts')})", "legend")
+    legend = []
+    for i, c in enumerate(curves):
+        cls = "series-base" if c["baseline"] else f"series s{i % 4}"
+        _campaign_series(svg, xs, ys, c, cls, xlabel)
+        legend.append((("baseline: " if c["baseline"] else "") + str(c["label"]), cls))
     for k in knees:
-        svg.circle(xs(float(k["x"])), ys(float(k["y"])), 7, "knee",
-                   f"knee at {fmt_num(float(k['x']))} {xlabel}: {fmt_num(float(k['y']))} {unit}")
-    rows = [[str(s["name"]), fmt_num(float(x)), fmt_num(float(y)), "baseline" if s.get("baseline") else ""]
-            for s in series for x, y in zip(s["x"], s["y"])]
-    return _table(Plot(pid, title, svg.markup(pid), alt), ["series", xlabel, f"bandwidth ({unit})", ""], rows)
+        svg.circle(xs(float(k["tasks"])), ys(float(k["bw_mib_s"])), 7, "knee",
+                   f"knee of {k['label']}: {fmt_num(float(k['bw_mib_s']))} MiB/s at {fmt_num(float(k['tasks']))} {xlabel}")
+    _line_legend(svg, legend[:6], LEFT + 8, 16)
+    rows = [[("baseline: " if c["baseline"] else "") + str(c["label"]), fmt_num(float(x)), fmt_num(float(y))]
+            for c in curves for x, y in zip(c["tasks"], c["bw_mib_s"])]
+    return _table(Plot(pid, title, svg.markup(pid), alt), ["curve", xlabel, ylabel], rows)
 
 
-def _campaign_series(svg: Svg, xs: Scale, ys: Scale, s: dict, i: int, unit: str, xlabel: str) -> None:
-    cls = "series-base" if s.get("baseline") else f"series s{i % 4}"
-    points = [(xs(float(x)), ys(float(y))) for x, y in zip(s["x"], s["y"]) if float(x) > 0]
-    svg.polyline(points, cls)
-    lo, hi = s.get("y_lo"), s.get("y_hi")
-    for j, (x, y) in enumerate(zip(s["x"], s["y"])):
-        if float(x) <= 0:
-            continue
-        if lo and hi:
-            svg.line(xs(float(x)), ys(float(lo[j])), xs(float(x)), ys(float(hi[j])), "whisker")
-        svg.circle(xs(float(x)), ys(float(y)), 3, cls, f"{s['name']}: {fmt_num(float(y))} {unit} at "
-                                                      f"{fmt_num(float(x))} {xlabel}")
+def _campaign_series(svg: Svg, xs: Scale, ys: Scale, c: dict, cls: str, xlabel: str) -> None:
+    points = [(float(x), float(y)) for x, y in zip(c["tasks"], c["bw_mib_s"]) if float(x) > 0]
+    svg.polyline([(xs(x), ys(y)) for x, y in points], cls)
+    for x, y in points:
+        svg.circle(xs(x), ys(y), 3, cls, f"{c['label']}: {fmt_num(y)} MiB/s at {fmt_num(x)} {xlabel}")
 
 
 def _line_legend(svg: Svg, items: list[tuple[str, str]], x: float, y: float) -> None:
@@ -375,22 +374,17 @@ def _line_legend(svg: Svg, items: list[tuple[str, str]], x: float, y: float) -> 
         x += 34 + 7 * len(label)
 
 
-def _as_list(value) -> list[dict]:
-    if isinstance(value, dict):
-        return [value]
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def _campaign_alt(op, series, knees, osts, unit, xlabel) -> str:
+def _campaign_alt(curves, knees, exceed, xlabel) -> str:
     parts = []
-    for s in series:
-        if s["y"]:
-            best = max(range(len(s["y"])), key=lambda j: float(s["y"][j]))
-            parts.append(f"{s['name']} peaks at {fmt_num(float(s['y'][best]))} {unit} with "
-                         f"{fmt_num(float(s['x'][best]))} {xlabel}")
-    text = f"{op}: " + "; ".join(parts) + "."
-    if knees:
-        text += f" Knee at {fmt_num(float(knees[0]['x']))} {xlabel}."
-    if isinstance(osts, (int, float)):
-        text += f" Clients exceed OSTs beyond {fmt_num(osts)} {xlabel}."
+    for c in curves:
+        if c["bw_mib_s"] and not c["baseline"]:
+            best = max(range(len(c["bw_mib_s"])), key=lambda j: float(c["bw_mib_s"][j]))
+            parts.append(f"{c['label']} peaks at {fmt_num(float(c['bw_mib_s'][best]))} MiB/s with "
+                         f"{fmt_num(float(c['tasks'][best]))} {xlabel}")
+    text = "; ".join(parts) + "."
+    text += "".join(f" Knee of {k['label']} at {fmt_num(float(k['tasks']))} {xlabel}." for k in knees[:3])
+    text += "".join(f" {e['label']}: clients exceed the OSTs after {fmt_num(float(e['before']['tasks']))} {xlabel}."
+                    for e in exceed[:3])
+    if any(c["baseline"] for c in curves):
+        text += " Dashed: the baseline."
     return text

@@ -26,6 +26,7 @@ def job_view(d: Diagnosis, index: int) -> dict:
     runtime = _float(d.job.get("runtime_s"))
     findings = [finding_view(f, i + 1, runtime, f"job{index}") for i, f in enumerate(d.sorted_findings())]
     plots, tables, problems = figure_views(d.figures) if isinstance(d.figures, dict) else ([], [], [])
+    flag_rows(tables, d.findings)
     lost = sum(f["cost_s"] for f in findings)
     return {
         "id": f"job{index}",
@@ -60,10 +61,11 @@ def _float(value) -> float:
 
 def _header_facts(d: Diagnosis, runtime: float) -> list[tuple[str, str]]:
     job, summary, source = d.job, d.summary or {}, d.source
-    facts = [("processes", fmt_num(_float(job.get("nprocs"))))]
+    facts = [("processes", fmt_num(_float(job.get("nprocs"))))] if _float(job.get("nprocs")) > 0 else []
     if job.get("user"):
         facts.append(("user", str(job["user"])))
-    facts.append(("run time", fmt_secs(runtime) + _period(job)))
+    if runtime > 0:  # snapshots and campaigns have no run time
+        facts.append(("run time", fmt_secs(runtime) + _period(job)))
     if "bytes_read" in summary or "bytes_written" in summary:
         facts.append(("bytes moved", f"{fmt_bytes(_float(summary.get('bytes_read')))} read, "
                                      f"{fmt_bytes(_float(summary.get('bytes_written')))} written"))
@@ -212,13 +214,13 @@ def figure_views(figures: dict) -> tuple[list[Plot], list[dict], list[str]]:
     tables = []
     if figures.get("snapshot"):
         try:
-            tables = snapshot_tables(figures["snapshot"])
+            tables = config_tables(figures["snapshot"])
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             problems.append(f"snapshot: not shown, malformed figure data ({type(exc).__name__})")
     return plots, tables, problems
 
 
-def snapshot_tables(snapshot: dict) -> list[dict]:
+def config_tables(snapshot: dict) -> list[dict]:
     """Configuration tables of a node snapshot, flagged values marked.
 
     Accepts ``{"tables": [{"title", "columns", "rows", "flagged": [row index]}]}``; any
@@ -236,8 +238,8 @@ def snapshot_tables(snapshot: dict) -> list[dict]:
 
 def _given_table(t: dict) -> dict:
     flagged = {int(i) for i in t.get("flagged", []) if isinstance(i, int)}
-    rows = [{"cells": [_cell(c) for c in row] if isinstance(row, list) else [_cell(row)], "flagged": i in flagged}
-            for i, row in enumerate(t.get("rows", []))]
+    rows = [{"cells": [_cell(c) for c in row] if isinstance(row, list) else [_cell(row)], "flagged": i in flagged,
+             "codes": []} for i, row in enumerate(t.get("rows", []))]
     return {"title": str(t.get("title", "configuration")), "columns": [str(c) for c in t.get("columns", [])],
             "rows": rows}
 
@@ -251,7 +253,7 @@ def _kv_table(title: str, mapping: dict) -> dict:
             cells = [str(key), _cell(value["value"]), _cell(note)]
         else:
             cells = [str(key), _cell(value), ""]
-        rows.append({"cells": cells, "flagged": flagged})
+        rows.append({"cells": cells, "flagged": flagged, "codes": []})
     return {"title": title, "columns": ["setting", "value", "note"], "rows": rows}
 
 
@@ -259,3 +261,18 @@ def _cell(value) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, sort_keys=True)[:400]
     return str(value)
+
+
+def flag_rows(tables: list[dict], findings: list[Finding]) -> None:
+    """Flag the table rows whose object (first cell: a device, a parameter) a finding's evidence names."""
+    cited: dict[str, list[str]] = {}
+    for f in findings:
+        for value in f.evidence.values():
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, str) and item:
+                    cited.setdefault(item, []).append(str(f.code))
+    for table in tables:
+        for row in table["rows"]:
+            codes = cited.get(row["cells"][0], []) if row["cells"] else []
+            if codes:
+                row["flagged"], row["codes"] = True, sorted(set(codes))
