@@ -150,3 +150,16 @@ def test_command_line_options():
     assert (p.fsync, p.fsync_per_write, p.random_offsets, p.repetitions) == (True, True, True, 2)
     assert (p.transfer_size, p.block_size, p.segments, p.stripe_count) == (4 << 20, 1 << 30, 3, 8)
     assert (p.write, p.read, p.direct_io, p.stonewall_s) == (True, False, True, 300.0)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.iterdir() if p.suffix != ".md"))
+def test_cut_or_damaged_output_never_raises_anything_but_input_error(name):
+    text = (DATA / name).read_text()
+    for k in range(0, len(text), max(1, len(text) // 40)):
+        for variant in (text[:k], text[k:], text[:k] + "\x00\r\ngarbage 12 x\n" + text[k:]):
+            try:
+                run = parse_ior(variant, name)
+            except InputError as exc:
+                assert "\n" not in str(exc)
+                continue
+            assert all(s.max_mib >= s.min_mib for t in run.tests for s in t.summaries.values())

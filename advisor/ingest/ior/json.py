@@ -71,7 +71,10 @@ def _salvage(text: str) -> dict[str, Any]:
     for key in _HEAD_FIELDS:
         m = re.search(rf'"{re.escape(key)}"\s*:\s*"((?:[^"\\]|\\.)*)"', text)
         if m:
-            doc[key] = json.loads(f'"{m.group(1)}"')
+            try:
+                doc[key] = json.loads(f'"{m.group(1)}"')
+            except ValueError:  # control characters in a damaged document
+                doc[key] = m.group(1)
     decoder = json.JSONDecoder()
     pos = text.find("{", 1)
     test: dict[str, Any] | None = None

@@ -156,7 +156,9 @@ class _Parser:
         elif key == "FS":
             self._current().fs_info = f"FS: {value}"
         elif key == "Participating tasks":
-            self._current().params.tasks = self._current().params.tasks or int(value.split()[0])
+            m = re.match(r"\d+", value)
+            if m and not self._current().params.tasks:
+                self._current().params.tasks = int(m.group())
         elif key in ("Finished", "Run finished"):
             for test in self.invocation or [self._current()]:
                 test.finished = value
