@@ -221,6 +221,12 @@ def test_log_cut_in_the_dxt_module_keeps_counters_and_says_so(tmp_path):
     assert "DXT_POSIX" in p.modules and not p.modules["DXT_POSIX"].supported
 
 
+def test_log_with_job_metadata_only_is_an_error():
+    with pytest.raises(InputError) as exc:
+        load_profile(DATA / "empty-log.darshan")
+    assert "empty log" in exc.value.reason and "4 processes" in exc.value.reason
+
+
 def test_silently_empty_log_is_an_error():
     p = load(GOOD)
     p.job.nprocs = 0

@@ -163,6 +163,9 @@ def _check_usable(profile: JobProfile, path: Path, modules: dict) -> None:
         raise InputError(str(path), "pydarshan reads this log as empty (0 processes, 0 records); "
                          "it may come from a non-stock Darshan build: give ioadvisor the "
                          "darshan-parser dump made by the darshan-util that wrote it")
+    if read == 0 and not modules:
+        raise InputError(str(path), f"empty log: job metadata only ({profile.job.nprocs} processes, "
+                         f"exe {profile.job.exe or 'unknown'!r}), no Darshan module recorded any I/O")
     readable = [m for m in profile.modules.values() if m.supported]
     failed = [m for m in profile.modules.values() if not m.supported and m.note.startswith("records")]
     if modules and failed and not readable:
