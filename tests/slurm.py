@@ -43,30 +43,35 @@ def missing_components() -> list[str]:
 
 
 def hook_venv() -> Path:
-    """A world-usable venv (system Python) with this tree installed; deps cached across sessions."""
-    deps = hashlib.sha256((REPO / "setup.cfg").read_bytes() + (REPO / "pyproject.toml").read_bytes())
-    venv = VENV_ROOT / deps.hexdigest()[:16]
+    """A world-usable venv (system Python) with this tree pip-installed into it.
+
+    Kept between sessions: dependencies are installed again only when setup.cfg or
+    pyproject.toml change; otherwise only the project is reinstalled, offline.
+    """
+    deps = hashlib.sha256((REPO / "setup.cfg").read_bytes() + (REPO / "pyproject.toml").read_bytes()).hexdigest()
+    venv = VENV_ROOT / "py3"
     VENV_ROOT.mkdir(mode=0o755, exist_ok=True)
     with open(VENV_ROOT / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (venv / ".deps-installed").exists():
-            shutil.rmtree(venv, ignore_errors=True)
+        stamp = venv / ".deps"
+        if not (venv / "bin" / "python").exists():
             _run([SYSTEM_PYTHON, "-m", "venv", str(venv)])
-            _pip(venv, str(REPO))
-            (venv / ".deps-installed").touch()
+            _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "setuptools>=68", "wheel"])
+        if not stamp.exists() or stamp.read_text() != deps:
+            _pip(venv)
+            stamp.write_text(deps)
         else:
-            _pip(venv, "--no-deps", "--force-reinstall", str(REPO))
+            _pip(venv, "--no-deps", "--no-index", "--no-build-isolation")
     return venv
 
 
-def _pip(venv: Path, *args: str) -> None:
+def _pip(venv: Path, *options: str) -> None:
     # Build from a copy: the tree's build/ and egg-info belong to the developer's editable install.
     with tempfile.TemporaryDirectory(prefix="ioadvisor-src-") as src:
         shutil.copytree(REPO, src, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__",
                                                       ".pytest_cache", "out"))
-        args = tuple(src if a == str(REPO) else a for a in args)
-        _run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", *args])
+        _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *options, src])
     os.chmod(venv, 0o755)
 
 

@@ -71,11 +71,11 @@ def check(config_path, wrapper, jobid, user, uid, gid, workdir):
     click.echo(f"config {config_path}: [hook] is valid")
     for key, value in vars(cfg).items():
         click.echo(f"  {key} = {value!r}")
+    job = _job_for_check(jobid, user, uid, gid, workdir) if jobid else None
     problems = []
     if wrapper:
-        problems += _check_wrapper(wrapper, jobid)
-    if jobid:
-        job = _job_for_check(jobid, user, uid, gid, workdir)
+        problems += _check_wrapper(wrapper, job)
+    elif job:
         _print_plan(lambda: job, config_path)
     for problem in problems:
         click.echo(f"PROBLEM: {problem}")
@@ -108,14 +108,20 @@ def install_wrapper(config_path, out, python):
     click.echo(f"wrote {target}; add to slurm.conf on every compute node:\n  Epilog={target}")
 
 
-def _check_wrapper(wrapper: str, jobid: str | None) -> list[str]:
+def _check_wrapper(wrapper: str, job) -> list[str]:
     from advisor.hooks.wrapper import check_wrapper
 
-    env = {"SLURM_JOB_ID": jobid or "0", "SLURM_JOB_USER": "nobody", "SLURM_JOB_UID": "65534",
-           "SLURM_JOB_GID": "65534", "SLURM_JOB_WORK_DIR": "/nonexistent",
-           "SLURM_SCRIPT_CONTEXT": "epilog_slurmd"}
+    env = {"SLURM_JOB_ID": "0", "SLURM_JOB_USER": "nobody", "SLURM_JOB_UID": "65534",
+           "SLURM_JOB_GID": "65534", "SLURM_JOB_WORK_DIR": "/nonexistent"}
+    if job is not None:
+        env = {"SLURM_JOB_ID": job.jobid, "SLURM_JOB_USER": job.user, "SLURM_JOB_UID": str(job.uid),
+               "SLURM_JOB_GID": str(job.gid), "SLURM_JOB_WORK_DIR": job.workdir}
+        if job.nodes:
+            env |= {"SLURM_NODELIST": ",".join(job.nodes), "SLURMD_NODENAME": job.nodes[0]}
+    env["SLURM_SCRIPT_CONTEXT"] = "epilog_slurmd"
     problems, output = check_wrapper(os.path.abspath(wrapper), env)
-    click.echo(f"wrapper {wrapper}: ran as slurmd would (no PATH, no HOME) with --dry-run:")
+    click.echo(f"wrapper {wrapper}: ran as slurmd would (as root, no PATH, no HOME) with --dry-run"
+               + (f" for job {job.jobid}:" if job else " for a placeholder job:"))
     click.echo("  " + (output.strip().replace("\n", "\n  ") or "(no output)"))
     return problems
 

@@ -72,8 +72,11 @@ def job_from_scontrol(jobid: str, scontrol: str = SCONTROL) -> JobContext:
     import subprocess
     from datetime import datetime
 
+    import os
+
+    env = {"SLURM_CONF": os.environ["SLURM_CONF"]} if "SLURM_CONF" in os.environ else {}
     run = subprocess.run([scontrol, "show", "job", "-o", jobid], capture_output=True, text=True,
-                         timeout=30, env={}, stdin=subprocess.DEVNULL)
+                         timeout=30, env=env, stdin=subprocess.DEVNULL)
     if run.returncode != 0 or "JobId=" not in run.stdout:
         raise ValueError(f"scontrol show job {jobid}: {run.stderr.strip() or 'no such job'}")
     fields = parse_scontrol(run.stdout)

@@ -8,7 +8,7 @@ the whole group when the time limit passes. Only a small summary comes back.
 from __future__ import annotations
 
 import json
-import time
+from pathlib import Path
 from typing import Any
 
 from advisor.findings import SEVERITY_RANK, Diagnosis
@@ -21,13 +21,13 @@ from advisor.hooks.settings import HookConfig
 _SLACK_S = 2.0
 
 
-def diagnose_log(path: str, site_config: Any, timeout_s: float) -> Diagnosis:
+def diagnose_log(path: str, site_config: Any) -> Diagnosis:
     """One log's diagnosis with the figure data the HTML report draws (error set if unusable)."""
     from advisor import api
     from advisor.errors import AdvisorError
 
     try:
-        profile = api.load(path, timeout_s=timeout_s)
+        profile = _load(path)
         diagnosis = api.diagnose_profile(profile, site_config)
     except AdvisorError as exc:  # the same unusable-input result as api.diagnose_path
         return Diagnosis(source={"path": path, "format": "unknown"},
@@ -38,6 +38,15 @@ def diagnose_log(path: str, site_config: Any, timeout_s: float) -> Diagnosis:
         return diagnosis
     diagnosis.figures = figure_data(profile)
     return diagnosis
+
+
+def _load(path: str):
+    # Not api.load: that parses in a further child, started from a fresh interpreter. This
+    # child already is the isolation (own process group, time and memory limits, the
+    # user's rights), and the interpreter start would cost more than most diagnoses.
+    from advisor.ingest import detect
+
+    return detect(path).load(Path(path))
 
 
 def above_threshold(diagnoses: list[Diagnosis], min_severity: str) -> bool:
@@ -91,8 +100,7 @@ def render(diagnoses: list[Diagnosis], formats: list[str]) -> tuple[dict[str, by
 def diagnose_and_write(job: JobContext, cfg: HookConfig, site_config: Any, logs: list[str],
                        dest: str) -> dict[str, Any]:
     """The child's work, as the job's user: diagnose, gate on severity, write the reports."""
-    deadline = time.monotonic() + cfg.time_limit_s
-    diagnoses = [diagnose_log(p, site_config, max(0.1, deadline - time.monotonic())) for p in logs]
+    diagnoses = [diagnose_log(p, site_config) for p in logs]
     summary = summarize(diagnoses)
     if all(d.error for d in diagnoses):
         summary["status"] = "error"

@@ -1,0 +1,159 @@
+"""The Slurm epilog hook on a real Slurm: reports for the job user, and never a drained node."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+
+import pytest
+
+from tests.conftest import CORPUS
+from tests.helpers import require, require_root
+from tests.slurm import MISSING_HINT, missing_components, start_cluster
+
+pytestmark = pytest.mark.xdist_group("slurm")
+
+SMALL_LOG = CORPUS / "generated" / "b_small_io_shared_4k" / "case.darshan"  # 4 KiB writes: findings
+BIG_LOG = CORPUS / "generated" / "s_big_dxt_1k" / "case.darshan"  # a million DXT segments
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    require_root("a real Slurm (slurmctld, slurmd, munge) and a job user")
+    missing = missing_components()
+    require(not missing, f"{', '.join(missing)} missing: {MISSING_HINT}")
+    require(SMALL_LOG.exists() and BIG_LOG.exists(), f"corpus logs not found under {CORPUS}")
+    cluster = start_cluster()
+    yield cluster
+    cluster.stop()
+    shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+@pytest.fixture
+def hook(slurm):
+    """The cluster, with the [hook] config restored and the node resumed after each test."""
+    yield slurm
+    slurm.write_hook_config()
+    if "drain" in slurm.node_state():
+        slurm.resume_node()
+
+
+def run_job(cluster, name: str, script: str):
+    """Submit one job as the test user, wait for it and its epilog; (job, site-log record)."""
+    job = cluster.sbatch(script, cluster.workdir(name))
+    states = cluster.wait_jobs([job.jobid])
+    assert states[job.jobid] == "COMPLETED", (states, (job.workdir / f"slurm-{job.jobid}.out").read_text())
+    return job, cluster.record(job.jobid)
+
+
+def assert_node_idle(cluster) -> None:
+    state = cluster.wait_node_settled()
+    assert state == "idle", f"node is {state!r} after the epilog (a failing Epilog drains it)"
+
+
+def test_normal_job_gets_a_report_owned_by_the_user(hook):
+    job, record = run_job(hook, "normal", hook.stage_log_script(SMALL_LOG))
+    assert record["status"] == "reported", record
+    assert record["user"] == hook.user.pw_name and record["error"] is None
+    assert "small-io" in record["categories"]
+    for fmt in ("html", "json"):
+        report = job.workdir / f"ioadvisor-{job.jobid}.{fmt}"
+        st = os.lstat(report)
+        assert stat.S_ISREG(st.st_mode) and (st.st_uid, st.st_gid) == (hook.user.pw_uid, hook.user.pw_gid)
+        assert str(report) in record["reports"]
+    assert b"<html" in (job.workdir / f"ioadvisor-{job.jobid}.html").read_bytes()[:2000].lower()
+    assert not [p for p in os.listdir(job.workdir) if p.endswith(".tmp")]
+    assert_node_idle(hook)
+
+
+def test_missing_log_is_recorded_and_node_stays_idle(hook):
+    job, record = run_job(hook, "nolog", hook.stage_log_script(None))
+    assert record["status"] == "no-log", record
+    assert not list(job.workdir.glob("ioadvisor-*"))
+    assert_node_idle(hook)
+
+
+def test_corrupt_log_is_an_error_line_not_a_drain(hook):
+    job, record = run_job(hook, "corrupt", hook.stage_log_script(SMALL_LOG, truncate=1500))  # header intact, job data cut
+    assert record["status"] == "error" and record["error"], record
+    assert not list(job.workdir.glob("ioadvisor-*"))
+    assert_node_idle(hook)
+
+
+def test_log_over_the_time_limit_is_stopped(hook):
+    hook.write_hook_config(time_limit_s=0.5)
+    job, record = run_job(hook, "slow", hook.stage_log_script(BIG_LOG))
+    assert record["status"] == "error" and "timed out" in record["error"], record
+    assert record["elapsed_s"] < 0.5 + 2.0 + 5.0  # limit + the runner's slack + locating
+    assert not list(job.workdir.glob("ioadvisor-*"))
+    assert_node_idle(hook)
+
+
+def test_planted_symlink_never_reaches_a_root_file(hook):
+    precious = hook.root / "precious"
+    precious.write_text("root's data\n")
+    os.chmod(precious, 0o644)
+    before = os.stat(precious)
+    plant = ("ln -s {p} ioadvisor-$SLURM_JOB_ID.html\nln -s {p} ioadvisor-$SLURM_JOB_ID.json\n"
+             .format(p=precious))
+    job, record = run_job(hook, "symlink", plant + hook.stage_log_script(SMALL_LOG))
+    after = os.stat(precious)
+    assert precious.read_text() == "root's data\n"
+    assert (after.st_uid, after.st_mode, after.st_mtime_ns) == (before.st_uid, before.st_mode, before.st_mtime_ns)
+    html = job.workdir / f"ioadvisor-{job.jobid}.html"
+    assert not html.is_symlink() and os.lstat(html).st_uid == hook.user.pw_uid  # the link was replaced
+    assert record["status"] == "reported", record
+    assert_node_idle(hook)
+
+
+def test_work_dir_not_owned_by_the_user_gets_nothing(hook):
+    shared = hook.root / "work" / "shared-sticky"
+    shared.mkdir(mode=0o1777)
+    os.chmod(shared, 0o1777)
+    job = hook.sbatch(hook.stage_log_script(SMALL_LOG), shared)
+    hook.wait_jobs([job.jobid])
+    record = hook.record(job.jobid)
+    assert record["status"] == "error" and "not the job's user" in record["error"], record
+    assert not list(shared.glob("ioadvisor-*"))
+    assert_node_idle(hook)
+
+
+def test_opt_out_marker_in_the_work_dir(hook):
+    job, record = run_job(hook, "optout", "touch .ioadvisor-off\n" + hook.stage_log_script(SMALL_LOG))
+    assert record["status"] == "opted-out", record
+    assert not list(job.workdir.glob("ioadvisor-*"))
+    assert_node_idle(hook)
+
+
+def test_min_severity_above_every_finding_writes_nothing(hook):
+    hook.write_hook_config(min_severity="high")
+    good = CORPUS / "generated" / "a_good_fpp_posix_1m" / "case.darshan"
+    job, record = run_job(hook, "quiet", hook.stage_log_script(good))
+    assert record["findings"]["high"] == 0, record  # the premise: a healthy job
+    assert record["status"] == "below-threshold", record
+    assert not list(job.workdir.glob("ioadvisor-*"))
+
+
+def test_hook_check_runs_the_wrapper_as_slurmd_would(hook):
+    job, _ = run_job(hook, "check", hook.stage_log_script(SMALL_LOG))
+    run = subprocess.run([hook.ioadvisor, "hook", "check", "--config", str(hook.hook_config),
+                          "--wrapper", str(hook.wrapper), "--jobid", job.jobid],
+                         capture_output=True, text=True, env={"SLURM_CONF": str(hook.conf)}, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "PROBLEM" not in run.stdout
+    assert f"_id{job.jobid}-" in run.stdout  # the plan found the job's log
+    assert '"first_node": true' in run.stdout
+
+
+def test_fifty_jobs_in_a_row_all_get_their_report(hook):
+    jobs = [hook.sbatch(hook.stage_log_script(SMALL_LOG), hook.workdir(f"many-{i}")) for i in range(50)]
+    states = hook.wait_jobs([j.jobid for j in jobs], timeout_s=900)
+    assert set(states.values()) == {"COMPLETED"}
+    for job in jobs:
+        assert os.lstat(job.workdir / f"ioadvisor-{job.jobid}.html").st_uid == hook.user.pw_uid
+        assert hook.record(job.jobid)["status"] == "reported"
+    records = hook.site_records()  # every line valid JSON, exactly one per job ever run
+    assert len(records) == len({r["jobid"] for r in records})
+    assert_node_idle(hook)
