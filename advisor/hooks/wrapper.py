@@ -24,7 +24,7 @@ TEMPLATE = """#!/bin/sh
 exit 0
 """
 
-_COMMAND = re.compile(r"^(\S+) -I -m advisor hook slurm-epilog --config (.+?) \"\$@\"", re.M)
+_COMMAND = re.compile(r"^(.+?) -I -m advisor hook slurm-epilog --config (.+?) \"\$@\"", re.M)
 
 
 def render_wrapper(python: str, config: str, wrapper: str) -> str:
