@@ -2,7 +2,7 @@
 # Installs the real system components the tests start (Debian packages), when run as root.
 # Idempotent: does nothing when everything is present. Not root: prints what is missing.
 set -uo pipefail
-pkgs=(slurmctld slurmd slurm-client munge glusterfs-server glusterfs-client fuse3 chromium fio procps)
+pkgs=(slurmctld slurmd slurm-client munge glusterfs-server glusterfs-client fuse3 chromium fio procps python3-venv)  # python3-venv: the Slurm hook venv from /usr/bin/python3
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
