@@ -6,7 +6,7 @@ from functools import lru_cache
 from typing import Any, Iterable
 
 import jinja2
-from jinja2 import meta
+from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from advisor.errors import ConfigError
@@ -92,8 +92,17 @@ def compile_template(text: str) -> jinja2.Template:
 
 
 def variables(text: str) -> set[str]:
-    """Names a template reads; ConfigError-ready jinja2 syntax errors propagate."""
-    return meta.find_undeclared_variables(environment().parse(text))
+    """Names a template reads and does not set itself; jinja2 syntax errors propagate.
+
+    Walks the parsed template's Name nodes rather than meta.find_undeclared_variables,
+    which runs the code generator and made loading the catalogue ten times slower.
+    """
+    tree = environment().parse(text)
+    loaded = {n.name for n in tree.find_all(nodes.Name) if n.ctx == "load"}
+    stored = {n.name for n in tree.find_all(nodes.Name) if n.ctx in ("store", "param")}
+    if any(True for _ in tree.find_all(nodes.For)):
+        stored.add("loop")  # the implicit loop variable of a for block
+    return loaded - stored - set(environment().globals)
 
 
 def check(text: str, known: set[str], where: str) -> None:

@@ -17,6 +17,9 @@ from typing import Any
 
 import yaml
 
+# libyaml (C) composes 20x faster than the pure-Python loader and keeps line marks.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 from advisor.engine import expr, render
 from advisor.errors import ConfigError
 from advisor.facts import PARAMS, registry
@@ -104,7 +107,7 @@ def load_file(path: Path | str, text: str | None = None) -> list[Rule]:
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: cannot read rule file: {exc}") from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_YAML_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
