@@ -18,7 +18,7 @@ $(STAMP): setup.cfg pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	@mkdir -p $(OUT)
+	@mkdir -p $(OUT) $(OUT)/replay-scratch
 	$(VENV)/bin/ioadvisor diagnose $(TRACE) --json $(OUT)/demo.json --html $(OUT)/demo.html --verify --target $(OUT)/replay-scratch || true
 	@echo "report: $(OUT)/demo.html (JSON: $(OUT)/demo.json)"
 	$(PY) -m advisor.report.screenshot $(OUT)/demo.html docs/demo-report.png --height 1800 || true

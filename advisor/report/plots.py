@@ -291,7 +291,8 @@ def verification_plot(v: dict, plot_id: str) -> Plot:
     svg = Svg(WIDTH / 1.5, 118, title, alt)
     xs = Scale(0, nice_max(max(before, after, hi_s)), 92, WIDTH / 1.5 - 16)
     _x_axis(svg, xs, 70, "replay time, median (s)", tick_seconds, nice_ticks(xs.lo, xs.hi, 4))
-    for i, (label, value, cls) in enumerate((("before", before, "c-before"), ("after fix", after, "c-after"))):
+    after_cls = {"improved": "c-after", "regressed": "c-hot"}.get(str(v.get("verdict")), "c-before")
+    for i, (label, value, cls) in enumerate((("before", before, "c-before"), ("after fix", after, after_cls))):
         y = TOP + 2 + i * 21
         svg.text(86, y + 12, label, "tick", "end")
         svg.rect(xs(0), y, xs(value) - xs(0), 15, cls, f"{label}: {fmt_secs(value)}")
@@ -300,8 +301,15 @@ def verification_plot(v: dict, plot_id: str) -> Plot:
         svg.line(xs(lo_s), y, xs(hi_s), y, "whisker", f"95 % interval: {fmt_secs(lo_s)} to {fmt_secs(hi_s)}")
         for x in (xs(lo_s), xs(hi_s)):
             svg.line(x, y - 5, x, y + 5, "whisker")
-    rows = [["before", fmt_secs(before), _bw(v["baseline"])], ["after fix", fmt_secs(after), _bw(v["fixed"])]]
-    return _table(Plot(plot_id, title, svg.markup(plot_id), alt), ["run", "median time", "bandwidth"], rows)
+    rows = [[label, fmt_secs(float(run["median_s"])), _bw(run), _runs(run)]
+            for label, run in (("before", v["baseline"]), ("after fix", v["fixed"]))]
+    return _table(Plot(plot_id, title, svg.markup(plot_id), alt),
+                  ["replay", "median time", "bandwidth", "each repetition"], rows)
+
+
+def _runs(run: dict) -> str:
+    times = run.get("runs_s")
+    return ", ".join(fmt_secs(float(t)) for t in times[:20]) if isinstance(times, list) else ""
 
 
 def _bw(run: dict) -> str:
