@@ -126,6 +126,7 @@ def _check_manifest(corpus: Path, parsed: list[Path]) -> None:
     ("generated/m2_error_block_not_multiple_of_xfer/ior.txt", "block size must be a multiple"),
     ("generated/m_error_nonexistent_path/ior.json", "cut short"),
     ("generated/p_csv_summary_and_rank_details/rank_perf.csv", "per-rank"),
+    ("generated/a_good_fpp_posix_1m/ior-json-run.stdout.txt", "report went to /scratch/a_good_fpp_posix_1m/ior.json"),
     ("ior-logs/public/darshan-hpc__darshan/darshan-test/2.x/perf/354969.output", "not a recognised"),
 ])
 def test_refusals_name_the_reason(corpus: Path, name: str, reason: str):

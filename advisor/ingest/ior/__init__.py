@@ -34,8 +34,8 @@ def _kind(text: str) -> str | None:
         return "json"
     if stripped.startswith((RESULTS_HEADER, SUMMARY_HEADER, RANK_HEADER)):
         return "csv"
-    if _TEXT_MARKS.search(text):
-        return "text"
+    if _TEXT_MARKS.search(text) or (stripped.startswith("Writing output to ") and text.count("\n") <= 3):
+        return "text"  # the last: IOR's whole stdout when -O summaryFile sent the report elsewhere
     return None
 
 

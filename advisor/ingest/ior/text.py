@@ -72,6 +72,7 @@ class _Parser:
         self.prefixed = 0
         self.cut_rows = 0
         self.shell_command = ""
+        self.output_file = ""  # "Writing output to FILE": the report went to a summary file
 
     # ---- tests --------------------------------------------------------------------
     def _new_test(self, test_id: int | None = None) -> IorTest:
@@ -269,6 +270,8 @@ class _Parser:
             self._current().params.reorder_tasks = True
         elif (m := _SHELL_CMD.match(text)) and not self.header.version:
             self.shell_command = m.group(1)
+        elif text.startswith("Writing output to "):
+            self.output_file = text[len("Writing output to "):].strip()
         else:
             return False
         return True
@@ -304,6 +307,8 @@ class _Parser:
                     (f": {errors[0][:160]}" if errors else ""))
         if any(_IOR_SOURCE.search(e) for e in errors):
             return f"IOR aborted before printing its header: {errors[0][:160]}"
+        if self.output_file:
+            return f"IOR's stdout only: its report went to {self.output_file[:200]} (-O summaryFile); give that file"
         return "not an IOR log (no IOR header, results table or summary)"
 
     def _complete(self, test: IorTest) -> None:
