@@ -5,6 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import jsonschema
+
+import advisor
 
 from tests.test_campaign_jaguar import write_ior_log
 
@@ -28,6 +33,9 @@ def test_directory_campaign_with_baseline_json(tmp_path):
     proc = _run("diagnose", str(new), "--baseline", str(old), "--config", str(config), "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     docs = json.loads(out.read_text())
+    schema = json.loads((Path(advisor.__file__).parent / "schemas" / "diagnosis-v1.json").read_text())
+    for doc in docs:
+        jsonschema.validate(doc, schema)
     campaign = next(d for d in docs if d["source"]["format"] == "ior-campaign")
     (finding,) = [f for f in campaign["findings"] if f["code"] == "CAM005"]
     (regression,) = finding["evidence"]["campaign_regressions"]
