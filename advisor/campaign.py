@@ -215,17 +215,13 @@ def regressions(campaign: Campaign) -> list[tuple[CurveKey, Point, Point]]:
 # ---- figures for the HTML report ----------------------------------------------------------------
 
 def figure_data(campaign: Campaign, osts: int | None) -> dict:
-    """Compact plot data: curves, knees, the 'clients exceed OSTs' points and the baseline overlay."""
+    """Compact plot data: curves, the 'clients exceed OSTs' points and the baseline overlay
+    (the knees are filled in by :func:`diagnose_campaign` from the CAM001 finding)."""
     def series(curves: list[Curve]) -> list[dict]:
         return [{"label": c.label, "access": c.key.access, "operation": c.key.operation,
                  "study": c.key.study, "tasks": [p.tasks for p in c.points],
                  "bw_mib_s": [round(p.bw_mib, 3) for p in c.points]} for c in curves]
 
-    knees = []
-    for c in campaign.curves:
-        k = knee(c)
-        if k is not None:
-            knees.append({"label": c.label, "tasks": k.tasks, "bw_mib_s": round(k.bw_mib, 3)})
     exceed = []
     for c in campaign.curves:
         pair = exceed_point(c, osts) if osts else None
@@ -233,7 +229,7 @@ def figure_data(campaign: Campaign, osts: int | None) -> dict:
             exceed.append({"label": c.label, "osts": osts, "before": {"tasks": pair[0].tasks, "bw_mib_s": pair[0].bw_mib},
                            "after": {"tasks": pair[1].tasks, "bw_mib_s": pair[1].bw_mib}})
     return {"x": "tasks", "y": "bandwidth (MiB/s)", "osts": osts, "curves": series(campaign.curves),
-            "baseline": series(campaign.baseline), "knees": knees, "clients_exceed_osts": exceed}
+            "baseline": series(campaign.baseline), "knees": [], "clients_exceed_osts": exceed}
 
 
 # ---- diagnosis -------------------------------------------------------------------------------
@@ -260,7 +256,12 @@ def diagnose_campaign(profiles: list[JobProfile], config=None,
         raise InputError(campaign_profile(campaign).source.path, "no IOR test with a task count and a result")
     diagnosis = diagnose(campaign_profile(campaign), config)
     diagnosis.source["runs"] = list(campaign.sources)
-    diagnosis.figures["campaign"] = figure_data(campaign, config.system.osts)
+    figures = figure_data(campaign, config.system.osts)
+    # the knees drawn are the ones CAM001 reports (same significance threshold)
+    figures["knees"] = [{"label": k["curve"], "tasks": k["tasks"], "bw_mib_s": k["bw_mib_s"]}
+                        for f in diagnosis.findings if f.code == "CAM001"
+                        for k in f.evidence.get("campaign_knees", [])]
+    diagnosis.figures["campaign"] = figures
     return diagnosis
 
 
