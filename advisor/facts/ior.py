@@ -9,7 +9,6 @@ test can use; and the result means most as a share of the sustainable peak.
 
 from __future__ import annotations
 
-
 from advisor.facts import FactContext, Missing, NotApplicable, fact, param
 from advisor.ingest.ior.model import FPP, SHARED, IorRun, IorTest
 
