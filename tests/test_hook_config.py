@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -93,6 +94,26 @@ def test_child_is_killed_at_its_time_limit_with_its_children():
                          timeout_s=0.5)
     assert "timed out" in result.error and time.monotonic() - start < 5
     assert subprocess.run(["pgrep", "-f", "^sleep 30$"], capture_output=True).stdout == b""
+
+
+def test_child_dies_with_a_killed_hook(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    code = ("import os, time\n"
+            "from advisor.hooks.child import run_as_user\n"
+            f"run_as_user(lambda: (open({str(pidfile)!r}, 'w').write(str(os.getpid())), time.sleep(60)),\n"
+            "            uid=os.geteuid(), gid=os.getegid(), timeout_s=60)\n")
+    hook = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.monotonic() < deadline, "child never started"
+        time.sleep(0.05)
+    child = int(pidfile.read_text())
+    hook.kill()  # as slurmd does when PrologEpilogTimeout passes
+    hook.wait()
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{child}") and "Z" not in open(f"/proc/{child}/stat").read().split()[2]:
+        assert time.monotonic() < deadline, "the child outlived the killed hook"
+        time.sleep(0.05)
 
 
 def test_child_memory_limit_turns_into_an_error():

@@ -8,6 +8,7 @@ with the user's own rights. The result comes back as JSON through a pipe.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import resource
@@ -18,6 +19,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 MAX_RESULT_BYTES = 1 << 20
+PR_SET_PDEATHSIG = 1
+
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except OSError:  # not Linux/glibc: the time limit still applies
+    _libc = None
 
 
 @dataclass
@@ -47,10 +54,11 @@ def run_as_user(fn: Callable[[], Any], *, uid: int, gid: int, timeout_s: float,
     """`fn()` in a forked child running as uid/gid; killed (with its own children) after timeout_s."""
     start = time.monotonic()
     read_fd, write_fd = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # child: never returns
         os.close(read_fd)
-        _child_main(fn, write_fd, uid, gid, timeout_s, memory_mb)
+        _child_main(fn, write_fd, uid, gid, timeout_s, memory_mb, parent)
     os.close(write_fd)
     try:
         raw, timed_out = _read_until(read_fd, start + timeout_s)
@@ -65,7 +73,8 @@ def run_as_user(fn: Callable[[], Any], *, uid: int, gid: int, timeout_s: float,
     return _decode(raw, status, elapsed)
 
 
-def _child_main(fn, write_fd: int, uid: int, gid: int, timeout_s: float, memory_mb: int | None):
+def _child_main(fn, write_fd: int, uid: int, gid: int, timeout_s: float, memory_mb: int | None,
+                parent: int):
     code = 1
     try:
         os.setsid()  # own process group: a timeout kills the parser's children too
@@ -76,6 +85,7 @@ def _child_main(fn, write_fd: int, uid: int, gid: int, timeout_s: float, memory_
         cpu = int(timeout_s) + 2  # backstop should the parent die
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         drop_privileges(uid, gid)
+        _die_with(parent)
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[var] = "1"  # threads pools would eat the address-space limit
         try:
@@ -90,6 +100,15 @@ def _child_main(fn, write_fd: int, uid: int, gid: int, timeout_s: float, memory_
         code = 1
     finally:
         os._exit(code)
+
+
+def _die_with(parent: int) -> None:
+    # If the hook is killed (slurmd's PrologEpilogTimeout), this child, which left the hook's
+    # process group, must not live on. Set after setuid: changing credentials clears it.
+    if _libc is not None:
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
 
 
 def _quiet_stdout() -> None:

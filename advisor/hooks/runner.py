@@ -17,10 +17,6 @@ from advisor.hooks.child import ChildResult, run_as_user
 from advisor.hooks.job import JobContext
 from advisor.hooks.settings import HookConfig
 
-# Time the parent allows beyond the diagnosis limit for forking and writing the reports.
-_SLACK_S = 2.0
-
-
 def diagnose_log(path: str, site_config: Any) -> Diagnosis:
     """One log's diagnosis with the figure data the HTML report draws (error set if unusable)."""
     from advisor import api
@@ -121,5 +117,5 @@ def run_diagnosis(job: JobContext, cfg: HookConfig, site_config: Any, logs: list
                   dest: str) -> ChildResult:
     """`diagnose_and_write` in a child as the job's user, killed after the time limit."""
     return run_as_user(lambda: diagnose_and_write(job, cfg, site_config, logs, dest),
-                       uid=job.uid, gid=job.gid, timeout_s=cfg.time_limit_s + _SLACK_S,
+                       uid=job.uid, gid=job.gid, timeout_s=cfg.time_limit_s,
                        memory_mb=cfg.memory_limit_mb)

@@ -33,7 +33,7 @@ class HookConfig:
     search_days: int = 1  # darshan: also search this many days before today
     max_logs: int = 8  # logs of one job diagnosed at most (one per job step)
     wait_s: float = 10.0  # longest wait for a log still being written
-    time_limit_s: float = 60.0  # hard wall-time limit of the diagnosis child
+    time_limit_s: float = 60.0  # hard wall-time limit of the diagnosis child (reports included)
     memory_limit_mb: int = 4096  # RLIMIT_AS of the diagnosis child
     destination: str = "workdir"  # workdir | user-dir | site-dir
     user_dir: str = ""  # user-dir: e.g. "/scratch/{user}/ioadvisor"
