@@ -32,8 +32,11 @@ def collective(plan: Plan, cb_nodes: int | None = None, batch_bytes: int = BATCH
     a derived datatype would."""
     ops, nr = plan.ops, plan.nranks
     shared = ranks_per_file(ops, nr, plan.nfiles) > 1
-    data = data_mask(ops)
-    conv_files = np.unique(ops["file"][data & shared[ops["file"]] & (ops["api"] != STDIO)])
+    data = data_mask(ops) & shared[ops["file"]]
+    # files already written through MPI-IO are the ones to switch; plain POSIX shared files
+    # only when the job has no MPI-IO at all
+    mpi = data & np.isin(ops["api"], (MPIIO, MPIIO_COLL))
+    conv_files = np.unique(ops["file"][mpi if mpi.any() else data & (ops["api"] == POSIX)])
     if conv_files.size == 0:
         raise ValueError("collective: the plan has no shared file with data")
     conv = np.isin(ops["file"], conv_files)
@@ -61,11 +64,12 @@ def collective(plan: Plan, cb_nodes: int | None = None, batch_bytes: int = BATCH
 
 
 def _batches(rows: dict[str, np.ndarray], batch_bytes: int) -> dict[str, np.ndarray]:
-    """Each rank's pieces per (phase, file, op) in offset order, cut into collective calls."""
+    """Each rank's pieces per (phase, file, op) in offset order, overlaps merged (a file view
+    cannot name a byte twice), cut into collective calls of at most `batch_bytes`."""
     section = np.where(rows["op"] == WRITE, SEC_WRITE, SEC_READ)
     order = np.lexsort((rows["offset"], section, rows["file"], rows["phase"], rows["rank"]))
-    r = take(rows, order)
-    sec = section[order]
+    r = _union(take(rows, order), section[order])
+    sec = np.where(r["op"] == WRITE, SEC_WRITE, SEC_READ)
     n = len(r["op"])
     grp = np.concatenate([[True], (r["rank"][1:] != r["rank"][:-1]) | (r["phase"][1:] != r["phase"][:-1])
                           | (r["file"][1:] != r["file"][:-1]) | (sec[1:] != sec[:-1])]) if n else \
@@ -75,14 +79,36 @@ def _batches(rows: dict[str, np.ndarray], batch_bytes: int) -> dict[str, np.ndar
     csum = np.cumsum(r["length"]) - r["length"]
     within = csum - csum[gstart][gid]
     chunk = within // batch_bytes
-    overlap = np.concatenate([[False], r["offset"][1:] < r["offset"][:-1] + r["length"][:-1]]) if n else grp
-    brk = grp | np.concatenate([[False], chunk[1:] != chunk[:-1]]) | overlap
+    brk = grp | np.concatenate([[False], chunk[1:] != chunk[:-1]])
     batch = np.cumsum(brk) - 1
     k = batch - batch[gstart][gid]  # call number within (rank, phase, file, op)
     return {"rank": r["rank"], "op": r["op"], "file": r["file"], "offset": r["offset"],
             "length": r["length"], "api": np.full(n, MPIIO_COLL, np.int8), "phase": r["phase"],
             "batch": batch, "flags": np.zeros(n, np.int8), "sub": _subkey(r["file"], sec, k),
             "k": k, "section": sec}
+
+
+def _union(r: dict[str, np.ndarray], sec: np.ndarray) -> dict[str, np.ndarray]:
+    """Sorted pieces of each (rank, phase, file, op) with overlapping ones merged into one."""
+    n = len(r["op"])
+    if n == 0:
+        return r
+    same = (r["rank"][1:] == r["rank"][:-1]) & (r["phase"][1:] == r["phase"][:-1]) & \
+        (r["file"][1:] == r["file"][:-1]) & (sec[1:] == sec[:-1])
+    grp = np.concatenate([[True], ~same])
+    end = r["offset"] + r["length"]
+    gid = np.cumsum(grp) - 1
+    # running maximum of piece ends within each group: a piece overlaps when it starts before it
+    shift = gid.astype(np.int64) * (int(end.max()) + 1)
+    run_end = np.maximum.accumulate(end + shift) - shift
+    overlap = np.concatenate([[False], (r["offset"][1:] < run_end[:-1]) & same])
+    if not overlap.any():
+        return r
+    first = np.flatnonzero(~overlap)
+    out = take(r, first)
+    last_end = np.maximum.reduceat(end, first)
+    out["length"] = last_end - out["offset"]
+    return out
 
 
 def _pads(b: dict[str, np.ndarray], nranks: int) -> dict[str, np.ndarray]:

@@ -52,22 +52,24 @@ def source_size(profile: JobProfile, source: str) -> tuple[int, int]:
     return s.bytes_read + s.bytes_written, ops
 
 
-def auto_scale(profile: JobProfile, source: str) -> float:
-    """The largest scale <= 1 that keeps the replay within AUTO_MAX_BYTES and AUTO_MAX_OPS."""
+def auto_scale(profile: JobProfile, source: str, max_bytes: int = AUTO_MAX_BYTES,
+               max_ops: int = AUTO_MAX_OPS) -> float:
+    """The largest scale <= 1 that keeps the replay within `max_bytes` and `max_ops`."""
     nbytes, nops = source_size(profile, source)
-    factor = min(1.0, AUTO_MAX_BYTES / max(nbytes, 1), AUTO_MAX_OPS / max(nops, 1))
+    factor = min(1.0, max_bytes / max(nbytes, 1), max_ops / max(nops, 1))
     return float(f"{factor:.3g}")
 
 
 def build_plan(profile: JobProfile, *, source: str = "auto", scale: float | None = None,
-               np: int | None = None, think_time: bool = False) -> Plan:
+               np: int | None = None, think_time: bool = False, max_bytes: int = AUTO_MAX_BYTES,
+               max_ops: int = AUTO_MAX_OPS) -> Plan:
     """The replay plan of a job, from the requested source (or the best one)."""
     src = choose_source(profile) if source == "auto" else source
     if src not in SOURCES:
         raise InputError(profile.source.path, f"unknown plan source {src!r} (one of {', '.join(SOURCES)})")
     scale_reason = "given"
     if scale is None:
-        scale, scale_reason = auto_scale(profile, src), "automatic"
+        scale, scale_reason = auto_scale(profile, src, max_bytes, max_ops), "automatic"
     if not 0 < scale <= 1:
         raise InputError(profile.source.path, f"--scale must be in (0, 1], got {scale}")
     nranks = _nranks(profile, src)

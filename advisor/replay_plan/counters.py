@@ -193,8 +193,9 @@ def _kind_stream(builder, rc: RecordCounters, row, fid, rank, k, n, code, kind, 
     extent = rc.get(row, f"MAX_BYTE_{'READ' if code == READ else 'WRITTEN'}") + 1
     if extent > 1:
         region = max(extent // n, 1)
-    else:
+    else:  # headroom: sizes drawn from the bins may add up to a little more than the bytes
         region = max(split_even(int(round(rc.get(row, b) * scale)), n, k) for b in ("BYTES_READ", "BYTES_WRITTEN"))
+        region = int(region * 1.05) + 4096
     offsets, sizes = synth_offsets(sizes, consec, seq, base=k * region, region=region, rng=rng)
     t0, t1 = span
     times = t0 + (t1 - t0) * np.arange(count) / max(count, 1)

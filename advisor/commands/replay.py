@@ -1,0 +1,196 @@
+"""`ioadvisor replay PATH`: replay a job on a real mount, as recorded and with fixes applied."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+SCHEMA = "ioadvisor/replay/v1"
+
+
+def _fixes(profile, spec: str | None) -> tuple[list[dict], dict[str, list[str]]]:
+    """Fix dicts to measure and, per fix, the finding codes that proposed it.
+
+    `spec`: a finding code (IO001), ``all`` (every finding with a fix), or a transform with
+    parameters (``coalesce:transfer_size=4194304``, ``fsync``)."""
+    from advisor.verify import fix_key
+    from replay.transforms import FIXES
+
+    if not spec:
+        return [], {}
+    name, _, params = spec.partition(":")
+    if name in FIXES:
+        fix: dict[str, Any] = {"transform": name}
+        for item in filter(None, params.split(",")):
+            key, _, value = item.partition("=")
+            fix[key.strip()] = _number(value.strip())
+        return [fix], {fix_key(fix): [f"--fix {spec}"]}
+    from advisor import api
+
+    diagnosis = api.diagnose_profile(profile)
+    chosen = [f for f in diagnosis.findings if f.fix and (spec == "all" or f.code == spec.upper())]
+    if not chosen:
+        codes = sorted({f.code for f in diagnosis.findings if f.fix})
+        raise click.UsageError(f"--fix {spec}: no finding with that code has a fix "
+                               f"(findings with fixes here: {', '.join(codes) or 'none'}; "
+                               f"transforms: {', '.join(FIXES)})")
+    by_key: dict[str, list[str]] = {}
+    fixes = []
+    for f in chosen:
+        key = fix_key(f.fix)
+        if key not in by_key:
+            fixes.append(f.fix)
+        by_key.setdefault(key, []).append(f.code)
+    return fixes, by_key
+
+
+def _number(text: str) -> Any:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    low = text.lower()
+    if low[-1:] in units and low[:-1].isdigit():
+        return int(low[:-1]) * units[low[-1]]
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+@click.command(name="replay")
+@click.argument("path", metavar="PATH")
+@click.option("--plan-only", is_flag=True, help="Build the replay plan and print its summary; run nothing.")
+@click.option("--json", "json_out", metavar="FILE|-", default=None, help="Write the result as JSON ('-': stdout).")
+@click.option("--target", type=click.Path(file_okay=False), default=None,
+              help="Directory on the mount to test; the replay writes only in a fresh scratch directory inside.")
+@click.option("--fix", "fix_spec", metavar="CODE|all|TRANSFORM[:k=v,...]", default=None,
+              help="Also replay with the fix of this finding (or of all findings, or this transform).")
+@click.option("--repeat", type=click.IntRange(1, 1000), default=5, show_default=True,
+              help="Runs per variant (interleaved A B A B ...).")
+@click.option("--np", "nprocs", type=click.IntRange(1, 1_000_000), default=None,
+              help="Replay ranks (the job's ranks are folded onto them); default: the job's, at most the CPUs here.")
+@click.option("--scale", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="Replay this fraction of the bytes and requests; default: automatic (<= 256 MiB, 200k requests).")
+@click.option("--source", type=click.Choice(["auto", "dxt", "counters", "ior"]), default="auto",
+              show_default=True, help="Where the plan comes from.")
+@click.option("--think-time", is_flag=True, help="Keep the idle time between a rank's requests (DXT only).")
+@click.option("--odirect", is_flag=True, help="O_DIRECT for aligned POSIX requests (keeps the page cache out).")
+@click.option("--keep", is_flag=True, help="Keep the scratch directory (its path is printed).")
+def command(path, plan_only, json_out, target, fix_spec, repeat, nprocs, scale, source, think_time, odirect, keep):
+    """Replay a job (Darshan log, DXT or counters; IOR output) on a real mount and measure.
+
+    Without --fix the recorded workload runs alone, with a per-file check of what it
+    did against the source. With --fix the baseline and the fixed workload run
+    interleaved and the result gives each one's median time and bandwidth, the
+    speedup with a bootstrap 95 % interval, and a verdict. --scale and --np are
+    always stated in the result.
+    """
+    from advisor import api
+    from advisor.verify import measure, replay_plan
+
+    profile = api.load(path)
+    if plan_only:
+        from advisor.replay_plan import build_plan
+
+        plan = build_plan(profile, source=source, scale=scale, np=nprocs, think_time=think_time)
+        doc = {"schema": SCHEMA, "input": path, "plan": plan.summary()}
+        _emit(doc, json_out, _print_plan)
+        return
+    if not target:
+        raise click.UsageError("replay needs --target DIR (or --plan-only)")
+    fixes, proposers = _fixes(profile, fix_spec)
+    base = replay_plan(profile, np=nprocs, scale=scale, think_time=think_time, source=source)
+    result = measure(profile, fixes, Path(target), repeat=repeat, odirect=odirect, think_time=think_time,
+                     keep=keep, base=base)
+    doc = _document(path, profile, result, proposers)
+    _emit(doc, json_out, _print_result)
+
+
+def _document(path: str, profile, result: dict, proposers: dict[str, list[str]]) -> dict:
+    from advisor.replay_plan.fidelity import compare
+    from advisor.verify import fix_key
+
+    base = result["baseline"]
+    record = base["record"] if base else None
+    fidelity = compare(profile, result["source"], record, scale=result["scale"]) if record else []
+    for v in result["verifications"]:
+        v["proposed_by"] = proposers.get(fix_key(v["fix"]), [])
+    return {
+        "schema": SCHEMA, "input": path,
+        **{k: result[k] for k in ("target", "fstype", "source", "scale", "np", "nprocs_source",
+                                  "repeat", "cache_policy")},
+        "scratch_kept": result["scratch_kept"],
+        "plan": result["plan"],
+        "baseline": _runs(base) if base else None,
+        "fidelity": {"worst_error": max((f.worst_error() for f in fidelity), default=0.0),
+                     "files": [{"source": f.source, "name": f.name, "expected": f.expected,
+                                "replayed": f.replayed} for f in fidelity[:200]]},
+        "verifications": result["verifications"],
+    }
+
+
+def _runs(variant: dict) -> dict:
+    times = [r["time_s"] for r in variant["runs"]]
+    first = variant["runs"][0]
+    return {"runs_s": times, "bytes_read": first["bytes_read"], "bytes_written": first["bytes_written"],
+            "data_ops": first["data_ops"], "phases": first["phases"],
+            "record_totals": variant["record"]["totals"]}
+
+
+def _emit(doc: dict, json_out: str | None, printer) -> None:
+    from advisor.commands.show import _write_json
+
+    if json_out:
+        _write_json(doc, json_out)
+    if json_out != "-":
+        printer(doc)
+
+
+def _print_plan(doc: dict) -> None:
+    from advisor.report.terminal import console
+
+    p, out = doc["plan"], console()
+    out.print(f"[bold]replay plan[/] of {doc['input']}: source {p['source']}, scale {p['scale']:g}, "
+              f"{p['np']} ranks (job: {p['nprocs_source']})")
+    out.print(f"  {p['nfiles']} files ({p['shared_files']} shared) in {p['directories']} directories, "
+              f"{p['phases']} phases")
+    out.print(f"  operations: " + ", ".join(f"{k} {v:,}" for k, v in p["ops"].items()))
+    out.print(f"  bytes: read {_mib(p['bytes_read'])}, written {_mib(p['bytes_written'])}; "
+              f"needs {_mib(p['planned_bytes'])} on the target")
+    for note in p.get("notes", []):
+        out.print(f"  note: {note}")
+
+
+def _print_result(doc: dict) -> None:
+    from advisor.report.terminal import console
+
+    out = console()
+    out.print(f"[bold]replay[/] of {doc['input']} on {doc['target']} ({doc['fstype'] or 'unknown fs'}): "
+              f"source {doc['source']}, scale {doc['scale']:g}, {doc['np']} ranks "
+              f"(job: {doc['nprocs_source']}), {doc['repeat']} runs per variant")
+    out.print(f"  cache: {doc['cache_policy']}")
+    b = doc["baseline"]
+    if b:
+        times = sorted(b["runs_s"])
+        med = times[len(times) // 2]
+        moved = b["bytes_read"] + b["bytes_written"]
+        out.print(f"  recorded workload: median {med:.3f} s, {moved / (1 << 20) / med:,.0f} MiB/s "
+                  f"({b['data_ops']:,} requests, {_mib(moved)})")
+        out.print(f"  fidelity: worst per-file deviation from the source {doc['fidelity']['worst_error']:.2%}")
+    for v in doc["verifications"]:
+        who = ", ".join(v.get("proposed_by", [])) or "fix"
+        label = f"{who}: {v['fix'].get('transform')}"
+        if v["verdict"] == "not-verifiable":
+            out.print(f"  {label}: [yellow]not verifiable[/] ({v['reason']})")
+            continue
+        color = {"improved": "green", "regressed": "red"}.get(v["verdict"], "yellow")
+        out.print(f"  {label}: [{color}]{v['verdict']}[/] speedup {v['speedup']:.2f}x "
+                  f"(95% CI {v['ci95'][0]:.2f}-{v['ci95'][1]:.2f}); median {v['baseline']['median_s']:.3f} s "
+                  f"-> {v['fixed']['median_s']:.3f} s")
+    if doc.get("scratch_kept"):
+        out.print(f"  scratch kept: {doc['scratch_kept']}")
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):,.1f} MiB"
+
