@@ -13,7 +13,7 @@ import pytest
 
 from advisor.errors import InputError
 from advisor.ingest import detect, load_profile
-from advisor.ingest.darshan_log import _check_usable, load, sniff
+from advisor.ingest.darshan_log import _check_usable, load, sniff, sniff_gzip
 from advisor.ingest.isolate import IsolatedCrash, run_isolated
 from advisor.metrics import SIZE_BINS, per_file, size_bin_index, summarize
 from advisor.profile import DXT_READ, DXT_WRITE, SHARED_RANK
@@ -38,7 +38,8 @@ def small():
 def test_sniff_accepts_3x_logs_and_2x_gzip_refuses_text(tmp_path):
     assert sniff(SMALL, SMALL.read_bytes()[:4096])
     gz = DATA / "darshan-2.2.0-mpi-io-test.darshan.gz"
-    assert sniff(gz, gz.read_bytes()[:4096])
+    assert sniff_gzip(gz, gz.read_bytes()[:4096]) and not sniff(gz, gz.read_bytes()[:4096])
+    assert detect(gz).name == "darshan-gzip" and not detect(gz).isolate
     text = tmp_path / "notes.txt"
     text.write_text("3.41 is a version number, not a log\n")
     assert not sniff(text, text.read_bytes())

@@ -2,27 +2,84 @@
 
 pydarshan's own readers build one Python dict per record (and per DXT segment),
 decode names strictly and cannot tell "end of module" from "module unreadable".
-This module keeps pydarshan's `ffi`/`libdutil` (libdarshan-util does all the
-decoding, decompression and version up-conversion) and adds what ingest needs:
+This module uses pydarshan's cffi declarations and library discovery
+(libdarshan-util does all the decoding, decompression and version up-conversion;
+nothing here parses Darshan's binary format) and adds what ingest needs:
 error-aware record iteration, lenient text decoding, and capture of the messages
 the C library prints on stderr so they can become the reason of an error.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import importlib.util
 import os
 import tempfile
+import types
 from contextlib import contextmanager
-from typing import Iterator
+from pathlib import Path
+from typing import Any, Iterator
 
 from advisor.errors import InputError
 
 
-def backend():
-    """pydarshan's cffi backend (imported lazily: it pulls in pandas)."""
-    from darshan.backend import cffi_backend
+@functools.cache
+def bindings() -> tuple[Any, Any]:
+    """(ffi, lib): pydarshan's cffi declarations of libdarshan-util, and the library.
 
-    return cffi_backend
+    Built from pydarshan's own header text (darshan/backend/api_def_c.py) and
+    library discovery (darshan/discover_darshan.py), loaded as plain files: the
+    `darshan` package itself imports pandas, which costs seconds per process and
+    is not needed to read a log. Falls back to pydarshan's cffi_backend module.
+    """
+    try:
+        base = Path(importlib.util.find_spec("darshan").origin).parent
+        api = _load_file("api_def_c", base / "backend" / "api_def_c.py")
+        discover = _load_file("discover_darshan", base / "discover_darshan.py")
+        import cffi
+
+        ffi = cffi.FFI()
+        ffi.cdef(api.load_darshan_header(""))
+        lib = discover.find_utils(ffi, None)
+        if lib is None:
+            raise ImportError("libdarshan-util not found")
+        return ffi, lib
+    except Exception:  # an unexpected pydarshan layout: take the slow, official way
+        from darshan.backend import cffi_backend
+
+        return cffi_backend.ffi, cffi_backend.libdutil
+
+
+def _load_file(name: str, path: Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(f"advisor._pydarshan_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pydarshan_version() -> str:
+    try:
+        return importlib.metadata.version("darshan")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@functools.cache
+def counter_names(prefix: str, floats: bool) -> list[str]:
+    """libdarshan-util's counter names for a module prefix (POSIX, MPIIO, BGQ ...)."""
+    ffi, lib = bindings()
+    table = getattr(lib, f"{prefix.lower()}_{'f_' if floats else ''}counter_names", None)
+    if table is None:
+        return []
+    end = f"{prefix.upper()}_{'F_' if floats else ''}NUM_INDICES"
+    names = []
+    for i in range(4096):  # the list ends with its NUM_INDICES entry
+        name = text(ffi, table[i])
+        if name == end or not name:
+            break
+        names.append(name)
+    return names
 
 
 def text(ffi, cdata) -> str:
@@ -74,8 +131,8 @@ class DarshanLog:
     """An open Darshan 3.x log (libdarshan-util handle) with robust accessors."""
 
     def __init__(self, path: str, stderr: CStderr):
-        b = backend()
-        self.ffi, self.lib, self.stderr, self.path = b.ffi, b.libdutil, stderr, path
+        self.ffi, self.lib = bindings()
+        self.stderr, self.path = stderr, path
         self.handle = self.lib.darshan_log_open(os.fsencode(path))
         if not self.handle:
             reason = stderr.reason("libdarshan-util could not open it").rstrip(".")

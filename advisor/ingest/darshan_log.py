@@ -14,7 +14,7 @@ from pathlib import Path
 
 from advisor.errors import InputError
 from advisor.ingest import InputFormat, register
-from advisor.ingest.darshan_lib import DarshanLog, ModuleUnreadable, open_log, text
+from advisor.ingest.darshan_lib import DarshanLog, ModuleUnreadable, open_log, pydarshan_version, text
 from advisor.profile import JobInfo, JobProfile, ModuleInfo, MountPoint, Provenance
 
 DARSHAN_MAGIC = 6567223  # DARSHAN_MAGIC_NR at byte 8 of every 3.x log header
@@ -50,13 +50,17 @@ def _gunzip_head(path: Path, n: int = 64) -> bytes:
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """A Darshan 3.x log, or a gzip file holding a Darshan log of any version."""
-    if head[:2] == _GZIP:
-        return _header_version(_gunzip_head(path)) is not None
-    return _header_version(head) is not None and head[:1] == b"3"
+    """A Darshan 3.x log (libdarshan-util reads it)."""
+    return head[:2] != _GZIP and _header_version(head) is not None and head[:1] == b"3"
 
 
-def _refuse_gzip(path: Path) -> None:
+def sniff_gzip(path: Path, head: bytes) -> bool:
+    """A gzip file holding a Darshan log of any version (Darshan 1.x/2.x logs are gzip files)."""
+    return head[:2] == _GZIP and _header_version(_gunzip_head(path)) is not None
+
+
+def refuse_gzip(path: Path) -> JobProfile:
+    """Say why a gzip-compressed Darshan log is not read, and what to do instead."""
     version = _header_version(_gunzip_head(path)) or "?"
     if version.startswith("3."):
         raise InputError(str(path), f"gzip-compressed Darshan {version} log: gunzip it first "
@@ -68,10 +72,6 @@ def _refuse_gzip(path: Path) -> None:
 
 def load(path: Path) -> JobProfile:
     """Read a Darshan 3.x log into a job profile; InputError for anything unusable."""
-    with open(path, "rb") as fh:
-        head = fh.read(16)
-    if head[:2] == _GZIP:
-        _refuse_gzip(path)
     with open_log(str(path)) as log:
         profile = _read(log, path)
         profile.source.notes.extend(f"libdarshan-util: {ln}" for ln in log.stderr.new_lines())
@@ -79,12 +79,10 @@ def load(path: Path) -> JobProfile:
 
 
 def _read(log: DarshanLog, path: Path) -> JobProfile:
-    import darshan
-
     job = _job_info(log)
     profile = JobProfile(
         source=Provenance(path=str(path), format="darshan",
-                          parser=f"pydarshan {darshan.__version__} "
+                          parser=f"pydarshan {pydarshan_version()} "
                                  f"(libdarshan-util {text(log.ffi, log.lib.darshan_log_get_lib_version())})",
                           log_version=log.format_version),
         job=job,
@@ -174,3 +172,5 @@ def _check_usable(profile: JobProfile, path: Path, modules: dict) -> None:
 
 
 FORMAT = register(InputFormat(name="darshan", sniff=sniff, load=load, isolate=True))
+# Refused in the caller's process: no native code runs, so no child is needed.
+FORMAT_GZIP = register(InputFormat(name="darshan-gzip", sniff=sniff_gzip, load=refuse_gzip))

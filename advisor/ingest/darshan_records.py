@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.ingest.darshan_lib import DarshanLog, backend, text
+from advisor.ingest.darshan_lib import DarshanLog, counter_names, text
 from advisor.profile import LustreComponent, LustreLayout, ModuleRecords
 
-# Modules whose records are one struct of `counters` and `fcounters` arrays.
-GENERIC = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR",
-           "BG/Q", "DFS", "DAOS")
+# Modules whose records are one struct of `counters` and `fcounters` arrays
+# (struct names as pydarshan's cffi declarations call them).
+_STRUCTS = {
+    "POSIX": "struct darshan_posix_file *", "MPI-IO": "struct darshan_mpiio_file *",
+    "STDIO": "struct darshan_stdio_file *", "H5F": "struct darshan_hdf5_file *",
+    "H5D": "struct darshan_hdf5_dataset *", "PNETCDF_FILE": "struct darshan_pnetcdf_file *",
+    "PNETCDF_VAR": "struct darshan_pnetcdf_var *", "BG/Q": "struct darshan_bgq_record *",
+    "DFS": "struct darshan_dfs_file *", "DAOS": "struct darshan_daos_object *",
+}
+GENERIC = tuple(_STRUCTS)
 # Modules whose records point back to the file record of the file they live in.
 _FILE_REC_ID = {"H5D": "H5D_FILE_REC_ID", "PNETCDF_VAR": "PNETCDF_VAR_FILE_REC_ID"}
 _NAME_KEY = {"MPI-IO": "MPIIO", "BG/Q": "BGQ"}
@@ -25,21 +32,19 @@ _LUSTRE_COMP = ("STRIPE_SIZE", "STRIPE_COUNT", "STRIPE_PATTERN", "FLAGS", "EXT_S
                 "EXT_END", "MIRROR_ID")
 
 
-def counter_names(module: str, n: int, floats: bool) -> list[str]:
-    """pydarshan's counter names for `module` (n of them), or positional names."""
-    b = backend()
+def _names(module: str, n: int, floats: bool) -> list[str]:
+    """libdarshan-util's counter names for `module` (n of them), or positional names."""
     key = _NAME_KEY.get(module, module)
-    names = (b.fcounter_names(key) if floats else b.counter_names(key)) or []
-    if len(names) != n:  # a struct pydarshan has no name list for
-        kind = "F_" if floats else ""
-        names = [f"{key}_{kind}COUNTER_{i}" for i in range(n)]
-    return list(names)
+    names = counter_names(key, floats)
+    if len(names) != n:  # a struct without a name list in this libdarshan-util
+        names = [f"{key}_{'F_' if floats else ''}COUNTER_{i}" for i in range(n)]
+    return names
 
 
 def read_generic(log: DarshanLog, module: str, idx: int) -> ModuleRecords:
     """All records of a counters/fcounters module as columns."""
     ffi = log.ffi
-    ctype = backend()._structdefs[module].replace("**", "*")
+    ctype = _STRUCTS[module]
     ids, ranks, cblocks, fblocks, file_ids = [], [], [], [], []
     nc = nf = 0
     for ptr in log.records(idx):
@@ -56,8 +61,8 @@ def read_generic(log: DarshanLog, module: str, idx: int) -> ModuleRecords:
     fmat = np.frombuffer(b"".join(fblocks), dtype=np.float64).reshape(n, nf).T.copy()
     out = ModuleRecords(module=module, ids=np.array(ids, dtype=np.uint64),
                         ranks=np.array(ranks, dtype=np.int64))
-    out.counters = dict(zip(counter_names(module, nc, False), cmat))
-    out.fcounters = dict(zip(counter_names(module, nf, True), fmat))
+    out.counters = dict(zip(_names(module, nc, False), cmat))
+    out.fcounters = dict(zip(_names(module, nf, True), fmat))
     if module in _FILE_REC_ID:
         out.counters[_FILE_REC_ID[module]] = np.array(file_ids, dtype=np.uint64)
     return out

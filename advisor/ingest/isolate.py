@@ -6,9 +6,9 @@ worker. `run_isolated` runs `load(path)` in a child and turns every such end int
 an InputError naming the file and what happened.
 
 Children are forked from a multiprocessing *forkserver* that has already
-imported the native readers (pydarshan and pandas take ~2 s to import), so each
-file costs a fork, not an interpreter start, and forking stays safe even when the
-caller runs threads (Dask). The forkserver is one helper process that exits with
+imported the readers and loaded libdarshan-util, so each file costs a fork, not
+an interpreter start, and forking stays safe even when the caller runs threads
+(Dask). The forkserver is one helper process that exits with
 the caller; every child is joined or killed before `run_isolated` returns.
 """
 
@@ -19,6 +19,7 @@ import os
 import resource
 import signal
 import sys
+import time
 import traceback
 import types
 from contextlib import contextmanager
@@ -31,7 +32,7 @@ from advisor.profile import JobProfile
 DEFAULT_MEMORY_BYTES = 4 << 30
 """Address-space budget of a parsing child on top of what it starts with."""
 
-_PRELOAD = ["advisor.ingest.darshan_log", "darshan.backend.cffi_backend"]
+_PRELOAD = ["advisor.ingest.darshan_preload"]
 _context = None
 
 
@@ -104,8 +105,14 @@ def _child(conn, load: Callable[[Path], JobProfile], path: Path, budget: int) ->
     """Runs in the child: the profile, or ("error"|"crash", text), goes to `conn`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     _limit_memory(budget)
+    start = time.perf_counter()
     try:
-        result = ("ok", load(path))
+        profile = load(path)
+        # What parsing this input cost, for `show --json` and bench/ingest.py.
+        profile.extras["ingest"] = {
+            "isolated": True, "parse_s": round(time.perf_counter() - start, 4),
+            "parser_peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+        result = ("ok", profile)
     except AdvisorError as exc:
         result = ("error", exc.reason if isinstance(exc, InputError) else str(exc))
     except MemoryError:

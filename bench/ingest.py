@@ -1,0 +1,120 @@
+"""Ingest cost over the shared corpus: `ioadvisor show --json` per Darshan log.
+
+For every Darshan file of ../shared/corpus (3.x logs and the 2.x .gz logs, which
+are refused), one `ioadvisor show --json -` process: wall time, peak RSS of the
+CLI process (wait4) and of its parsing child (reported by the child in
+`source.ingest`). Then the million-segment DXT trace `generated/s_big_dxt_1k`
+against the peer, pydarshan's own DXT reader (one dict per segment), in the same
+run, with the ratio.
+
+    .venv/bin/python bench/ingest.py [--corpus DIR] [--sample N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+BIG = "generated/s_big_dxt_1k/case.darshan"
+CLI = [sys.executable, "-c", "from advisor.cli import main; main()"]
+PEER = """
+import sys, darshan
+r = darshan.DarshanReport(sys.argv[1], read_all=False)
+r.mod_read_all_dxt_records("DXT_POSIX", dtype="numpy")
+n = sum(len(x["read_segments"]) + len(x["write_segments"]) for x in r.records["DXT_POSIX"])
+print(n)
+"""
+
+
+def measure(cmd: list[str]) -> tuple[float, int, str, int]:
+    """(wall seconds, peak RSS KiB of the process, stdout, exit status) of one command."""
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("IOADVISOR_DEBUG", None)
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_maxrss, out.decode("utf-8", "replace"), proc.returncode
+
+
+def show(path: Path) -> dict:
+    wall, rss, out, code = measure([*CLI, "show", "--json", "-", "--files", "10", str(path)])
+    result = json.loads(out)["results"][0] if out.strip() else {"ok": False}
+    ingest = (result.get("source") or {}).get("ingest") or {}
+    child = ingest.get("parser_peak_rss_kb", 0)
+    return {"path": path, "ok": result.get("ok", False), "wall_s": wall, "cli_rss_kb": rss,
+            "parser_rss_kb": child, "peak_rss_kb": max(rss, child), "parse_s": ingest.get("parse_s"),
+            "exit": code}
+
+
+def files(corpus: Path) -> list[Path]:
+    two_x = corpus / "darshan-repo-logs" / "darshan-test" / "2.x"
+    return sorted(corpus.rglob("*.darshan")) + sorted(two_x.rglob("*.darshan.gz"))
+
+
+def _mib(kb: float) -> str:
+    return f"{kb / 1024:.0f} MiB"
+
+
+def corpus_table(rows: list[dict], corpus: Path) -> None:
+    ok = [r for r in rows if r["ok"]]
+    print(f"{'log':70} {'ok':>3} {'wall':>7} {'parse':>7} {'peak RSS':>9}")
+    for r in sorted(rows, key=lambda r: -r["wall_s"])[:15]:
+        parse = f"{r['parse_s']:.2f}s" if r["parse_s"] is not None else "-"
+        print(f"{str(r['path'].relative_to(corpus))[-70:]:70} {'y' if r['ok'] else 'n':>3} "
+              f"{r['wall_s']:6.2f}s {parse:>7} {_mib(r['peak_rss_kb']):>9}")
+    print(f"... ({len(rows)} logs, slowest 15 shown)\n")
+    walls = [r["wall_s"] for r in rows]
+    rss = [r["peak_rss_kb"] for r in ok]
+    parse = [r["parse_s"] for r in ok if r["parse_s"] is not None]
+    print(f"logs: {len(rows)} ({len(ok)} read, {len(rows) - len(ok)} refused with a one-line error)")
+    print(f"`ioadvisor show --json` wall time per log: median {statistics.median(walls):.2f} s, "
+          f"max {max(walls):.2f} s")
+    print(f"parse time in the isolated child: median {statistics.median(parse):.3f} s, max {max(parse):.2f} s")
+    print(f"peak RSS per log (largest process): median {_mib(statistics.median(rss))}, max {_mib(max(rss))}")
+
+
+def big_dxt(corpus: Path) -> None:
+    path = corpus / BIG
+    ours = show(path)
+    peer_wall, peer_rss, peer_out, code = measure([sys.executable, "-c", PEER, str(path)])
+    segments = peer_out.strip() if code == 0 else f"failed ({code})"
+    print(f"\n{BIG} (DXT_POSIX segments per pydarshan: {segments})")
+    print(f"  ioadvisor show --json : {ours['wall_s']:.2f} s wall, parse {ours['parse_s']:.2f} s, "
+          f"peak RSS {_mib(ours['peak_rss_kb'])}")
+    print(f"  pydarshan DXT reader  : {peer_wall:.2f} s wall, peak RSS {_mib(peer_rss)}")
+    print(f"  ratio (pydarshan / ioadvisor): time {peer_wall / ours['wall_s']:.1f}x, "
+          f"memory {peer_rss / ours['peak_rss_kb']:.1f}x")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--sample", type=int, default=0, help="every k-th log only (0: all)")
+    args = ap.parse_args()
+    if not args.corpus.is_dir():
+        sys.exit(f"bench/ingest.py: corpus not found at {args.corpus}")
+    logs = files(args.corpus)
+    if args.sample > 1:
+        logs = logs[::args.sample]
+    rows = []
+    for i, path in enumerate(logs, 1):
+        rows.append(show(path))
+        print(f"\r{i}/{len(logs)}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    corpus_table(rows, args.corpus)
+    big_dxt(args.corpus)
+
+
+if __name__ == "__main__":
+    main()
