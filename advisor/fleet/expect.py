@@ -19,6 +19,7 @@ _COLUMNS = ["path", "content_hash", "jobid", "user", "app", "start_time", "nproc
 @dataclass
 class SlowJob:
     path: str
+    content_hash: str
     jobid: str
     user: str
     app: str
@@ -80,7 +81,7 @@ def _slow_jobs(table, idx, y, pred, below: float) -> list[SlowJob]:
     for k in np.flatnonzero(pred - y >= math.log10(below)):
         i = int(idx[k])
         start = table["start_time"][i]
-        slow.append(SlowJob(table["path"][i], table["jobid"][i] or "", table["user"][i] or "",
+        slow.append(SlowJob(table["path"][i], table["content_hash"][i], table["jobid"][i] or "", table["user"][i] or "",
                             table["app"][i] or "", start.strftime("%Y-%m-%d %H:%M") if start else "",
                             int(table["nprocs"][i] or 0), float(10 ** y[k]), float(10 ** pred[k]),
                             float(table["io_time_s"][i] or 0.0)))

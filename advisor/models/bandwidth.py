@@ -58,11 +58,41 @@ def usable(bytes_moved: np.ndarray, io_time_s: np.ndarray) -> np.ndarray:
     return (bytes_moved >= MIN_BYTES) & (io_time_s >= MIN_IO_TIME_S)
 
 
-def _estimator(n: int):
-    from sklearn.ensemble import HistGradientBoostingRegressor
+class _Regressor:
+    """Gradient boosting on the columns that vary in the training jobs.
 
-    return HistGradientBoostingRegressor(max_iter=200, learning_rate=0.08, max_leaf_nodes=15,
-                                         min_samples_leaf=max(3, min(20, n // 15)), random_state=0)
+    Constant or all-NaN columns carry no information and trip the binning of
+    HistGradientBoostingRegressor, so they are dropped (and remembered) at fit time.
+    """
+
+    def __init__(self, n: int):
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        self.columns: np.ndarray | None = None
+        self.model = HistGradientBoostingRegressor(max_iter=200, learning_rate=0.08, max_leaf_nodes=15,
+                                                   min_samples_leaf=max(3, min(20, n // 15)), random_state=0)
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> "_Regressor":
+        self.columns = np.flatnonzero([len(np.unique(col[~np.isnan(col)])) > 1 for col in x.T])
+        with _one_thread():
+            self.model.fit(x[:, self.columns], y)
+        return self
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        with _one_thread():
+            return self.model.predict(x[:, self.columns])
+
+
+def _one_thread():
+    """OpenMP spinning on a shared 2-core node made a 1 s fit take minutes: stay on one thread
+    (the fleet's Dask workers already use the cores)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1)
+
+
+def _estimator(n: int) -> _Regressor:
+    return _Regressor(n)
 
 
 def fit(x: np.ndarray, log_mib_s: np.ndarray, names: list[str] | None = None) -> BandwidthModel:
@@ -91,7 +121,8 @@ def save(model: BandwidthModel, path: str | Path) -> None:
     """Write the model with skops (a safe format: loading runs no pickled code)."""
     import skops.io as sio
 
-    sio.dump({"estimator": model.estimator, "features": model.features,
+    sio.dump({"estimator": model.estimator.model, "columns": [int(c) for c in model.estimator.columns],
+              "features": model.features,
               "features_version": model.features_version, "n_jobs": model.n_jobs,
               "cv_median_factor": model.cv_median_factor, "kind": "bandwidth"}, str(path))
 
@@ -106,5 +137,7 @@ def load(path: str | Path) -> BandwidthModel:
         raise InputError(str(path), f"not an ioadvisor bandwidth model: {exc}") from None
     if not isinstance(doc, dict) or doc.get("kind") != "bandwidth":
         raise InputError(str(path), "not an ioadvisor bandwidth model")
-    return BandwidthModel(doc["estimator"], list(doc["features"]), int(doc["features_version"]),
+    regressor = _Regressor(0)
+    regressor.model, regressor.columns = doc["estimator"], np.array(doc["columns"], dtype=int)
+    return BandwidthModel(regressor, list(doc["features"]), int(doc["features_version"]),
                           int(doc["n_jobs"]), float(doc["cv_median_factor"]))
