@@ -1,142 +1,169 @@
-"""Model inputs from one job profile: what the job asked of the file system, never how long it took.
+"""Model inputs: what a workload asked of the file system, never how long it took.
 
-:func:`job_features` turns a profile into a flat ``name -> float`` dict (NaN where a
-value does not apply, e.g. stripe counts without a LUSTRE module); the fleet stores
-it per job and :mod:`advisor.models.bandwidth` trains on it. Time-derived values
-(I/O time, bandwidth, shares of run time) are left out on purpose: they are what the
-model predicts. Add a feature by adding an entry to :data:`FEATURES`; bump
-:data:`FEATURES_VERSION` so old datasets are not mixed with new ones.
+Every source is first reduced to :class:`Part` records (one per phase or per direction
+of a workload): a replay plan (:mod:`advisor.models.sources.plan`: calibration patterns
+and patterns with a fix applied), an IOR run (:mod:`advisor.models.sources.ior`) and a
+Darshan job profile (:mod:`advisor.models.sources.darshan`). :func:`features` turns a
+part into the same named numbers whatever its source, so one model reads all three.
+
+Time-derived values (I/O time, bandwidth, shares of run time) are left out on purpose:
+they are what the model predicts (leakage). Add a feature by adding an entry to
+:data:`FEATURES` (and to :data:`MONOTONE` when physics fixes its direction); bump
+:data:`FEATURES_VERSION` so data sets and models of another version are refused.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from advisor.facts import Missing
-from advisor.facts._darshan import DATA_MODULES, shared_mask
-from advisor.profile import JobProfile
+FEATURES_VERSION = 2
+ALIGNMENT = 4096  # a request is aligned when its offset is a multiple of the page size
+SMALL_CALL = 100 * 1024  # Darshan's "small" bins end at 100 KiB
 
-FEATURES_VERSION = 1
-
-_SMALL_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K")  # requests below 100 KiB
-_LARGE_BINS = ("1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS")
-_FS_TYPES = ("lustre", "gpfs", "nfs", "xfs", "ext4", "tmpfs", "beegfs", "fuse.glusterfs")
+_FS_TYPES = ("lustre", "gpfs", "nfs", "beegfs", "fuse.glusterfs", "tmpfs")
+_LOCAL_FS = ("ext4", "xfs", "btrfs", "zfs", "ext3", "overlay")
 
 
-class _Totals:
-    """Sums of counters over the data modules (POSIX + STDIO), computed once per profile."""
+@dataclass
+class Part:
+    """One phase (or one direction) of a workload, in counts and bytes only.
 
-    def __init__(self, profile: JobProfile):
-        self.profile = profile
-        self.recs = [profile.records[m] for m in DATA_MODULES if m in profile.records]
+    ``calls`` are the I/O calls the ranks issued: a POSIX read, an MPI-IO call (a
+    collective call through a file view is one call, whatever it describes);
+    ``pieces`` are the contiguous requests those calls carried (>= calls).
+    """
 
-    def sum(self, *names: str) -> float:
-        total = 0.0
-        for rec in self.recs:
-            for name in names:
-                full = f"{rec.module}_{name}"
-                if rec.has(full):
-                    total += float(np.sum(rec.get(full)))
-        return total
+    nprocs: int
+    bytes_read: float = 0.0
+    bytes_written: float = 0.0
+    calls: float = 0.0
+    write_calls: float = 0.0
+    pieces: float = 0.0
+    consecutive: float = 0.0  # pieces starting where the same rank's previous one on that file ended
+    unaligned: float = math.nan  # pieces at an offset that is not a multiple of ALIGNMENT (NaN: unknown)
+    shared_bytes: float = 0.0  # bytes on files that more than one rank touches
+    opens: float = 0.0
+    fsyncs: float = 0.0
+    stdio_bytes: float = 0.0
+    mpiio_bytes: float = 0.0
+    mpiio_calls: float = 0.0
+    collective_calls: float = 0.0
+    reread_bytes: float = 0.0  # bytes read that the workload itself wrote earlier (page cache)
+    stripe_count: float = math.nan  # NaN: no layout recorded or settable
+    stripe_size: float = math.nan
+    fstype: str = ""
+    label: str = ""  # what the part is ("write", "read", "phase 1"), for messages only
+    notes: list[str] = field(default_factory=list)
 
-    def shared_bytes(self) -> float:
-        total = 0.0
-        for rec in self.recs:
-            moved = rec.get(f"{rec.module}_BYTES_READ") + rec.get(f"{rec.module}_BYTES_WRITTEN")
-            total += float(np.sum(moved[shared_mask(rec)]))
-        return total
+    @property
+    def bytes(self) -> float:
+        return self.bytes_read + self.bytes_written
+
+    def merged(self, other: "Part") -> "Part":
+        """Both parts as one (counts add up; layout and file system of the first)."""
+        out = Part(self.nprocs, label=f"{self.label}+{other.label}", fstype=self.fstype or other.fstype,
+                   stripe_count=self.stripe_count, stripe_size=self.stripe_size)
+        for name in _ADDITIVE:
+            setattr(out, name, getattr(self, name) + getattr(other, name))
+        return out
+
+
+_ADDITIVE = ("bytes_read", "bytes_written", "calls", "write_calls", "pieces", "consecutive",
+             "unaligned", "shared_bytes", "opens", "fsyncs", "stdio_bytes", "mpiio_bytes",
+             "mpiio_calls", "collective_calls", "reread_bytes")
 
 
 def _ratio(num: float, den: float) -> float:
     return num / den if den > 0 else math.nan
 
 
-def _log(value: float) -> float:
-    return math.log10(value + 1.0)
+def _log2(value: float) -> float:
+    return math.log2(value) if value > 0 else math.nan
 
 
-def _bins(t: _Totals, bins: tuple[str, ...]) -> float:
-    return t.sum(*(f"SIZE_{op}_{b}" for op in ("READ", "WRITE") for b in bins))
+def _fs(p: Part, kind: str) -> float:
+    if kind == "local":
+        return float(p.fstype in _LOCAL_FS)
+    return float(p.fstype == kind)
 
 
-def _mpiio(t: _Totals, *names: str) -> float:
-    rec = t.profile.records.get("MPI-IO")
-    return sum(float(np.sum(rec.get(f"MPIIO_{n}"))) for n in names) if rec is not None else 0.0
-
-
-def _ops(t: _Totals) -> float:
-    return t.sum("READS", "WRITES")
-
-
-def _bytes(t: _Totals) -> float:
-    return t.sum("BYTES_READ", "BYTES_WRITTEN")
-
-
-def _stripe(t: _Totals, attr: str) -> float:
-    layouts = t.profile.lustre.values()
-    return float(max((getattr(layout, attr) for layout in layouts), default=math.nan))
-
-
-def _main_fs(t: _Totals) -> str:
-    counts: dict[str, int] = {}
-    for name in t.profile.names.values():
-        fstype = t.profile.fstype_of(name)
-        if fstype:
-            counts[fstype] = counts.get(fstype, 0) + 1
-    return max(counts, key=counts.get) if counts else ""
-
-
-FEATURES: dict[str, Callable[[_Totals], float]] = {
-    "log_nprocs": lambda t: _log(t.profile.job.nprocs or 0),
-    "log_bytes": lambda t: _log(_bytes(t)),
-    "read_fraction": lambda t: _ratio(t.sum("BYTES_READ"), _bytes(t)),
-    "log_ops": lambda t: _log(_ops(t)),
-    "log_mean_request": lambda t: _log(_ratio(_bytes(t), _ops(t))) if _ops(t) else math.nan,
-    "small_fraction": lambda t: _ratio(_bins(t, _SMALL_BINS), _ops(t)),
-    "large_fraction": lambda t: _ratio(_bins(t, _LARGE_BINS), _ops(t)),
-    "seq_fraction": lambda t: _ratio(t.sum("SEQ_READS", "SEQ_WRITES"), _ops(t)),
-    "consec_fraction": lambda t: _ratio(t.sum("CONSEC_READS", "CONSEC_WRITES"), _ops(t)),
-    "unaligned_fraction": lambda t: _ratio(t.sum("FILE_NOT_ALIGNED"), _ops(t)),
-    "rw_switch_fraction": lambda t: _ratio(t.sum("RW_SWITCHES"), _ops(t)),
-    "log_files": lambda t: _log(len({int(i) for rec in t.recs for i in rec.ids})),
-    "shared_fraction": lambda t: _ratio(t.shared_bytes(), _bytes(t)),
-    "log_meta_ops_per_rank": lambda t: _log(t.sum("OPENS", "STATS", "SEEKS", "FOPENS")
-                                            / max(t.profile.job.nprocs or 1, 1)),
-    "fsync_per_write": lambda t: _ratio(t.sum("FSYNCS", "FDSYNCS", "FLUSHES"), t.sum("WRITES")),
-    "stdio_fraction": lambda t: _ratio(t.sum("BYTES_READ", "BYTES_WRITTEN") - _posix_bytes(t), _bytes(t)),
-    "mpiio_fraction": lambda t: _ratio(_mpiio(t, "BYTES_READ", "BYTES_WRITTEN"), _bytes(t)),
-    "collective_fraction": lambda t: _ratio(_mpiio(t, "COLL_READS", "COLL_WRITES"),
-                                            _mpiio(t, "COLL_READS", "COLL_WRITES", "INDEP_READS",
-                                                   "INDEP_WRITES")),
-    "stripe_count": lambda t: _stripe(t, "stripe_count"),
-    "log_stripe_size": lambda t: _log(_stripe(t, "stripe_size")),
-    **{f"fs_{fs}": (lambda t, fs=fs: float(_main_fs(t) == fs)) for fs in _FS_TYPES},
+FEATURES: dict[str, Callable[[Part], float]] = {
+    "read_fraction": lambda p: _ratio(p.bytes_read, p.bytes),
+    "log2_nprocs": lambda p: _log2(max(p.nprocs, 1)),
+    "log2_bytes_per_rank": lambda p: _log2(p.bytes / max(p.nprocs, 1)),
+    "log2_call_bytes": lambda p: _log2(_ratio(p.bytes, p.calls)),
+    "log2_pieces_per_call": lambda p: _log2(_ratio(p.pieces, p.calls)),
+    "consecutive_fraction": lambda p: _ratio(p.consecutive, p.pieces),
+    "unaligned_fraction": lambda p: _ratio(p.unaligned, p.pieces),
+    "shared_fraction": lambda p: _ratio(p.shared_bytes, p.bytes),
+    "opens_per_call": lambda p: _ratio(p.opens, p.calls),
+    "fsync_per_write": lambda p: _ratio(p.fsyncs, p.write_calls) if p.write_calls else 0.0,
+    "stdio_fraction": lambda p: _ratio(p.stdio_bytes, p.bytes),
+    "mpiio_fraction": lambda p: _ratio(p.mpiio_bytes, p.bytes),
+    "collective_fraction": lambda p: _ratio(p.collective_calls, p.mpiio_calls) if p.mpiio_calls else 0.0,
+    "reread_fraction": lambda p: _ratio(p.reread_bytes, p.bytes_read) if p.bytes_read else 0.0,
+    "stripe_count": lambda p: p.stripe_count,
+    "log2_stripe_size": lambda p: _log2(p.stripe_size),
+    **{f"fs_{kind}": (lambda p, kind=kind: _fs(p, kind)) for kind in (*_FS_TYPES, "local")},
 }
 
+MONOTONE: dict[str, int] = {
+    "log2_call_bytes": 1,  # larger calls never lower the bandwidth (fewer round trips per byte)
+    "consecutive_fraction": 1,  # sequential streams read ahead and write behind
+    "unaligned_fraction": -1,  # unaligned requests touch extra pages, locks and RPCs
+    "fsync_per_write": -1,  # every sync waits for the storage
+}
+"""Direction physics fixes for a feature (+1 bandwidth non-decreasing, -1 non-increasing)."""
 
-def _posix_bytes(t: _Totals) -> float:
-    rec = t.profile.records.get("POSIX")
-    if rec is None:
-        return 0.0
-    return float(np.sum(rec.get("POSIX_BYTES_READ")) + np.sum(rec.get("POSIX_BYTES_WRITTEN")))
+
+def names() -> list[str]:
+    return list(FEATURES)
 
 
-def job_features(profile: JobProfile) -> dict[str, float]:
-    """Every feature of :data:`FEATURES` for one job (NaN where it does not apply)."""
-    totals = _Totals(profile)
+def monotonic_cst(feature_names: list[str]) -> list[int]:
+    """scikit-learn's monotonic_cst for `feature_names`."""
+    return [MONOTONE.get(name, 0) for name in feature_names]
+
+
+def features(part: Part) -> dict[str, float]:
+    """Every feature of :data:`FEATURES` for one part (NaN where it does not apply)."""
     out = {}
     for name, compute in FEATURES.items():
         try:
-            value = float(compute(totals))
-        except (ArithmeticError, ValueError, TypeError, Missing):
+            value = float(compute(part))
+        except (ArithmeticError, ValueError, TypeError):
             value = math.nan
         out[name] = value if math.isfinite(value) else math.nan
     return out
 
 
+def matrix(rows: list[dict[str, float]], feature_names: list[str]) -> np.ndarray:
+    """Feature dicts -> a float matrix in the order of `feature_names` (NaN where absent)."""
+    out = np.full((len(rows), len(feature_names)), np.nan)
+    for i, row in enumerate(rows):
+        for j, name in enumerate(feature_names):
+            value = row.get(name) if row else None
+            if value is not None:
+                out[i, j] = value
+    return out
+
+
+def job_features(profile) -> dict[str, float]:
+    """Features of a whole Darshan job (both directions as one part), with their version.
+
+    The fleet stores this per job; :mod:`advisor.models.bandwidth` learns from it.
+    """
+    from advisor.models.sources.darshan import job_part
+
+    out = features(job_part(profile))
+    out["features_version"] = float(FEATURES_VERSION)
+    return out
+
+
 def bandwidth_mib_s(bytes_moved: float, io_time_s: float) -> float:
-    """What the model predicts: bytes moved per second of (per-process) I/O time, in MiB/s."""
+    """Bytes moved per second of I/O time, in MiB/s (NaN when either is not positive)."""
     return bytes_moved / io_time_s / (1 << 20) if io_time_s > 0 and bytes_moved > 0 else math.nan

@@ -1,0 +1,135 @@
+"""The calibration sweep: which patterns to measure, and in which order.
+
+The space is a grid of factors (transfer size 4 KiB..16 MiB, write-then-read or cold
+read, file per process or shared, ranks 1..N, POSIX / MPI-IO independent / MPI-IO
+collective per call / collective through a file view, fsync modes, sequential or
+random order, aligned or not, small or large volume, stripe counts where the file
+system has layouts). It is far larger than any budget, so :func:`coarse_to_fine`
+orders it greedily by farthest point first (maximin in a weighted factor space): the
+first points span every factor's extremes, later points fill in between, and any
+prefix of the order covers the space as evenly as its length allows.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+KiB, MiB = 1 << 10, 1 << 20
+TRANSFERS = tuple(4 * KiB << k for k in range(13))  # 4 KiB .. 16 MiB
+OPS = ("write-read", "read")  # write then read back (warm), or read data written before the run (cold)
+LAYOUTS = ("shared", "fpp")
+APIS = ("posix", "mpiio", "collective", "collective-view")
+FSYNCS = ("none", "at-close", "per-write")
+ORDERS = ("sequential", "random")
+VOLUMES = {"small": 4 * MiB, "large": 64 * MiB}  # bytes per rank wanted
+UNALIGNED = 1_000_000 / MiB  # an unaligned transfer: 1 MiB -> 1,000,000 bytes (as users write)
+MAX_OPS = {"default": 4096, "per-write": 256, "collective": 512}  # requests per rank, at most
+
+# How much a difference in each factor separates two points (the order's metric).
+WEIGHTS = {"transfer": 3.0, "op": 2.0, "api": 1.5, "fsync": 1.5, "layout": 1.0, "nprocs": 1.0,
+           "stripe_count": 1.0, "order": 0.7, "volume": 0.7, "aligned": 0.5}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One pattern of the sweep (one IOR-like test run by the replayer)."""
+
+    op: str
+    transfer: int
+    layout: str
+    nprocs: int
+    api: str
+    fsync: str
+    order: str
+    aligned: bool
+    volume: str
+    stripe_count: int = 0  # 0: the file system's default layout
+
+    @property
+    def key(self) -> str:
+        """Stable name of the point (resuming skips points whose key is in the data)."""
+        return (f"{self.op}:{self.transfer}:{self.layout}:{self.nprocs}:{self.api}:{self.fsync}:"
+                f"{self.order}:{'a' if self.aligned else 'u'}:{self.volume}:{self.stripe_count}")
+
+    @property
+    def transfer_bytes(self) -> int:
+        return self.transfer if self.aligned else int(round(self.transfer * UNALIGNED))
+
+    @property
+    def requests_per_rank(self) -> int:
+        """Requests each rank makes: the volume wanted, within the cap of this kind of run."""
+        cap = MAX_OPS["per-write" if self.fsync == "per-write" else
+                      "collective" if self.api == "collective" else "default"]
+        return int(min(max(VOLUMES[self.volume] // self.transfer_bytes, 1), cap))
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _valid(op: str, layout: str, nprocs: int, api: str, fsync: str, order: str) -> bool:
+    if op == "read" and fsync != "none":
+        return False  # nothing to sync
+    if api.startswith("collective") and (layout == "fpp" or nprocs < 2):
+        return False  # collective buffering needs a file shared by several ranks
+    if api == "collective-view" and order == "random":
+        return False  # a file view sorts each rank's pieces by offset
+    if layout == "fpp" and nprocs == 1:
+        return False  # the same as shared
+    return True
+
+
+def rank_counts(max_np: int) -> list[int]:
+    """1, 2, 4, ... up to max_np, and max_np itself."""
+    counts = [n for n in (1 << k for k in range(20)) if n <= max_np]
+    return sorted(set(counts + [max_np]))
+
+
+def design(max_np: int, stripe_counts: list[int] | None = None) -> list[Point]:
+    """Every valid point of the sweep for up to `max_np` ranks."""
+    stripes = stripe_counts or [0]
+    points = []
+    for op, xfer, layout, n, api, fsync, order, aligned, volume, sc in itertools.product(
+            OPS, TRANSFERS, LAYOUTS, rank_counts(max_np), APIS, FSYNCS, ORDERS, (True, False),
+            tuple(VOLUMES), stripes):
+        if _valid(op, layout, n, api, fsync, order):
+            points.append(Point(op, xfer, layout, n, api, fsync, order, aligned, volume, sc))
+    return points
+
+
+def _embedding(points: list[Point]) -> np.ndarray:
+    """Weighted coordinates whose L1 distance is the order's metric: log-scaled ordinal
+    factors in [0, weight], categorical factors one-hot at weight / 2 (a mismatch costs weight)."""
+    def scaled(values: list[float], weight: float) -> np.ndarray:
+        v = np.log2(np.asarray(values, float) + 1)
+        span = v.max() - v.min()
+        return ((v - v.min()) / span if span > 0 else np.zeros(len(v))) * weight
+
+    cols = [scaled([getattr(p, name) for p in points], WEIGHTS[name])
+            for name in ("transfer", "nprocs", "stripe_count")]
+    for name, levels in (("op", OPS), ("api", APIS), ("fsync", FSYNCS), ("layout", LAYOUTS),
+                         ("order", ORDERS), ("volume", tuple(VOLUMES)), ("aligned", (True, False))):
+        index = np.array([levels.index(getattr(p, name)) for p in points])
+        cols += [(index == k) * WEIGHTS[name] / 2 for k in range(len(levels))]
+    return np.stack(cols, axis=1)
+
+
+def coarse_to_fine(points: list[Point], seed: int = 0) -> Iterator[Point]:
+    """Points in farthest-point-first order, lazily (deterministic for a design and seed)."""
+    if not points:
+        return
+    emb = _embedding(points)
+    jitter = np.random.default_rng(seed).random(len(points)) * 1e-6  # breaks ties reproducibly
+    centre = np.abs(emb[:, :3] - emb[:, :3].max(axis=0) / 2).sum(axis=1)
+    last = int(np.argmin(centre + jitter))
+    dist = np.full(len(points), np.inf)
+    for _ in range(len(points)):
+        yield points[last]
+        dist = np.minimum(dist, np.abs(emb - emb[last]).sum(axis=1))
+        dist[last] = -1.0
+        last = int(np.argmax(dist + jitter))
+        if dist[last] < 0:
+            return
