@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from advisor.fleet.store import FleetStore
 
 OTHER = "other"
+WEEKS = 104  # the weekly chart covers the last two years with findings
 
 
 @dataclass
@@ -58,6 +59,7 @@ class FleetSummary:
     mounts: list[Ranked] = field(default_factory=list)
     weeks: list[str] = field(default_factory=list)  # Monday of each week, oldest first
     weekly: dict[str, list[float]] = field(default_factory=dict)  # category -> hours per week
+    weeks_left_out: int = 0  # older weeks with findings, beyond the chart's span
     worst: list[WorstJob] = field(default_factory=list)
     error_reasons: list[tuple[str, int]] = field(default_factory=list)
 
@@ -77,7 +79,7 @@ def summarise(dataset: str | Path, top: int = 20) -> FleetSummary:
     out.apps = _rank(findings, "app", top, detail="category")
     out.users = _rank(findings, "user", top, detail="category")
     out.mounts = _rank(findings, "mount", top)
-    out.weeks, out.weekly = _weekly(findings, [r.name for r in out.categories[:6]])
+    out.weeks, out.weekly, out.weeks_left_out = _weekly(findings, [r.name for r in out.categories[:6]])
     out.worst = _worst(jobs, top)
     out.error_reasons = _error_reasons(jobs, top)
     return out
@@ -131,20 +133,23 @@ def _top_detail(table: pa.Table, key: str, detail: str, names: set) -> dict:
     return {name: value for name, (value, _) in best.items()}
 
 
-def _weekly(findings: pa.Table, categories: list[str]) -> tuple[list[str], dict[str, list[float]]]:
-    """Core-hours lost per week (Monday to Sunday, UTC) for the top categories and the rest."""
+def _weekly(findings: pa.Table, categories: list[str],
+            span: int = WEEKS) -> tuple[list[str], dict[str, list[float]], int]:
+    """Core-hours lost per week (Monday to Sunday, UTC) for the top categories and the rest,
+    over the last `span` weeks with findings; also how many older weeks with findings are left out."""
     table = findings.filter(pc.invert(pc.is_null(findings["start_time"])))
     if not len(table):
-        return [], {}
+        return [], {}, 0
     hours: dict[tuple[str, str], float] = {}
     for start, category, h in zip(table["start_time"].to_pylist(), table["category"].to_pylist(),
                                   table["hours"].to_pylist()):
         week = _monday(start)
         name = category if category in categories else OTHER
         hours[(week, name)] = hours.get((week, name), 0.0) + (h or 0.0)
-    weeks = _all_weeks(min(w for w, _ in hours), max(w for w, _ in hours))
-    names = categories + ([OTHER] if any(n == OTHER for _, n in hours) else [])
-    return weeks, {n: [hours.get((w, n), 0.0) for w in weeks] for n in names}
+    weeks = _all_weeks(min(w for w, _ in hours), max(w for w, _ in hours), span)
+    older = len({w for w, _ in hours if w < weeks[0]})
+    names = categories + ([OTHER] if any(n == OTHER for w, n in hours if w >= weeks[0]) else [])
+    return weeks, {n: [hours.get((w, n), 0.0) for w in weeks] for n in names}, older
 
 
 def _monday(when: datetime) -> str:
@@ -152,8 +157,8 @@ def _monday(when: datetime) -> str:
     return (day - timedelta(days=day.weekday())).isoformat()
 
 
-def _all_weeks(first: str, last: str, most: int = 520) -> list[str]:
-    """Every Monday from `first` to `last` (empty weeks are shown as empty), at most ten years."""
+def _all_weeks(first: str, last: str, most: int) -> list[str]:
+    """Every Monday from `first` to `last` (empty weeks too), the last `most` at most."""
     day, end = datetime.fromisoformat(first), datetime.fromisoformat(last)
     if (end - day).days // 7 >= most:
         day = end - timedelta(weeks=most - 1)

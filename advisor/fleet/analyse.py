@@ -111,9 +111,20 @@ def app_name(exe: str) -> str:
         return ""
     name = os.path.basename(words[0])
     if name.rstrip("0123456789.") in INTERPRETERS or name in INTERPRETERS:
-        script = next((w for w in words[1:] if not w.startswith("-")), "")
-        return f"{name} {os.path.basename(script)}".strip()
+        return f"{name} {_script(words[1:])}".strip()
     return name
+
+
+def _script(args: list[str]) -> str:
+    """What an interpreter runs: a script's name, ``-m module``, or ``-c``."""
+    for i, word in enumerate(args):
+        if word == "-m" and i + 1 < len(args):
+            return f"-m {args[i + 1]}"
+        if word == "-c":
+            return "-c"
+        if not word.startswith("-"):
+            return os.path.basename(word)
+    return ""
 
 
 def mount_label(profile: JobProfile, path: str) -> str:

@@ -48,14 +48,15 @@ def ranking_chart(plot_id: str, title: str, rows: list[Ranked], what: str) -> Pl
     return plot
 
 
-def weekly_chart(plot_id: str, weeks: list[str], series: dict[str, list[float]]) -> Plot:
+def weekly_chart(plot_id: str, weeks: list[str], series: dict[str, list[float]], older: int = 0) -> Plot:
     """Stacked columns of core-hours lost per week, one colour per category."""
     title = "Core-hours lost per week, by category"
     totals = [sum(v[i] for v in series.values()) for i in range(len(weeks))]
     worst = max(range(len(weeks)), key=lambda i: totals[i]) if weeks else None
     alt = ("No dated findings." if worst is None else
            f"{len(weeks)} weeks from {weeks[0]} to {weeks[-1]}; the worst week starts {weeks[worst]} "
-           f"with {fmt_hours(totals[worst])} lost.")
+           f"with {fmt_hours(totals[worst])} lost."
+           + (f" {older} older weeks with findings are not drawn." if older else ""))
     left, height = 78, 300
     svg = Svg(WIDTH, height, title, alt)
     ys = Scale(0, nice_max(max(totals, default=0)), height - BOTTOM, TOP)

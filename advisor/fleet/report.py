@@ -53,7 +53,8 @@ def render_fleet(summary: FleetSummary, expectations: Expectations, links: dict[
         css=css, js=js, csp=content_security_policy(css, js), version=__version__,
         generated=generated.strftime("%Y-%m-%d %H:%M UTC"), title=f"ioadvisor fleet: {Path(dataset).name}",
         dataset=dataset, top=top, headline=_headline(summary), plots=plots,
-        weekly=weekly_chart("weekly", summary.weeks, summary.weekly) if summary.weeks else None,
+        weekly=(weekly_chart("weekly", summary.weeks, summary.weekly, summary.weeks_left_out)
+                if summary.weeks else None),
         mounts=[[m.name, fmt_hours(m.hours), str(m.jobs), str(m.findings)] for m in summary.mounts],
         worst=[_worst_row(w, links) for w in summary.worst],
         slow=_slow_view(expectations, links, top),
@@ -61,10 +62,9 @@ def render_fleet(summary: FleetSummary, expectations: Expectations, links: dict[
 
 
 def _headline(s: FleetSummary) -> list[tuple[str, str]]:
-    share = f" ({s.hours_lost / s.io_hours:.0%} of the I/O core-hours)" if s.io_hours > 0 else ""
     return [("jobs analysed", f"{s.jobs:,}"), ("not readable", f"{s.errors:,}"),
             ("jobs with findings", f"{s.with_findings:,}"),
-            ("core-hours lost (estimated)", fmt_hours(s.hours_lost) + share),
+            ("core-hours lost (estimated)", fmt_hours(s.hours_lost)),
             ("I/O core-hours recorded", fmt_hours(s.io_hours)),
             ("data moved", fmt_bytes(s.bytes_moved)),
             ("jobs started", f"{s.first} to {s.last}" if s.first else "unknown")]

@@ -8,6 +8,8 @@ workers return rows (a few KB), never job profiles.
 from __future__ import annotations
 
 import contextlib
+import itertools
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -66,8 +68,13 @@ def run_fleet(inputs: Iterable[str], out: str, options: FleetOptions,
     try:
         pending = _new_logs(iter_logs(inputs, options.patterns, options.since, options.until),
                             store.seen(), stats, options.retry_errors)
+        first = next(pending, None)
+        if first is None:  # all done already: no cluster to start
+            if progress:
+                progress(stats, True)
+            return stats
         with _client(options) as client:
-            _analyse_all(client, pending, store, options, stats, progress)
+            _analyse_all(client, itertools.chain([first], pending), store, options, stats, progress)
     finally:
         store.close()
         stats.elapsed_s = time.perf_counter() - started
@@ -210,7 +217,8 @@ def _client(options: FleetOptions):
             from distributed import LocalCluster
 
             with LocalCluster(n_workers=options.workers, threads_per_worker=1, processes=True,
-                              dashboard_address=None, host="127.0.0.1") as cluster, \
+                              dashboard_address=None, host="127.0.0.1",
+                              silence_logs=logging.ERROR) as cluster, \
                     Client(cluster) as client:
                 yield client
 
