@@ -11,7 +11,6 @@ import re
 from html.parser import HTMLParser
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -8,7 +8,9 @@ numbers the same way. Axis ticks use the compact ``tick_*`` forms ('500 ms', '1.
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import Callable
 
 from advisor.engine.render import fmt_bytes, fmt_num, fmt_pct, fmt_rate, fmt_secs
 
@@ -17,14 +19,23 @@ fmt_seconds, fmt_share, fmt_count = fmt_secs, fmt_pct, fmt_num
 __all__ = ["fmt_bytes", "fmt_num", "fmt_pct", "fmt_rate", "fmt_secs", "fmt_seconds", "fmt_share", "fmt_count",
            "fmt_value", "tick_bytes", "tick_seconds", "tick_count", "tick_rate"]
 
+def _number(fmt: Callable[[float], str]) -> Callable[[float | None], str]:
+    """A tick formatter that takes any number (or None) and says 'n/a' for what is not one."""
+    @functools.wraps(fmt)
+    def checked(x: float | None) -> str:
+        if x is None or not math.isfinite(float(x)):
+            return "n/a"
+        return fmt(float(x))
+
+    return checked
+
+
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
 
+@_number
 def tick_bytes(n: float) -> str:
     """1536 -> '1.5 KiB'; exact powers stay short ('4 KiB', '1 MiB')."""
-    if n is None or not math.isfinite(float(n)):
-        return "n/a"
-    n = float(n)
     sign = "-" if n < 0 else ""
     n = abs(n)
     unit = 0
@@ -36,11 +47,9 @@ def tick_bytes(n: float) -> str:
     return f"{sign}{_short(n)} {_BYTE_UNITS[unit]}"
 
 
+@_number
 def tick_seconds(s: float) -> str:
     """Seconds with a unit that fits: '850 us', '12.3 ms', '4.20 s', '3 min 20 s', '2 h 05 min'."""
-    if s is None or not math.isfinite(float(s)):
-        return "n/a"
-    s = float(s)
     if s == 0:
         return "0 s"
     if abs(s) < 1e-3:
@@ -54,11 +63,9 @@ def tick_seconds(s: float) -> str:
     return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
 
 
+@_number
 def tick_count(n: float) -> str:
     """12345 -> '12,345'; large counts abbreviated: 3.4M."""
-    if n is None or not math.isfinite(float(n)):
-        return "n/a"
-    n = float(n)
     if abs(n) >= 10_000_000:
         for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
             if abs(n) >= div:
