@@ -227,7 +227,7 @@ def test_names_with_tabs(tmp_path):
 def test_invalid_utf8_in_names(tmp_path):
     data = A_PARSER.read_bytes().replace(b"testfile.00000002", b"test\xff\xfefile")
     p = load_profile(_write(tmp_path, "bytes.txt", data))
-    assert any("\ufffd" in n for n in p.names.values())
+    assert "/scratch/a_good_fpp_posix_1m/test\\xff\\xfefile" in p.names.values()  # as the log reader shows it
 
 
 def test_crlf_dump(tmp_path):

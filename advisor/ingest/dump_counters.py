@@ -20,13 +20,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from advisor.ingest.dxt_dump import DumpFormatError
-from advisor.profile import LustreComponent, LustreLayout, ModuleRecords
+from advisor.ingest.dump_lustre import lustre_records
+from advisor.profile import LustreLayout, ModuleRecords
 
 # Absent counters in a record with a shorter layout (fewer OST ids or heatmap bins).
 _FILL = {"HEATMAP": 0}
 _DEFAULT_FILL = -1
-_LUSTRE_PATTERNS = {0x1: "raid0", 0x2: "raid1", 0x100: "mdt", 0x201: "overstriped", 0x200: "overstriped"}
-_LUSTRE_RELEASED = 0x80000000
 
 
 @dataclass
@@ -158,6 +157,14 @@ class _Table:
     layout_of: list[tuple[str, ...]] = field(default_factory=list)  # per record
     values: dict[tuple[str, ...], list[list[str]]] = field(default_factory=dict)
 
+    def rows(self):
+        """(rank, record id, {counter name: value text}) of each record, in dump order."""
+        taken = dict.fromkeys(self.values, 0)
+        for rank, rid, layout in zip(self.ranks, self.ids, self.layout_of):
+            vals = self.values[layout][taken[layout]]
+            taken[layout] += 1
+            yield rank, rid, dict(zip(layout, vals))
+
 
 class CounterTables:
     """All counter records of a dump, converted to :class:`ModuleRecords` at the end."""
@@ -165,14 +172,19 @@ class CounterTables:
     def __init__(self) -> None:
         self.tables: dict[str, _Table] = {}
         self.names: dict[int, str] = {}
-        self._strings: dict[str, dict[str, np.ndarray]] = {}
         self._records: dict[str, ModuleRecords] | None = None
+        self._lustre_layouts: dict[int, LustreLayout] = {}
         self._cur: tuple[str, str, str] | None = None  # module, rank, record id
         self._cnames: list[str] = []
         self._vals: list[str] = []
 
     def has_module(self, module: str) -> bool:
         return module in self.tables
+
+    def drop(self, module: str) -> int:
+        """Forget the records of a module that is not used; returns how many there were."""
+        table = self.tables.pop(module, None)
+        return len(table.ids) if table else 0
 
     def add(self, text: str) -> None:
         """Consume counter lines (tab-separated, one per counter)."""
@@ -187,7 +199,8 @@ class CounterTables:
                 self._close(cur, cnames, vals)
                 cur, cnames, vals = (p[0], p[1], p[2]), [], []
                 name = p[5]
-                if name != "(null)":
+                # DAOS lines carry the object id where other modules print the name
+                if name != "(null)" and p[0] != "DAOS":
                     self.names.setdefault(_record_id(p[2], line), name)
             cnames.append(p[3])
             vals.append(p[4])
@@ -209,7 +222,7 @@ class CounterTables:
         cur, cnames = self._cur, self._cnames
         self._close(cur, cnames, self._vals)
         self._cur, self._cnames, self._vals = None, [], []
-        if cur is None or cur[0] in _FILL or cur[0] == "LUSTRE":
+        if cur is None or cur[0] in _FILL or cur[0] == "LUSTRE":  # variable-length records
             return
         table = self.tables[cur[0]]
         longest = max(table.values, key=len)
@@ -220,7 +233,12 @@ class CounterTables:
 
     def records(self) -> dict[str, ModuleRecords]:
         if self._records is None:
-            self._records = {m: self._convert(t) for m, t in self.tables.items()}
+            self._records = {}
+            for module, table in self.tables.items():
+                if module == "LUSTRE":
+                    self._records[module], self._lustre_layouts = lustre_records(table)
+                else:
+                    self._records[module] = self._convert(table)
         return self._records
 
     def _convert(self, table: _Table) -> ModuleRecords:
@@ -247,64 +265,21 @@ class CounterTables:
                rows: np.ndarray, n: int, fill: int) -> None:
         is_float = "_F_" in cname
         try:
-            values = col.astype(np.float64 if is_float else np.int64)
+            # record ids of the file a dataset/variable belongs to are printed unsigned
+            values = col.astype(np.float64 if is_float else np.uint64 if cname.endswith("_FILE_REC_ID")
+                                else np.int64)
         except (ValueError, OverflowError):
-            if cname.endswith("POOL_NAME") or not is_float and _floats(col) is None:
-                self._strings.setdefault(module, {})[cname] = _scatter(col, rows, n, "", object)
-                return
-            values, is_float = _floats(col), True
+            values, is_float = _floats(col), True  # e.g. APMPI prints float variances
+            if values is None:
+                raise DumpFormatError(f"malformed {cname} value in the {module} records "
+                                      f"(e.g. {str(col[0])[:40]!r})") from None
         target = recs.fcounters if is_float else recs.counters
         target[cname] = _scatter(values, rows, n, np.nan if is_float else fill, values.dtype,
                                  target.get(cname))
 
     def lustre_layouts(self) -> dict[int, LustreLayout]:
-        recs = self.records().get("LUSTRE")
-        if recs is None:
-            return {}
-        strings = self._strings.get("LUSTRE", {})
-        layouts: dict[int, LustreLayout] = {}
-        for i in range(len(recs)):
-            counters = {k: int(v[i]) for k, v in recs.counters.items()}
-            counters.update({k: v[i] for k, v in strings.items()})
-            layout = lustre_layout(int(recs.ids[i]), counters)
-            layouts.setdefault(layout.record_id, layout)
-        return layouts
-
-
-def lustre_layout(record_id: int, counters: dict) -> LustreLayout:
-    """A LustreLayout from one LUSTRE record's counters (old or 3.4.6+ component form)."""
-    layout = LustreLayout(record_id=record_id)
-    osts, mdts = counters.get("LUSTRE_OSTS", -1), counters.get("LUSTRE_MDTS", -1)
-    layout.osts = osts if osts >= 0 else None
-    layout.mdts = mdts if mdts >= 0 else None
-    if "LUSTRE_STRIPE_WIDTH" in counters:
-        width = max(counters["LUSTRE_STRIPE_WIDTH"], 0)
-        layout.components.append(LustreComponent(
-            stripe_size=counters.get("LUSTRE_STRIPE_SIZE", 0), stripe_count=width,
-            stripe_offset=counters.get("LUSTRE_STRIPE_OFFSET", -1),
-            ost_ids=[counters[f"LUSTRE_OST_ID_{k}"] for k in range(width) if f"LUSTRE_OST_ID_{k}" in counters]))
-        return layout
-    for k in range(1, max(counters.get("LUSTRE_NUM_COMPONENTS", 0), 0) + 1):
-        pre = f"LUSTRE_COMP{k}_"
-        count = counters.get(pre + "STRIPE_COUNT", 0)
-        pattern = counters.get(pre + "STRIPE_PATTERN", 1)
-        layout.components.append(LustreComponent(
-            extent_start=counters.get(pre + "EXT_START", 0), extent_end=counters.get(pre + "EXT_END", -1),
-            stripe_size=counters.get(pre + "STRIPE_SIZE", 0), stripe_count=count,
-            pattern=lustre_pattern(pattern), pool=str(counters.get(pre + "POOL_NAME", "") or ""),
-            ost_ids=[counters[f"{pre}OST_ID_{j}"] for j in range(max(count, 0)) if f"{pre}OST_ID_{j}" in counters]))
-    return layout
-
-
-def lustre_pattern(value: int) -> str:
-    """Name of a Lustre layout pattern (LOV_PATTERN_* bits)."""
-    if value < 0:
-        return "unknown"
-    if value & _LUSTRE_RELEASED:
-        return "released"
-    if value & 0x200:
-        return "overstriped"
-    return _LUSTRE_PATTERNS.get(value & 0xFFFF, f"pattern {value:#x}")
+        self.records()
+        return self._lustre_layouts
 
 
 def _floats(col: np.ndarray) -> np.ndarray | None:

@@ -138,7 +138,7 @@ class DxtAccumulator:
         """Raw text of consecutive segment lines (each ending in a newline) of the open block."""
         block = self._block
         if block is None or not block.started:
-            first = run.split(b"\n", 1)[0][:60].decode("utf-8", "replace")
+            first = run.split(b"\n", 1)[0][:60].decode("utf-8", "backslashreplace")
             raise DumpFormatError(f"segment line outside a DXT block: {first!r}")
         body = run.rstrip(b"\r\n")  # trailing blank separator lines carry no segment
         count = body.count(b"\n") + 1 if body else 0

@@ -22,6 +22,8 @@ from typing import BinaryIO, Iterator
 
 from advisor.errors import InputError
 from advisor.ingest import InputFormat, register
+from advisor.ingest.darshan_log import _NOT_READ
+from advisor.ingest.darshan_records import GENERIC
 from advisor.ingest.dump_counters import CounterTables, ParserSections, SectionReader
 from advisor.ingest.dxt_dump import DumpFormatError, DxtAccumulator
 from advisor.profile import DxtTrace, JobInfo, JobProfile, ModuleInfo, MountPoint, Provenance
@@ -44,6 +46,18 @@ _PRINTED_MODULES = {"POSIX", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VA
                     "LUSTRE", "STDIO", "MDHIM", "HEATMAP", "DFS", "DAOS"}
 
 
+DXT_PARTIAL_NOTE = "partial: Darshan's DXT buffer filled up, later operations were not traced"
+
+
+def not_read(module: str) -> str | None:
+    """Why the records of `module` are not used, as the log reader decides; None if they are."""
+    if module in _NOT_READ:
+        return _NOT_READ[module]
+    if module in GENERIC or module in ("LUSTRE", "HEATMAP") or module in _DXT_MODULES:
+        return None
+    return "module unknown to ioadvisor; its records are not used"
+
+
 # -- opening and sniffing ----------------------------------------------------------
 def _open(path: Path) -> BinaryIO:
     fh = open(path, "rb")
@@ -62,7 +76,7 @@ def _text_head(path: Path, head: bytes, limit: int) -> str:
                 head = fh.read(limit)
     except (OSError, EOFError, zlib.error):
         return ""
-    return head.decode("utf-8", "replace")
+    return head.decode("utf-8", "backslashreplace")
 
 
 def dump_kind(path: Path, head: bytes) -> str | None:
@@ -136,7 +150,7 @@ class DumpReader:
             if c == 0x23 or c == 0x0A or c == 0x0D:  # '#', blank line
                 eol = block.find(b"\n", pos)
                 eol = end if eol < 0 else eol
-                self.comment(block[pos:eol].decode("utf-8", "replace").rstrip("\r"))
+                self.comment(block[pos:eol].decode("utf-8", "backslashreplace").rstrip("\r"))
                 pos = eol + 1
             else:
                 stop = block.find(b"\n#", pos)
@@ -177,7 +191,7 @@ class DumpReader:
         if self.state == "dxt":
             self.dxt.add_run(run)
         elif self.state == "counters" or self.state == "section":
-            text = run.decode("utf-8", "replace")
+            text = run.decode("utf-8", "backslashreplace")
             if self.state == "section" or text.startswith("total_"):
                 rest = self.sections.data(self.module, text)
                 if rest:
@@ -187,7 +201,7 @@ class DumpReader:
         elif self.headers == 0:
             pass  # stderr noise printed before the dump (e.g. version warnings)
         else:
-            line = run.split(b"\n", 1)[0][:100].decode("utf-8", "replace").strip()
+            line = run.split(b"\n", 1)[0][:100].decode("utf-8", "backslashreplace").strip()
             if line.startswith(("Error:", "Warning:")):
                 self.notes.append(f"darshan-parser said: {line}")
             elif line:
@@ -203,8 +217,7 @@ class DumpReader:
         self.jobs.append(("", "", 0))
 
     def _header_line(self, line: str) -> None:
-        key, _, value = line[2:].partition(": ")
-        value = value.strip()
+        key, _, value = line[2:].partition(": ")  # values kept verbatim (exe may end in a space)
         job = self.job
         first = self.headers == 1
         try:
@@ -276,6 +289,7 @@ class DumpReader:
         self._check_same_job()
         self.tables.check_complete()
         self._check_sections()
+        skipped = {m: self.tables.drop(m) for m in list(self.tables.tables) if not_read(m)}
         records = self.tables.records()
         profile = JobProfile(
             source=Provenance(path=str(self.path), format=self._format_name(), parser=READER,
@@ -283,7 +297,7 @@ class DumpReader:
             job=self.job, mounts=self.mounts, names={**self.dxt.names, **self.tables.names},
             records=records, lustre=self.tables.lustre_layouts())
         self.job.library_version = self.job.metadata.get("lib_ver", "")
-        self._fill_modules(profile)
+        self._fill_modules(profile, skipped)
         profile.dxt = self._dxt_traces()
         if self.sections.by_module:
             profile.extras["parser_sections"] = self.sections.by_module
@@ -330,7 +344,7 @@ class DumpReader:
         return (f"the dump ends right after the {module} module banner: {tool} stops there when the "
                 f"module's data is incomplete (re-run it with --show-incomplete), or the dump was truncated")
 
-    def _fill_modules(self, profile: JobProfile) -> None:
+    def _fill_modules(self, profile: JobProfile, skipped: dict[str, int]) -> None:
         kind = self._format_name()
         for module, (size, version) in self.regions.items():
             if kind == "darshan-dxt-parser" and module not in _DXT_MODULES:
@@ -340,7 +354,9 @@ class DumpReader:
             info.records = len(recs) if recs is not None else self.dxt.modules.get(module, _NoBlocks).blocks
             if module in _DXT_MODULES and module not in self.dxt.modules:
                 info.note = "DXT segments are not in darshan-parser output; load the darshan-dxt-parser dump"
-            elif module not in self.banners and module not in _PRINTED_MODULES and size > 0:
+            elif (why := not_read(module)) is not None:
+                info.supported, info.note, info.records = False, why, skipped.get(module, 0)
+            elif module not in self.banners and size > 0:
                 info.supported = False
                 info.note = "darshan-parser printed no records for this module"
             profile.modules[module] = info
@@ -350,6 +366,9 @@ class DumpReader:
 
     def _dxt_traces(self) -> dict[str, DxtTrace]:
         traces = self.dxt.traces()
+        for module, trace in traces.items():
+            if module in self.partial:
+                trace.note = DXT_PARTIAL_NOTE
         for module in _DXT_MODULES:
             if module in self.regions and module not in traces:
                 traces[module] = DxtTrace.empty(module, readable=False, note=(
@@ -357,15 +376,17 @@ class DumpReader:
         return traces
 
     def _check_not_empty(self, profile: JobProfile) -> None:
-        if profile.records or any(len(t) for t in profile.dxt.values()):
+        if profile.records or any(len(t) for t in profile.dxt.values()) or any(
+                not m.supported for m in profile.modules.values()):
             return
         if self._format_name() == "darshan-dxt-parser" and self.regions:
             self.notes.append("the log has no DXT trace data (darshan-dxt-parser printed no segments)")
             return  # legitimately empty of segments: the counters are in the darshan-parser dump
-        why = "no module data" if self.no_module_data or not self.regions else "no records"
-        raise DumpFormatError(
-            f"the log behind this dump is silently empty: {self.job.nprocs} processes, {why} "
-            f"(Darshan recorded nothing for this job)")
+        if self.job.nprocs <= 0:
+            raise DumpFormatError("the log behind this dump is silently empty (0 processes, no records): "
+                                  "Darshan recorded nothing usable for this job")
+        raise DumpFormatError(f"empty log: job metadata only ({self.job.nprocs} processes, exe "
+                              f"{self.job.exe or 'unknown'!r}), no Darshan module recorded any I/O")
 
 
 class _NoBlocks:
