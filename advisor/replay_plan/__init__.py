@@ -91,6 +91,10 @@ def build_plan(profile: JobProfile, *, source: str = "auto", scale: float | None
             "np": nranks, "think_time": bool(think_time and src == "dxt"), "notes": notes,
             "input": profile.source.path}
     plan = builder.build(meta)
+    if src == "ior" and scale < 1:  # IOR scales by whole transfers and segments: say what it became
+        full, _ = ior_bytes_ops(profile)
+        done = plan.summary()
+        plan.meta["scale"] = (done["bytes_read"] + done["bytes_written"]) / max(full, 1)
     if plan.nops == 0:
         raise InputError(profile.source.path, "nothing to replay: the job moved no data and opened no files")
     if src == "dxt" and scale < 1:

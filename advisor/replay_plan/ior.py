@@ -44,10 +44,10 @@ def add_ior(profile: JobProfile, builder: StreamBuilder, files: FileTable, *, sc
     p = test.params
     notes = [f"IOR test 1 of {ntests} replayed"] if ntests > 1 else []
     N = builder.nranks
-    xfer, segments = p.transfer_size, p.segments or 1
-    block = _scaled_block(p.block_size, xfer, scale)
-    if block != p.block_size:
-        notes.append(f"block size scaled from {p.block_size} to {block} bytes")
+    xfer = p.transfer_size
+    block, segments = _scaled(p.block_size, p.segments or 1, xfer, scale)
+    if (block, segments) != (p.block_size, p.segments or 1):
+        notes.append(f"scaled: block {p.block_size} -> {block} bytes, segments {p.segments or 1} -> {segments}")
     api_name = (p.api or "POSIX").upper()
     mpi = api_name in MPI_APIS
     if not mpi and api_name not in ("POSIX", ""):
@@ -92,10 +92,14 @@ def add_ior(profile: JobProfile, builder: StreamBuilder, files: FileTable, *, sc
     return notes
 
 
-def _scaled_block(block: int, xfer: int, scale: float) -> int:
+def _scaled(block: int, segments: int, xfer: int, scale: float) -> tuple[int, int]:
+    """Block and segment count moving about `scale` of the bytes: fewer transfers per block
+    first, then fewer segments (a block is at least one transfer)."""
     if scale >= 1:
-        return block
-    return max(xfer, int(round(block * scale / xfer)) * xfer)
+        return block, segments
+    new_block = max(xfer, int(round(block * scale / xfer)) * xfer)
+    rest = scale * block / new_block
+    return new_block, max(1, int(round(segments * rest)))
 
 
 def _read_partners(n: int, shift: int, random: bool) -> list[int]:
