@@ -16,6 +16,7 @@ from tests.slurm import MISSING_HINT, missing_components, start_cluster
 pytestmark = pytest.mark.xdist_group("slurm")
 
 SMALL_LOG = CORPUS / "generated" / "b_small_io_shared_4k" / "case.darshan"  # 4 KiB writes: findings
+TINY_LOG = CORPUS / "generated" / "n_fsync_per_write_Y_4k" / "case.darshan"  # 17 kB, fsync per write
 BIG_LOG = CORPUS / "generated" / "s_big_dxt_1k" / "case.darshan"  # a million DXT segments
 
 
@@ -24,7 +25,7 @@ def slurm():
     require_root("a real Slurm (slurmctld, slurmd, munge) and a job user")
     missing = missing_components()
     require(not missing, f"{', '.join(missing)} missing: {MISSING_HINT}")
-    require(SMALL_LOG.exists() and BIG_LOG.exists(), f"corpus logs not found under {CORPUS}")
+    require(all(p.exists() for p in (SMALL_LOG, TINY_LOG, BIG_LOG)), f"corpus logs not found under {CORPUS}")
     cluster = start_cluster()
     yield cluster
     cluster.stop()
@@ -153,7 +154,7 @@ def test_hook_check_runs_the_wrapper_as_slurmd_would(hook):
 
 
 def test_fifty_jobs_in_a_row_all_get_their_report(hook):
-    jobs = [hook.sbatch(hook.stage_log_script(SMALL_LOG), hook.workdir(f"many-{i}")) for i in range(50)]
+    jobs = [hook.sbatch(hook.stage_log_script(TINY_LOG), hook.workdir(f"many-{i}")) for i in range(50)]
     states = hook.wait_jobs([j.jobid for j in jobs], timeout_s=900)
     assert set(states.values()) == {"COMPLETED"}
     for job in jobs:

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from advisor.hooks import locate, sitelog, writer
-from advisor.hooks.child import run_as_user
+from advisor.hooks.child import ChildResult, run_as_user
 from advisor.hooks.job import JobContext
 from advisor.hooks.runner import run_diagnosis
 from advisor.hooks.settings import HookConfig
@@ -53,6 +53,12 @@ def survey(cfg: HookConfig, job: JobContext) -> dict[str, Any]:
     return {"logs": found.logs, "note": found.note()}
 
 
+def survey_as_user(cfg: HookConfig, job: JobContext) -> ChildResult:
+    """`survey` in a child running as the job's user, bounded by the wait for logs."""
+    return run_as_user(lambda: survey(cfg, job), uid=job.uid, gid=job.gid,
+                       timeout_s=cfg.wait_s + SURVEY_SLACK_S)
+
+
 def base_record(job: JobContext) -> dict[str, Any]:
     return {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "jobid": job.jobid, "user": job.user, "uid": job.uid, "node": job.node,
@@ -75,8 +81,7 @@ def handle_job(job: JobContext, cfg: HookConfig, site_config: Any = None) -> dic
 def _steps(job: JobContext, cfg: HookConfig, site_config: Any) -> dict[str, Any]:
     if job.user in cfg.opt_out_users:
         return {"status": "opted-out", "note": "user listed in hook.opt_out_users"}
-    found = run_as_user(lambda: survey(cfg, job), uid=job.uid, gid=job.gid,
-                        timeout_s=cfg.wait_s + SURVEY_SLACK_S)
+    found = survey_as_user(cfg, job)
     if found.error:
         return {"status": "error", "error": f"looking for logs: {found.error}"}
     if found.value.get("opted_out"):
@@ -119,7 +124,6 @@ def plan(job: JobContext, cfg: HookConfig) -> dict[str, Any]:
     if job.user in cfg.opt_out_users:
         doc["opted_out"] = "user listed in hook.opt_out_users"
         return doc
-    found = run_as_user(lambda: survey(cfg, job), uid=job.uid, gid=job.gid,
-                        timeout_s=cfg.wait_s + SURVEY_SLACK_S)
+    found = survey_as_user(cfg, job)
     doc.update(found.value or {"error": found.error})
     return doc
