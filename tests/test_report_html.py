@@ -321,3 +321,11 @@ def test_snapshot_table_flags_what_the_findings_name(tmp_path):
     row = re.search(r'<tr class="flagged"><td>' + re.escape(device["name"]) + r"</td>.*?</tr>", page)
     assert row and "SRV002" in row.group(0) and "<td>16</td>" in row.group(0)
     assert page.count('<tr class="flagged">') == 1
+
+
+def test_predicted_speedup_shown_where_a_model_gave_one():
+    f = Finding(code="IO001", category="small-io", severity="high", title="t", message="m", cost_s=1.0,
+                prediction={"predicted_speedup": 1.8, "model": "bandwidth-rf"})
+    page = render_html([_diagnosis(findings=[f])])
+    assert "predicted 1.80x" in page and "bandwidth-rf" in page
+    assert "predicted" not in render_html([_diagnosis()]).split("<main>")[1]

@@ -93,6 +93,8 @@ def fmt_value(key: str, value) -> str:
         return str(value)
     if isinstance(value, (int, float)):
         k = key.lower()
+        if "speedup" in k:
+            return f"{float(value):.2f}x"
         if k.endswith(("mib_s", "mib_per_s", "mibs")):
             return f"{fmt_num(value)} MiB/s"
         if k.endswith(("_bw", "_bandwidth", "bytes_per_s", "_rate")):

@@ -122,6 +122,7 @@ def finding_view(f: Finding, rank: int, runtime: float, job_id: str) -> dict:
         "fix": json.dumps(f.fix, sort_keys=True) if f.fix else "",
         "verification": verification_view(f.verification, f"{job_id}-f{rank}") if f.verification else None,
         "prediction": _prediction(f.prediction),
+        "predicted": _predicted_speedup(f.prediction),
         "references": [reference(r) for r in f.references],
     }
 
@@ -179,6 +180,14 @@ def verification_view(v: dict, fid: str) -> dict:
 def _has_timings(v: dict) -> bool:
     return all(isinstance(v.get(k), dict) and isinstance(v[k].get("median_s"), (int, float))
                for k in ("baseline", "fixed"))
+
+
+def _predicted_speedup(p) -> str:
+    """A model's predicted speedup of the fix ('1.80x'), when it gives one."""
+    if not isinstance(p, dict):
+        return ""
+    value = next((p[k] for k in ("speedup", "predicted_speedup") if isinstance(p.get(k), (int, float))), None)
+    return f"{float(value):.2f}x" if value is not None else ""
 
 
 def _prediction(p) -> list[tuple[str, str]]:
