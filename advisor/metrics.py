@@ -112,8 +112,26 @@ class Columns:
                    one("F_READ_TIME"), one("F_WRITE_TIME"), one("F_META_TIME"))
 
 
+class _Totals:
+    """Bytes moved and I/O time of a summary with read/write/meta fields."""
+
+    bytes_read: int
+    bytes_written: int
+    read_time: float
+    write_time: float
+    meta_time: float
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def io_time(self) -> float:
+        return self.read_time + self.write_time + self.meta_time
+
+
 @dataclass
-class ModuleSummary:
+class ModuleSummary(_Totals):
     """Totals of one module over all its records (times: cumulative seconds over ranks)."""
 
     module: str
@@ -148,14 +166,6 @@ class ModuleSummary:
     rank_time_imbalance: float | None = None  # max/mean of rank_time over all ranks
     rank_bytes_imbalance: float | None = None  # max/mean of rank_bytes over all ranks
     shared_time_imbalance: float | None = None  # busiest shared file: slowest rank time / mean rank time
-
-    @property
-    def bytes(self) -> int:
-        return self.bytes_read + self.bytes_written
-
-    @property
-    def io_time(self) -> float:
-        return self.read_time + self.write_time + self.meta_time
 
     @property
     def size_hist(self) -> dict[str, int]:
@@ -350,7 +360,7 @@ _STAT_FIELDS = ("bytes_read", "bytes_written", "reads", "writes", "meta_ops",
 
 
 @dataclass
-class FileModuleStats:
+class FileModuleStats(_Totals):
     """What one module saw of one file (times: cumulative seconds over ranks)."""
 
     bytes_read: int = 0
@@ -367,14 +377,6 @@ class FileModuleStats:
     fastest_rank_time: float | None = None
     slowest_rank_bytes: int | None = None
     fastest_rank_bytes: int | None = None
-
-    @property
-    def bytes(self) -> int:
-        return self.bytes_read + self.bytes_written
-
-    @property
-    def io_time(self) -> float:
-        return self.read_time + self.write_time + self.meta_time
 
 
 @dataclass

@@ -188,8 +188,9 @@ class DarshanLog:
         for i in range(cnt[0]):
             m = mods[0][i]
             # A corrupt header can name a module id libdarshan-util does not know.
-            out[text(self.ffi, m.name) or f"unknown module #{m.idx}"] = {"len": int(m.len), "ver": int(m.ver), "idx": int(m.idx),
-                                           "partial": bool(m.partial_flag)}
+            name = text(self.ffi, m.name) or f"unknown module #{m.idx}"
+            out[name] = {"len": int(m.len), "ver": int(m.ver), "idx": int(m.idx),
+                         "partial": bool(m.partial_flag)}
         if cnt[0] > 0:
             self.lib.darshan_free(mods[0])
         return out
