@@ -61,7 +61,7 @@ def _shrink(png: Path) -> None:
     except ImportError:
         return
     with Image.open(png) as image:
-        small = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+        small = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE)
     small.save(png, optimize=True)
 
 

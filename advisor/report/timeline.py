@@ -109,6 +109,7 @@ def timeline_plot(fig: dict) -> Plot:
     pitch = 2 * lane + (0.75 if len(rows) > 8 else 2)
     bottom = top + pitch * len(rows)
     _x_axis(svg, xs, bottom, "time since job start (s)", tick_seconds, nice_ticks(0, t1, 6))
+    svg.text(14, (top + bottom) / 2, "rank (writes above reads)", "label", "middle", rotate=True)
     width = t1 / bins
     for r, row in enumerate(rows):
         y = top + r * pitch
