@@ -1,9 +1,9 @@
 """Ingest cost over the shared corpus: `ioadvisor show --json` per Darshan log.
 
 For every Darshan file of ../shared/corpus (3.x logs and the 2.x .gz logs, which
-are refused), one `ioadvisor show --json -` process: wall time, peak RSS of the
-CLI process (wait4) and of its parsing child (reported by the child in
-`source.ingest`). Then the million-segment DXT trace `generated/s_big_dxt_1k`
+are refused), one `ioadvisor show --json -` process: wall time, CPU time (CLI +
+parsing child), peak RSS of the CLI process (wait4) and of its parsing child
+(the child reports its own in `source.ingest`). Then the million-segment DXT trace `generated/s_big_dxt_1k`
 against the peer, pydarshan's own DXT reader (one dict per segment), in the same
 run, with the ratio.
 
@@ -34,8 +34,8 @@ print(n)
 """
 
 
-def measure(cmd: list[str]) -> tuple[float, int, str, int]:
-    """(wall seconds, peak RSS KiB of the process, stdout, exit status) of one command."""
+def measure(cmd: list[str]) -> tuple[float, float, int, str, int]:
+    """(wall s, CPU s, peak RSS KiB of the process, stdout, exit status) of one command."""
     env = {**os.environ, "NO_COLOR": "1"}
     env.pop("IOADVISOR_DEBUG", None)
     start = time.perf_counter()
@@ -44,17 +44,18 @@ def measure(cmd: list[str]) -> tuple[float, int, str, int]:
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss, out.decode("utf-8", "replace"), proc.returncode
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, cpu, usage.ru_maxrss, out.decode("utf-8", "replace"), proc.returncode
 
 
 def show(path: Path) -> dict:
-    wall, rss, out, code = measure([*CLI, "show", "--json", "-", "--files", "10", str(path)])
+    wall, cpu, rss, out, code = measure([*CLI, "show", "--json", "-", "--files", "10", str(path)])
     result = json.loads(out)["results"][0] if out.strip() else {"ok": False}
     ingest = (result.get("source") or {}).get("ingest") or {}
     child = ingest.get("parser_peak_rss_kb", 0)
-    return {"path": path, "ok": result.get("ok", False), "wall_s": wall, "cli_rss_kb": rss,
-            "parser_rss_kb": child, "peak_rss_kb": max(rss, child), "parse_s": ingest.get("parse_s"),
-            "exit": code}
+    return {"path": path, "ok": result.get("ok", False), "wall_s": wall,
+            "cpu_s": cpu + ingest.get("parser_cpu_s", 0.0), "cli_rss_kb": rss, "parser_rss_kb": child,
+            "peak_rss_kb": max(rss, child), "parse_s": ingest.get("parse_s"), "exit": code}
 
 
 def files(corpus: Path) -> list[Path]:
@@ -68,18 +69,20 @@ def _mib(kb: float) -> str:
 
 def corpus_table(rows: list[dict], corpus: Path) -> None:
     ok = [r for r in rows if r["ok"]]
-    print(f"{'log':70} {'ok':>3} {'wall':>7} {'parse':>7} {'peak RSS':>9}")
-    for r in sorted(rows, key=lambda r: -r["wall_s"])[:15]:
+    print(f"{'log':64} {'ok':>3} {'wall':>7} {'CPU':>6} {'parse':>7} {'peak RSS':>9}")
+    for r in sorted(rows, key=lambda r: -r["cpu_s"])[:15]:
         parse = f"{r['parse_s']:.2f}s" if r["parse_s"] is not None else "-"
-        print(f"{str(r['path'].relative_to(corpus))[-70:]:70} {'y' if r['ok'] else 'n':>3} "
-              f"{r['wall_s']:6.2f}s {parse:>7} {_mib(r['peak_rss_kb']):>9}")
-    print(f"... ({len(rows)} logs, slowest 15 shown)\n")
-    walls = [r["wall_s"] for r in rows]
+        print(f"{str(r['path'].relative_to(corpus))[-64:]:64} {'y' if r['ok'] else 'n':>3} "
+              f"{r['wall_s']:6.2f}s {r['cpu_s']:5.2f}s {parse:>7} {_mib(r['peak_rss_kb']):>9}")
+    print(f"... ({len(rows)} logs, the 15 costliest in CPU shown)\n")
+    walls, cpus = [r["wall_s"] for r in rows], [r["cpu_s"] for r in rows]
     rss = [r["peak_rss_kb"] for r in ok]
     parse = [r["parse_s"] for r in ok if r["parse_s"] is not None]
     print(f"logs: {len(rows)} ({len(ok)} read, {len(rows) - len(ok)} refused with a one-line error)")
     print(f"`ioadvisor show --json` wall time per log: median {statistics.median(walls):.2f} s, "
           f"max {max(walls):.2f} s")
+    print(f"CPU time per log (CLI + parsing child): median {statistics.median(cpus):.2f} s, "
+          f"max {max(cpus):.2f} s")
     print(f"parse time in the isolated child: median {statistics.median(parse):.3f} s, max {max(parse):.2f} s")
     print(f"peak RSS per log (largest process): median {_mib(statistics.median(rss))}, max {_mib(max(rss))}")
 
@@ -87,14 +90,23 @@ def corpus_table(rows: list[dict], corpus: Path) -> None:
 def big_dxt(corpus: Path) -> None:
     path = corpus / BIG
     ours = show(path)
-    peer_wall, peer_rss, peer_out, code = measure([sys.executable, "-c", PEER, str(path)])
+    peer_wall, peer_cpu, peer_rss, peer_out, code = measure([sys.executable, "-c", PEER, str(path)])
     segments = peer_out.strip() if code == 0 else f"failed ({code})"
     print(f"\n{BIG} (DXT_POSIX segments per pydarshan: {segments})")
-    print(f"  ioadvisor show --json : {ours['wall_s']:.2f} s wall, parse {ours['parse_s']:.2f} s, "
-          f"peak RSS {_mib(ours['peak_rss_kb'])}")
-    print(f"  pydarshan DXT reader  : {peer_wall:.2f} s wall, peak RSS {_mib(peer_rss)}")
-    print(f"  ratio (pydarshan / ioadvisor): time {peer_wall / ours['wall_s']:.1f}x, "
-          f"memory {peer_rss / ours['peak_rss_kb']:.1f}x")
+    print(f"  ioadvisor show --json : {ours['wall_s']:.2f} s wall, {ours['cpu_s']:.2f} s CPU, "
+          f"parse {ours['parse_s']:.2f} s, peak RSS {_mib(ours['peak_rss_kb'])}")
+    print(f"  pydarshan DXT reader  : {peer_wall:.2f} s wall, {peer_cpu:.2f} s CPU, peak RSS {_mib(peer_rss)}")
+    print(f"  ratio (pydarshan / ioadvisor): wall {peer_wall / ours['wall_s']:.1f}x, "
+          f"CPU {peer_cpu / ours['cpu_s']:.1f}x, memory {peer_rss / ours['peak_rss_kb']:.1f}x")
+
+
+def startup() -> None:
+    """What the parsing forkserver costs once per process, vs importing pydarshan's backend."""
+    ours = measure([sys.executable, "-c", "import advisor.ingest.darshan_preload"])
+    peer = measure([sys.executable, "-c", "import darshan.backend.cffi_backend"])
+    print(f"\nparsing forkserver start (once per ioadvisor process, not in the CPU figures above): "
+          f"{ours[1]:.2f} s CPU, {_mib(ours[2])}; importing pydarshan's cffi_backend (pulls in pandas): "
+          f"{peer[1]:.2f} s CPU, {_mib(peer[2])} ({peer[1] / ours[1]:.1f}x CPU)")
 
 
 def main() -> None:
@@ -114,6 +126,9 @@ def main() -> None:
     print(file=sys.stderr)
     corpus_table(rows, args.corpus)
     big_dxt(args.corpus)
+    startup()
+    print(f"\n(load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
+          "wall times stretch with load, CPU times much less)")
 
 
 if __name__ == "__main__":
