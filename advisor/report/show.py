@@ -230,7 +230,7 @@ class Sections:
         j, s = e["job"], e["summary"]
         out = cls(title=safe(e["path"]))
         out.header = [
-            f"job {safe(j['jobid'])}, {j['nprocs']} processes, run time {fmt_seconds(j['runtime_s'])}, "
+            f"job {safe(j['jobid'])}, {j['nprocs']} process{'' if j['nprocs'] == 1 else 'es'}, run time {fmt_seconds(j['runtime_s'])}, "
             f"started {when(j['start_time'])}",
             f"exe: {safe(j['exe']) or 'unknown'}",
             f"log: {e['source']['format']} {e['source']['log_version']} written by "
