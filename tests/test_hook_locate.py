@@ -115,11 +115,19 @@ def test_wait_is_bounded_for_a_log_that_keeps_growing(tmp_path, job):
 
 
 def test_a_log_written_just_now_is_taken_once_its_size_is_stable(tmp_path, job):
+    log = tmp_path / "work" / "darshan.log"
+    log.write_bytes(b"complete")
+    cfg = HookConfig(log_layout="fixed", log_file="{workdir}/darshan.log", wait_s=5)
+    found = find_logs(cfg, job)
+    assert found.logs == [str(log)] and 0.1 < found.waited_s < 1.5
+
+
+def test_a_fresh_log_under_its_final_darshan_name_is_complete(tmp_path, job):
     today = day_dir(tmp_path / "logs", datetime.now())
     log = today / "alice_ior_id4242-5_1-1-1-1_1.darshan"
     log.write_bytes(b"complete")
     found = find_logs(HookConfig(log_dir=str(tmp_path / "logs"), wait_s=5), job)
-    assert found.logs == [str(log)] and found.waited_s < 1.5
+    assert found.logs == [str(log)] and found.waited_s < 0.1
 
 
 def test_max_logs_bounds_the_work(tmp_path, job):

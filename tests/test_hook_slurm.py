@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
 import subprocess
 
+import jsonschema
 import pytest
 
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, REPO
 from tests.helpers import require, require_root
 from tests.slurm import MISSING_HINT, missing_components, start_cluster
 
@@ -65,6 +67,10 @@ def test_normal_job_gets_a_report_owned_by_the_user(hook):
         assert stat.S_ISREG(st.st_mode) and (st.st_uid, st.st_gid) == (hook.user.pw_uid, hook.user.pw_gid)
         assert str(report) in record["reports"]
     assert b"<html" in (job.workdir / f"ioadvisor-{job.jobid}.html").read_bytes()[:2000].lower()
+    doc = json.loads((job.workdir / f"ioadvisor-{job.jobid}.json").read_text())
+    schema = json.loads((REPO / "advisor" / "schemas" / "diagnosis-v1.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    assert doc["job"]["exe"] == record["exe"]
     assert not [p for p in os.listdir(job.workdir) if p.endswith(".tmp")]
     assert_node_idle(hook)
 

@@ -67,8 +67,12 @@ def check(config_path, wrapper, jobid, user, uid, gid, workdir):
     """Validate the site config and the wrapper; print what the hook would do for a job."""
     from advisor.hooks.settings import load_settings
 
-    cfg, _ = load_settings(config_path)
-    click.echo(f"config {config_path}: [hook] is valid")
+    from advisor.engine import check_thresholds
+    from advisor.engine.rules import load_catalogue
+
+    cfg, site = load_settings(config_path)
+    check_thresholds(site, load_catalogue())
+    click.echo(f"config {config_path}: valid ([hook] and the rules' thresholds)")
     for key, value in vars(cfg).items():
         click.echo(f"  {key} = {value!r}")
     job = _job_for_check(jobid, user, uid, gid, workdir) if jobid else None

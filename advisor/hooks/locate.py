@@ -122,7 +122,9 @@ def _scan(cfg: HookConfig, job: JobContext, wall: float, seen: dict) -> Located:
             result.skipped.append(f"{path}: {refused}")
             continue
         key = (st.st_size, st.st_mtime_ns)
-        settled = wall - st.st_mtime >= SETTLED_AGE_S or seen.get(path) == key
+        # Darshan renames *.darshan_partial once the log is complete: its final name is proof.
+        settled = (cfg.log_layout == "darshan" or wall - st.st_mtime >= SETTLED_AGE_S
+                   or seen.get(path) == key)
         seen[path] = key
         (result.logs if settled else result.unsettled).append(path)
     return result

@@ -7,7 +7,6 @@ the whole group when the time limit passes. Only a small summary comes back.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +87,9 @@ def render(diagnoses: list[Diagnosis], formats: list[str]) -> tuple[dict[str, by
         else:
             contents["html"] = render_html(usable).encode()
     if "json" in formats:
-        docs = [d.to_dict() for d in usable]
-        contents["json"] = json.dumps(docs[0] if len(docs) == 1 else docs, indent=1).encode()
+        from advisor.commands.diagnose import _json_text  # the same document `diagnose --json` writes
+
+        contents["json"] = _json_text(usable).encode()
     return contents, notes
 
 
