@@ -36,13 +36,11 @@ def _fixes(profile, spec: str | None) -> tuple[list[dict], dict[str, list[str]]]
         raise click.UsageError(f"--fix {spec}: no finding with that code has a fix "
                                f"(findings with fixes here: {', '.join(codes) or 'none'}; "
                                f"transforms: {', '.join(FIXES)})")
-    by_key: dict[str, list[str]] = {}
-    fixes = []
-    for f in chosen:
-        key = fix_key(f.fix)
-        if key not in by_key:
-            fixes.append(f.fix)
-        by_key.setdefault(key, []).append(f.code)
+    fixes = list({fix_key(f.fix): f.fix for f in chosen}.values())
+    by_key: dict[str, list[str]] = {}  # every finding that proposes a measured fix
+    for f in diagnosis.findings:
+        if f.fix and fix_key(f.fix) in {fix_key(x) for x in fixes}:
+            by_key.setdefault(fix_key(f.fix), []).append(f.code)
     return fixes, by_key
 
 
