@@ -1,0 +1,52 @@
+"""`ioadvisor train DATA... --out MODEL`: a bandwidth model from calibration data and logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command(name="train")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Model file to write (skops archive with metadata; suffix .skops).")
+@click.option("--folds", type=click.IntRange(2, 50), default=5, show_default=True,
+              help="Cross-validation folds (rows of one pattern or log stay in one fold).")
+def command(paths: tuple[str, ...], out: Path, folds: int):
+    """Train a model of log-bandwidth from pattern features.
+
+    PATHS are calibration directories (`ioadvisor calibrate --out`), IOR outputs and
+    Darshan logs with their measured performance (files or directories of them). Prints
+    the k-fold cross-validated error and the permutation importance of each feature.
+    """
+    from advisor.models.build import build_model
+    from advisor.models.store import save
+
+    model, collected = build_model(list(paths), folds)
+    save(model, out)
+    _report(model, collected, out)
+
+
+def _report(model, collected, out: Path) -> None:
+    from rich.table import Table
+
+    from advisor.models.store import describe
+    from advisor.report.terminal import console
+
+    con = console()
+    cv = model.meta["cv"]
+    for origin in model.meta["trained_on"]:
+        con.print(f"  rows from {origin}", markup=False, highlight=False)
+    for reason in collected.skipped[:10]:
+        con.print(f"  skipped {reason}", markup=False, highlight=False, style="dim")
+    con.print(f"cross-validated ({cv['folds']}-fold, {cv['rows']} rows): median absolute percentage error "
+              f"{cv['mdape']:.1%}, R^2 {cv['r2']:.3f} (log-bandwidth), typical miss x{cv['median_factor']:.2f}")
+    table = Table("feature", "permutation importance", "training range", title="what the model uses")
+    for imp in model.meta["importances"]:
+        span = model.meta["ranges"].get(imp["feature"]) or []
+        shown = f"{span[0]:g}..{span[1]:g}" if span else "never seen"
+        if imp["mean"] > 0.001 or span and span[0] != span[1]:
+            table.add_row(imp["feature"], f"{imp['mean']:.3f} ± {imp['std']:.3f}", shown)
+    con.print(table)
+    con.print(f"model written to {out}: {describe(model.meta)}", markup=False, highlight=False)

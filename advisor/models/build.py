@@ -1,0 +1,43 @@
+"""Inputs -> a checked model: rows, fit, cross-validated error, importances, identity, metadata."""
+
+from __future__ import annotations
+
+from advisor.errors import InputError
+from advisor.models import mount, train
+from advisor.models.rows import Collected, collect
+
+
+def identity_of(collected: Collected) -> dict:
+    """The mount the rows describe: the calibration's (all must agree), else the logs' file system."""
+    idents = collected.identities
+    if idents:
+        first = idents[0]
+        for other in idents[1:]:
+            diff = mount.differences(first, other)
+            if diff:
+                raise InputError("training data", "calibrations of different mounts (" + "; ".join(diff)
+                                 + "): train one model per mount")
+        return dict(first)
+    if collected.fstypes:
+        return {"fstype": max(collected.fstypes, key=collected.fstypes.get)}
+    return {}
+
+
+def build_model(paths: list[str], folds: int = 5) -> tuple[train.Model, Collected]:
+    """A fitted model (median + interval) of every row in `paths`, its metadata filled in."""
+    collected = collect(paths)
+    ts = collected.training_set()
+    if len(ts) < train.MIN_ROWS:
+        raise InputError(", ".join(paths), f"{len(ts)} usable rows; at least {train.MIN_ROWS} are needed "
+                         "(calibrate longer, or add IOR/Darshan logs with measured bandwidth)")
+    cv = train.cv_scores(ts, folds)
+    model = train.fit(ts)
+    model.meta.update(
+        kind="calibration" if collected.identities else "history",
+        identity=identity_of(collected), cv=cv, importances=train.importances(model, ts),
+        trained_on=_trained_on(collected), target="log10 MiB/s of a phase (slowest rank)")
+    return model, collected
+
+
+def _trained_on(collected: Collected) -> list[str]:
+    return [f"{origin}: {n} rows" for origin, n in collected.origins.items()]

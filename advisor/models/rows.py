@@ -1,0 +1,149 @@
+"""Training rows from what `ioadvisor train` is given: calibration data, IOR logs, Darshan logs.
+
+- a calibration directory (``calibration.csv`` + ``mount.json``): one row per timed phase,
+  features as measured, rows of one pattern in one group;
+- an IOR output: one row per test and operation (IOR's mean bandwidth);
+- a Darshan log or parser dump: one row per direction that moved at least
+  :data:`MIN_BYTES` (the slowest rank's time from the timing counters, which never
+  enter the features).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from advisor.errors import AdvisorError, InputError
+from advisor.models.calibrate import DATA_FILE, MOUNT_FILE, Dataset
+from advisor.models.features import FEATURES_VERSION, features, names
+from advisor.models.train import TrainingSet
+
+MIN_BYTES = 1 << 20  # a direction that moved less says nothing about bandwidth
+MIN_SECONDS = 1e-4
+
+
+@dataclass
+class Collected:
+    """Rows gathered so far, where they came from, and what was skipped and why."""
+
+    rows: list[dict[str, float]] = field(default_factory=list)
+    log10_mib_s: list[float] = field(default_factory=list)
+    groups: list[str] = field(default_factory=list)
+    origins: dict[str, int] = field(default_factory=dict)
+    identities: list[dict] = field(default_factory=list)  # of calibration data sets
+    fstypes: dict[str, int] = field(default_factory=dict)  # of logs
+    skipped: list[str] = field(default_factory=list)
+
+    def add(self, feats: dict[str, float], mib_s: float, group: str) -> None:
+        self.rows.append(feats)
+        self.log10_mib_s.append(math.log10(mib_s))
+        self.groups.append(group)
+
+    def training_set(self) -> TrainingSet:
+        from advisor.models.features import matrix
+
+        feature_names = names()
+        return TrainingSet(matrix(self.rows, feature_names), np.asarray(self.log10_mib_s), feature_names,
+                           np.asarray(self.groups), dict(self.origins))
+
+
+def collect(paths: list[str]) -> Collected:
+    """Rows from every path (files, calibration directories, directories of logs)."""
+    out = Collected()
+    for path in paths:
+        p = Path(path)
+        if (p / MOUNT_FILE).exists() or (p / DATA_FILE).exists():
+            _calibration(p, out)
+        elif p.is_dir():
+            for file in _files(p):
+                _log(file, out, quiet=True)
+        elif p.exists():
+            _log(p, out, quiet=False)
+        else:
+            raise InputError(str(p), "no such file or directory")
+    return out
+
+
+def _files(root: Path) -> list[Path]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        found += [Path(dirpath) / f for f in sorted(filenames)]
+    return found
+
+
+def _calibration(path: Path, out: Collected) -> None:
+    data = Dataset(path)
+    meta = data.meta()
+    if meta.get("features_version") != FEATURES_VERSION:
+        raise InputError(str(path), f"calibration features are version {meta.get('features_version')}, "
+                                    f"this ioadvisor computes version {FEATURES_VERSION}: calibrate again")
+    out.identities.append(meta.get("identity") or {})
+    n = 0
+    for row in data.rows():
+        try:
+            mib_s = float(row["mib_s"])
+            feats = {k: float(row[f"f_{k}"]) if row.get(f"f_{k}") not in (None, "") else math.nan
+                     for k in names()}
+        except (KeyError, ValueError):
+            out.skipped.append(f"{path}: a damaged row ({row.get('key', '?')})")
+            continue
+        if mib_s > 0 and math.isfinite(mib_s):
+            out.add(feats, mib_s, f"cal:{row['key']}")
+            n += 1
+    out.origins[f"calibration {path}"] = n
+
+
+def _log(path: Path, out: Collected, quiet: bool) -> None:
+    from advisor import api
+    from advisor.ingest import detect
+
+    if quiet:
+        try:
+            detect(path)
+        except InputError:
+            return  # READMEs, scripts, per-rank CSVs next to the logs
+    try:
+        profile = api.load(path)
+    except AdvisorError as exc:
+        if not quiet:
+            raise
+        out.skipped.append(str(exc))
+        return
+    before = len(out.rows)
+    if "ior" in profile.extras:
+        _ior(profile, path, out)
+        kind = "IOR"
+    else:
+        _darshan(profile, path, out)
+        kind = "Darshan"
+    added = len(out.rows) - before
+    if added:
+        out.origins[f"{kind} {path}"] = added
+    else:
+        out.skipped.append(f"{path}: no {kind} phase with a measured bandwidth")
+
+
+def _ior(profile, path: Path, out: Collected) -> None:
+    from advisor.models.sources.ior import ior_measured_mib_s, ior_parts
+
+    for test in profile.extras["ior"].tests:
+        for op, part in ior_parts(test).items():
+            mib_s = ior_measured_mib_s(test, op)
+            if mib_s:
+                out.add(features(part), mib_s, f"ior:{path}:{test.test_id}")
+
+
+def _darshan(profile, path: Path, out: Collected) -> None:
+    from advisor.models.sources.darshan import measured_parts, profile_parts
+
+    parts = profile_parts(profile)
+    for direction, measured in measured_parts(profile).items():
+        if measured.bytes >= MIN_BYTES and measured.seconds >= MIN_SECONDS:
+            out.add(features(parts[direction]), measured.mib_s, f"darshan:{path}")
+            fstype = parts[direction].fstype or "unknown"
+            out.fstypes[fstype] = out.fstypes.get(fstype, 0) + 1
