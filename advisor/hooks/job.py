@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 # Job ids reach file names and globs: digits for Slurm, "1234.server" for PBS, Flux's f58 ids.
 _JOBID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-# POSIX portable user names (plus the '$' of machine accounts is not needed on HPC systems).
-_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+# POSIX portable user names, and "user@domain" as sssd gives them.
+_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
 
 
 @dataclass
