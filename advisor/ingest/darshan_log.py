@@ -11,6 +11,7 @@ import gzip
 import re
 import zlib
 from pathlib import Path
+from typing import NoReturn
 
 from advisor.errors import InputError
 from advisor.ingest import InputFormat, register
@@ -59,7 +60,7 @@ def sniff_gzip(path: Path, head: bytes) -> bool:
     return head[:2] == _GZIP and _header_version(_gunzip_head(path)) is not None
 
 
-def refuse_gzip(path: Path) -> JobProfile:
+def refuse_gzip(path: Path) -> NoReturn:
     """Say why a gzip-compressed Darshan log is not read, and what to do instead."""
     version = _header_version(_gunzip_head(path)) or "?"
     if version.startswith("3."):
