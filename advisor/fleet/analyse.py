@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import socket
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -58,6 +59,7 @@ def failed_log(log: LogFile, reason: str, started: float | None = None, digest: 
 def _base_row(log: LogFile, digest: str, elapsed: float) -> dict[str, Any]:
     return {"path": log.path, "content_hash": digest, "size": log.size, "mtime_ns": log.mtime_ns,
             "analysed_s": elapsed, "analysed_at": datetime.now(timezone.utc),
+            "worker": f"{socket.gethostname()}:{os.getpid()}",
             "tool_version": __version__, "error": None}
 
 

@@ -55,6 +55,7 @@ JOB_SCHEMA = pa.schema([
     ("error", pa.string()),
     ("diagnosis", pa.large_string()),  # the Diagnosis JSON (without figures)
     ("analysed_s", pa.float64()),
+    ("worker", pa.string()),  # host:pid of the process that analysed the log
     ("analysed_at", _TIME), ("tool_version", pa.string()),
 ])
 
