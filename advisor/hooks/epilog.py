@@ -7,7 +7,11 @@ and :func:`slurm_epilog` returns 0 whatever happens.
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 import sys
+from datetime import datetime
 from typing import Mapping
 
 from advisor.hooks.job import JobContext, expand_hostlist
@@ -53,8 +57,10 @@ def slurm_epilog(config_path: str | None, env: Mapping[str, str]) -> int:
 
 
 def _report_failure(jobid: str, exc: BaseException) -> None:
-    message = f"ioadvisor hook: job {jobid}: {type(exc).__name__}: {exc}"
     try:
+        from advisor.hooks.postjob import printable
+
+        message = printable(f"ioadvisor hook: job {jobid}: {type(exc).__name__}: {exc}")
         print(message, file=sys.stderr)
         import syslog
 
@@ -69,11 +75,6 @@ SCONTROL = "/usr/bin/scontrol"
 
 def job_from_scontrol(jobid: str, scontrol: str = SCONTROL) -> JobContext:
     """A job as `scontrol show job -o` describes it (for `hook check` on a real job id)."""
-    import subprocess
-    from datetime import datetime
-
-    import os
-
     env = {"SLURM_CONF": os.environ["SLURM_CONF"]} if "SLURM_CONF" in os.environ else {}
     run = subprocess.run([scontrol, "show", "job", "-o", jobid], capture_output=True, text=True,
                          timeout=30, env=env, stdin=subprocess.DEVNULL)
@@ -91,8 +92,6 @@ def job_from_scontrol(jobid: str, scontrol: str = SCONTROL) -> JobContext:
 
 def parse_scontrol(line: str) -> dict[str, str]:
     """`Key=value` pairs of one `scontrol -o` line; values may hold spaces (WorkDir, Command)."""
-    import re
-
     keys = list(re.finditer(r"(?:^| )([A-Za-z][A-Za-z0-9:/_]*)=", line.strip()))
     return {m.group(1): line.strip()[m.end():(keys[i + 1].start() if i + 1 < len(keys) else None)]
             for i, m in enumerate(keys)}

@@ -109,11 +109,16 @@ def record_outcome(record: dict[str, Any], cfg: HookConfig) -> None:
         except OSError as exc:
             problems.append(f"site log {cfg.site_log}: {exc.strerror or exc}")
     for problem in problems:
-        message = f"ioadvisor hook: job {record['jobid']}: {problem}"
+        message = printable(f"ioadvisor hook: job {record['jobid']}: {problem}")
         print(message, file=sys.stderr)
         if cfg.syslog:
             syslog.openlog("ioadvisor", syslog.LOG_PID, syslog.LOG_USER)
             syslog.syslog(syslog.LOG_WARNING, message)
+
+
+def printable(text: str) -> str:
+    """`text` with control characters escaped: a file name must not forge syslog lines."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def plan(job: JobContext, cfg: HookConfig) -> dict[str, Any]:
