@@ -141,3 +141,9 @@ def test_wrapper_names_everything_by_absolute_path():
 def test_job_context_template_values():
     job = JobContext(jobid="9.pbs01", user="bob", uid=5, gid=6, workdir="/w/")
     assert job.template_values() == {"jobid": "9.pbs01", "user": "bob", "uid": "5", "workdir": "/w"}
+
+
+def test_messages_for_syslog_cannot_forge_lines():
+    from advisor.hooks.postjob import printable
+
+    assert printable("job 1: /w/evil\nMar 1 fake: root login\x1b[2J") == "job 1: /w/evil\\nMar 1 fake: root login\\x1b[2J"
