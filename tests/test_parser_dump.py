@@ -241,3 +241,72 @@ def test_reordered_dxt_segments_are_rejected(tmp_path):
     lines[first], lines[first + 70] = lines[first + 70], lines[first]  # a read among the writes
     reason = _error(_write(tmp_path, "swapped.txt", "".join(lines)))
     assert "order" in reason
+
+
+# -- LUSTRE and the --total/--file/--perf sections ------------------------------------------
+LUSTRE_ALL = DUMPS / "release_3.5.0_lustre.all.parser.txt"
+
+
+def test_lustre_component_form():
+    p = load_dump(LUSTRE_ALL)
+    (rid, layout), = p.lustre.items()
+    assert p.name_of(rid) == "/home/wkliao/Darshan/TEST/mpi-io-test.tmp.dat"
+    assert p.fstype_of(p.name_of(rid)) == "lustre"
+    comp, = layout.components
+    assert (comp.stripe_size, comp.stripe_count, comp.pattern, comp.pool) == (1048576, 1, "raid0", "")
+    assert comp.ost_ids == [1] and comp.extent_end == -1
+    cols = p.records["LUSTRE"].counters
+    assert cols["LUSTRE_COMP1_STRIPE_PATTERN"].tolist() == [0]  # printed as "raid0"
+    assert cols["LUSTRE_NUM_STRIPES"].tolist() == [1]
+    assert not any("OST_ID" in k or "POOL" in k for k in cols)  # those live in the layout
+
+
+def _old_form(text: str) -> str:
+    """The same record as darshan-util before 3.4.6 printed it (old LUSTRE module, v1)."""
+    keep, out = [], []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("LUSTRE\t"):
+            keep.append(line.split("\t"))
+        else:
+            if keep:
+                head, tail = keep[0][:3], keep[0][5:]
+                for name, value in (("LUSTRE_OSTS", "64"), ("LUSTRE_MDTS", "2"), ("LUSTRE_STRIPE_OFFSET", "1"),
+                                    ("LUSTRE_STRIPE_SIZE", "4194304"), ("LUSTRE_STRIPE_WIDTH", "2"),
+                                    ("LUSTRE_OST_ID_0", "1"), ("LUSTRE_OST_ID_1", "7")):
+                    out.append("\t".join(head + [name, value] + tail))
+                keep = []
+            out.append(line)
+    return "".join(out)
+
+
+def test_lustre_old_form(tmp_path):
+    p = load_profile(_write(tmp_path, "old.txt", _old_form(LUSTRE_ALL.read_text())))
+    layout, = p.lustre.values()
+    comp, = layout.components
+    assert (comp.stripe_size, comp.stripe_count, comp.ost_ids, comp.stripe_offset) == (4194304, 2, [1, 7], 1)
+    assert (layout.osts, layout.mdts) == (64, 2)  # only the old form records these
+    cols = p.records["LUSTRE"].counters
+    assert cols["LUSTRE_COMP1_STRIPE_COUNT"].tolist() == [2] and cols["LUSTRE_NUM_COMPONENTS"].tolist() == [1]
+    assert cols["LUSTRE_COMP1_STRIPE_PATTERN"].tolist() == [-1]  # not recorded, as libdarshan-util says
+
+
+def test_lustre_flags_words(tmp_path):
+    text = LUSTRE_ALL.read_text().replace("LUSTRE_COMP1_FLAGS\t0\t", "LUSTRE_COMP1_FLAGS\tprefwr,init\t")
+    p = load_profile(_write(tmp_path, "flags.txt", text))
+    assert p.records["LUSTRE"].counters["LUSTRE_COMP1_FLAGS"].tolist() == [0x4 | 0x10]
+
+
+def test_total_file_and_perf_sections_agree_with_records():
+    p = load_dump(LUSTRE_ALL)
+    sections = p.extras["parser_sections"]
+    assert set(sections) == {"POSIX", "MPI-IO", "STDIO"}
+    for module, sec in sections.items():
+        recs = p.records[module]
+        prefix = "MPIIO" if module == "MPI-IO" else module
+        for name in (f"{prefix}_BYTES_READ", f"{prefix}_BYTES_WRITTEN"):
+            assert sec.totals[name] == int(recs.counters[name].sum()), name
+        moved = int(recs.counters[f"{prefix}_BYTES_READ"].sum() + recs.counters[f"{prefix}_BYTES_WRITTEN"].sum())
+        assert sec.perf["total_bytes"] == moved and sec.file_counts["total"].bytes == moved
+        assert sec.file_counts["total"].files == len(set(recs.ids.tolist()))
+    assert sections["POSIX"].perf["agg_perf_by_slowest"] == pytest.approx(3122.286459)
+    assert sections["POSIX"].perf["shared_files_time_by_slowest"] == pytest.approx(0.040996)

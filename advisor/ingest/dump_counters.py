@@ -190,15 +190,15 @@ class CounterTables:
         """Consume counter lines (tab-separated, one per counter)."""
         cur, cnames, vals = self._cur, self._cnames, self._vals
         for line in text.split("\n"):
-            if not line or line == "\r":
-                continue
-            p = line.split("\t")
-            if len(p) != 8:
-                p = _repair(p, line)
+            p = line.split("\t", 5)  # the name (which may hold tabs), mount and fs type stay joined
+            if len(p) != 6:
+                if not line.strip():
+                    continue
+                raise DumpFormatError(f"malformed counter line {line[:100]!r}")
             if cur is None or p[2] != cur[2] or p[1] != cur[1] or p[0] != cur[0]:
                 self._close(cur, cnames, vals)
                 cur, cnames, vals = (p[0], p[1], p[2]), [], []
-                name = p[5]
+                name = p[5].rsplit("\t", 2)[0]
                 # DAOS lines carry the object id where other modules print the name
                 if name != "(null)" and p[0] != "DAOS":
                     self.names.setdefault(_record_id(p[2], line), name)
@@ -302,10 +302,3 @@ def _record_id(text: str, line: str) -> int:
         return int(text)
     except ValueError:
         raise DumpFormatError(f"malformed counter line {line[:100]!r}") from None
-
-
-def _repair(p: list[str], line: str) -> list[str]:
-    """A counter line whose file name or mount point holds tabs: rejoin the name."""
-    if len(p) > 8:
-        return p[:5] + ["\t".join(p[5:-2])] + p[-2:]
-    raise DumpFormatError(f"malformed counter line {line[:100]!r}")
