@@ -94,6 +94,14 @@ class TargetsConfig:
     max_dirty_mb: int = 64  # client dirty cache per OST
 
 
+@section("model")
+@dataclass
+class ModelConfig:
+    """The learned model every `ioadvisor diagnose` applies (models; see docs/models.md)."""
+
+    path: str = ""  # a model file (`ioadvisor train`), "default" for the one shipped, "" for none
+
+
 @dataclass
 class SiteConfig:
     """The whole site config. ``thresholds`` maps a global name or a rule code to overrides."""

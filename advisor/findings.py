@@ -48,6 +48,11 @@ class Finding:
     prediction: dict[str, Any] | None = None  # filled by a learned model
 
 
+def _time_at_stake(f: Finding) -> float:
+    saved = (f.prediction or {}).get("time_saved_s")
+    return float(saved) if isinstance(saved, (int, float)) else f.cost_s
+
+
 @dataclass
 class NotChecked:
     """A check that could not run, and why (e.g. no LUSTRE module, no DXT)."""
@@ -70,8 +75,9 @@ class Diagnosis:
     error: str | None = None  # set when the input could not be diagnosed
 
     def sorted_findings(self) -> list[Finding]:
-        """Findings by severity, then by estimated time lost (largest first)."""
-        return sorted(self.findings, key=lambda f: (SEVERITY_RANK[f.severity], -f.cost_s, f.code))
+        """Findings by severity, then by time at stake (largest first): the time a learned model
+        predicts the fix saves when it made a prediction, else the rule's estimate of time lost."""
+        return sorted(self.findings, key=lambda f: (SEVERITY_RANK[f.severity], -_time_at_stake(f), f.code))
 
     def to_dict(self) -> dict[str, Any]:
         doc = asdict(self)

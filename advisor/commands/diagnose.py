@@ -115,7 +115,10 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     figure_data = _optional("advisor.report.figures", "figure_data") if (json_out or html_out) else None
     write_html = _need("advisor.report.html", "write_html", "--html") if html_out else None
     verify_findings = _need("advisor.verify", "verify_findings", "--verify") if verify else None
+    model_path = model_path or config.section("model").path or None  # [model] path: the site default
     apply_model = _need("advisor.models.predict", "apply_model", "--model") if model_path else None
+    if apply_model:
+        _need("advisor.models.predict", "load", "--model")(model_path)  # a bad model fails once, up front
 
     diagnoses: list[Diagnosis] = []
     profiles = []
@@ -125,7 +128,7 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
             profile = api.load(path)
             diagnosis = api.diagnose_profile(profile, config)
             if apply_model:
-                apply_model(model_path, profile, diagnosis)
+                apply_model(model_path, profile, diagnosis, config=config)
             if verify_findings:
                 verify_findings(profile, diagnosis, Path(target), repeat, nprocs, scale)
             if figure_data:

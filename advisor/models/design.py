@@ -25,7 +25,7 @@ LAYOUTS = ("shared", "fpp")
 APIS = ("posix", "mpiio", "collective", "collective-view")
 FSYNCS = ("none", "at-close", "per-write")
 ORDERS = ("sequential", "random")
-VOLUMES = {"small": 4 * MiB, "large": 64 * MiB}  # bytes per rank wanted
+VOLUMES = {"small": 4 * MiB, "large": 128 * MiB}  # bytes per rank wanted
 UNALIGNED = 1_000_000 / MiB  # an unaligned transfer: 1 MiB -> 1,000,000 bytes (as users write)
 MAX_OPS = {"default": 4096, "per-write": 256, "collective": 512}  # requests per rank, at most
 

@@ -169,15 +169,18 @@ def ranges(ts: TrainingSet) -> dict[str, list]:
     return out
 
 
-def outside(model: Model, row: dict[str, float], tolerance: float = 1e-6) -> list[str]:
-    """The features of `row` outside the model's training ranges, said in words."""
+def outside(model: Model, row: dict[str, float], margin: float = 0.02) -> list[str]:
+    """The features of `row` outside the model's training ranges (beyond `margin` of the range,
+    at least 0.01, so 0.9999 against a seen 0.9998 is not news), said in words."""
     out = []
     for name, span in (model.meta.get("ranges") or {}).items():
         value = row.get(name, math.nan)
         if value is None or not math.isfinite(value):
             continue
         if not span:
-            out.append(f"{name} = {value:g} (the training data never had it)")
-        elif value < span[0] - tolerance or value > span[1] + tolerance:
-            out.append(f"{name} = {value:g} outside {span[0]:g}..{span[1]:g}")
+            out.append(f"{name} = {value:.3g} (the training data never had it)")
+            continue
+        slack = max(margin * (span[1] - span[0]), 0.01)
+        if value < span[0] - slack or value > span[1] + slack:
+            out.append(f"{name} = {value:.3g} outside {span[0]:.3g}..{span[1]:.3g}")
     return out

@@ -1,0 +1,64 @@
+"""Facts from a learned model's expectation of the job (``ioadvisor diagnose --model``).
+
+:func:`advisor.models.predict.apply_model` puts the model's expectation of the job's own
+pattern in ``profile.extras["model"]`` (:class:`advisor.models.expect.JobExpectation`)
+and then runs the anomaly rules; without a model these facts do not apply and the rules
+are skipped silently.
+"""
+
+from __future__ import annotations
+
+import math
+
+from advisor.facts import FactContext, Missing, NotApplicable, fact
+
+
+def _expectation(ctx: FactContext):
+    exp = ctx.profile.extras.get("model")
+    if exp is None:
+        raise NotApplicable("no learned model was given (--model or [model] path)")
+    if exp.reason:
+        raise Missing(exp.reason)
+    return exp
+
+
+def _finite(value: float) -> float:
+    if value is None or not math.isfinite(value):
+        raise Missing("the model gave no finite prediction for this job")
+    return float(value)
+
+
+@fact("model_measured_mib_s", "MiB/s", "The job's measured bandwidth: bytes / I/O seconds of its slowest rank.")
+def model_measured_mib_s(ctx: FactContext) -> float:
+    return _finite(_expectation(ctx).measured_mib_s)
+
+
+@fact("model_expected_mib_s", "MiB/s", "Bandwidth the model expects for the job's pattern on its file system.")
+def model_expected_mib_s(ctx: FactContext) -> float:
+    return _finite(_expectation(ctx).expected_mib_s)
+
+
+@fact("model_expected_low_mib_s", "MiB/s", "Lower end of the model's interval for the job's bandwidth.")
+def model_expected_low_mib_s(ctx: FactContext) -> float:
+    return _finite(_expectation(ctx).expected_low_mib_s)
+
+
+@fact("model_shortfall", "ratio", "How many times longer the job's I/O took than the model expects.")
+def model_shortfall(ctx: FactContext) -> float:
+    return _finite(_expectation(ctx).shortfall)
+
+
+@fact("model_lost_s", "s", "I/O seconds (slowest rank) beyond what the model expects for the pattern.")
+def model_lost_s(ctx: FactContext) -> float:
+    exp = _expectation(ctx)
+    return max(_finite(exp.measured_s - exp.expected_s), 0.0)
+
+
+@fact("model_extrapolation", "list", "Features of the job outside the model's training ranges.")
+def model_extrapolation(ctx: FactContext) -> list[str]:
+    return list(_expectation(ctx).extrapolation)
+
+
+@fact("model_name", "text", "What the model is and what it was trained on.")
+def model_name(ctx: FactContext) -> str:
+    return _expectation(ctx).model

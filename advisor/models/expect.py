@@ -1,0 +1,105 @@
+"""What the model expects of a job's own pattern, next to what the job measured.
+
+The job's parts (its write and read sides, or an IOR test's phases) are predicted on the
+model's file system and compared with the job's measured time (the slowest rank's, from
+Darshan's timing counters, or IOR's bandwidth). The anomaly facts
+(:mod:`advisor.facts.model`) read the result from ``profile.extras["model"]``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from advisor.models import mount
+from advisor.models.features import Part
+from advisor.models.train import Model
+from advisor.profile import JobProfile
+
+MiB = 1 << 20
+MIN_BYTES = 1 << 20
+MIN_SECONDS = 1e-3
+
+
+@dataclass
+class JobExpectation:
+    """Measured vs expected for one job; `reason` says why there is no comparison."""
+
+    model: str = ""
+    measured_s: float = 0.0  # I/O seconds of the slowest rank, all parts
+    expected_s: float = math.nan
+    expected_fast_s: float = math.nan
+    expected_slow_s: float = math.nan
+    bytes: float = 0.0
+    extrapolation: list[str] = field(default_factory=list)
+    mount_warning: str = ""
+    reason: str = ""
+
+    @property
+    def measured_mib_s(self) -> float:
+        return self.bytes / self.measured_s / MiB if self.measured_s > 0 else math.nan
+
+    @property
+    def expected_mib_s(self) -> float:
+        return self.bytes / self.expected_s / MiB if self.expected_s > 0 else math.nan
+
+    @property
+    def expected_low_mib_s(self) -> float:
+        return self.bytes / self.expected_slow_s / MiB if self.expected_slow_s > 0 else math.nan
+
+    @property
+    def expected_high_mib_s(self) -> float:
+        return self.bytes / self.expected_fast_s / MiB if self.expected_fast_s > 0 else math.nan
+
+    @property
+    def shortfall(self) -> float:
+        """How many times slower than expected the job was (> 1: slower)."""
+        return self.measured_s / self.expected_s if self.expected_s > 0 else math.nan
+
+
+def measured(profile: JobProfile) -> tuple[list[Part], float]:
+    """The job's parts and its measured I/O seconds (slowest rank), or ([], 0) when unknown."""
+    if "ior" in profile.extras:
+        from advisor.models.sources.ior import ior_measured_mib_s, ior_parts
+
+        for test in profile.extras["ior"].tests:
+            parts = ior_parts(test)
+            rates = {op: ior_measured_mib_s(test, op) for op in parts}
+            if parts and all(rates.values()):
+                return list(parts.values()), sum(p.bytes / MiB / rates[op] for op, p in parts.items())
+        return [], 0.0
+    from advisor.models.sources.darshan import measured_parts, profile_parts
+
+    parts = profile_parts(profile)
+    times = measured_parts(profile)
+    return [parts[d] for d in times], sum(m.seconds for m in times.values())
+
+
+def expectation(model: Model, profile: JobProfile) -> JobExpectation:
+    """The model's expectation of this job's pattern against its measured time."""
+    from advisor.models.predict import predict_parts
+    from advisor.models.store import describe
+
+    exp = JobExpectation(model=describe(model.meta))
+    parts, seconds = measured(profile)
+    fstypes = {p.fstype for p in parts if p.fstype}
+    trained = (model.meta.get("identity") or {}).get("fstype", "")
+    if trained and fstypes and trained not in fstypes:
+        exp.mount_warning = (f"the job's files are on {', '.join(sorted(fstypes))}, the model learned "
+                             f"{trained}: its numbers describe that file system, not the job's")
+    exp.bytes = sum(p.bytes for p in parts)
+    if not parts or exp.bytes < MIN_BYTES or seconds < MIN_SECONDS:
+        exp.reason = "the job moved too little data, or too quickly, to judge its bandwidth"
+        return exp
+    if exp.mount_warning:
+        exp.reason = exp.mount_warning
+    exp.measured_s = seconds
+    timing = predict_parts(model, parts)
+    exp.expected_s, exp.expected_fast_s, exp.expected_slow_s = timing.seconds, timing.fast_s, timing.slow_s
+    exp.extrapolation = timing.outside
+    return exp
+
+
+def mount_differences(model: Model, target) -> list[str]:
+    """How the mount at `target` differs from the one the model learned ([] when the same)."""
+    return mount.differences(model.meta.get("identity") or {}, mount.identity(target))

@@ -1,0 +1,192 @@
+"""A model in diagnosis: the predicted gain of each fix, and jobs far below expectation.
+
+``apply_model(model_path, profile, diagnosis)`` (called by ``ioadvisor diagnose --model``):
+
+- for every finding with a fix, the job's replay plan (the same one ``--verify`` runs) and
+  the plan with the fix applied are both predicted phase by phase; the predicted speedup,
+  its interval and the I/O time it would save go to ``finding.prediction``, and findings
+  are re-ranked by predicted time saved;
+- the job's measured bandwidth is compared with what the model expects for its pattern on
+  the model's file system; the anomaly rules of the catalogue (ANM001) decide on a finding
+  from that comparison (facts in :mod:`advisor.facts.model`), so thresholds and wording
+  stay in ``rules/`` like every other rule;
+- every prediction made outside the training ranges says so (``extrapolation``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from advisor.errors import AdvisorError, InputError
+from advisor.findings import Diagnosis
+from advisor.models import store
+from advisor.models.expect import JobExpectation, expectation
+from advisor.models.features import Part, features, matrix
+from advisor.models.train import Model, outside
+from advisor.profile import JobProfile
+
+MiB = 1 << 20
+DEFAULT_MODEL = Path(__file__).parent / "default" / "model.skops"
+
+
+def resolve(model_path: str | Path) -> Path:
+    """``default`` names the model shipped with ioadvisor; anything else is a path."""
+    return DEFAULT_MODEL if str(model_path) == "default" else Path(model_path)
+
+
+@lru_cache(maxsize=4)
+def _cached(path: str, mtime_ns: int, size: int) -> Model:
+    return store.load(path)
+
+
+def load(model_path: str | Path) -> Model:
+    """The model at `model_path` (loaded once per process while the file is unchanged)."""
+    path = resolve(model_path)
+    try:
+        st = path.stat()
+    except OSError:
+        raise InputError(str(model_path), "no such model file") from None
+    return _cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+@dataclass
+class Timing:
+    """Predicted seconds of a workload (its slowest rank), with an interval."""
+
+    seconds: float
+    fast_s: float  # at the upper bandwidth quantile
+    slow_s: float  # at the lower bandwidth quantile
+    bytes: float
+    outside: list[str] = field(default_factory=list)
+
+    @property
+    def mib_s(self) -> float:
+        return self.bytes / self.seconds / MiB if self.seconds > 0 else math.nan
+
+
+def predict_parts(model: Model, parts: list[Part]) -> Timing:
+    """Time of a workload made of `parts` run one after the other (phases end at barriers)."""
+    parts = [p for p in parts if p.bytes > 0]
+    rows = [features(p) for p in parts]
+    mid, lo, hi = model.predict_log(matrix(rows, model.features))
+    nbytes = np.array([p.bytes for p in parts]) / MiB
+    flags = sorted({flag for row in rows for flag in outside(model, row)})
+    return Timing(float(np.sum(nbytes / 10 ** mid)), float(np.sum(nbytes / 10 ** hi)),
+                  float(np.sum(nbytes / 10 ** lo)), float(nbytes.sum() * MiB), flags)
+
+
+def speedup(before: Timing, after: Timing) -> tuple[float, float, float]:
+    """(speedup, low, high): the ratio of the medians; the interval combines the log half-widths
+    of both predictions in quadrature (their errors are not independent on one mount, so this
+    is a rough band, not a confidence interval)."""
+    ratio = before.seconds / after.seconds
+    half = math.hypot(math.log10(before.slow_s / before.fast_s) / 2, math.log10(after.slow_s / after.fast_s) / 2)
+    return ratio, ratio / 10 ** half, ratio * 10 ** half
+
+
+def predict_fixes(model: Model, profile: JobProfile, fixes: list[dict], np_: int | None = None,
+                  scale: float | None = None, fstype: str | None = None) -> dict[str, dict]:
+    """fix key -> prediction dict, from the job's replay plan before and after each fix."""
+    from advisor.models.sources.plan import plan_parts
+    from advisor.verify import fix_key, replay_plan
+    from replay.transforms import apply_fix
+
+    fstype = fstype if fstype is not None else (model.meta.get("identity") or {}).get("fstype", "")
+    ranks = np_ or min(max(profile.job.nprocs, 1), max_ranks(model))
+    base = replay_plan(profile, np=ranks, scale=scale)
+    before = predict_parts(model, list(plan_parts(base, fstype).values()))
+    out = {}
+    for fix in fixes:
+        key = fix_key(fix)
+        try:
+            fixed = apply_fix(base, fix)
+        except ValueError as exc:
+            out[key] = {"speedup": None, "reason": f"not predictable for this workload: {exc}"}
+            continue
+        after = predict_parts(model, list(plan_parts(fixed, fstype).values()))
+        ratio, lo, hi = speedup(before, after)
+        flags = sorted(set(before.outside) | set(after.outside))
+        out[key] = {"speedup": _round(ratio), "interval": [_round(lo), _round(hi)],
+                    "baseline_mib_s": _round(before.mib_s), "fixed_mib_s": _round(after.mib_s),
+                    "np": base.nranks, "scale": base.meta.get("scale", 1.0),
+                    "extrapolated": bool(flags), "extrapolation": flags}
+    return out
+
+
+def max_ranks(model: Model) -> int:
+    """The largest rank count in the model's training data."""
+    span = (model.meta.get("ranges") or {}).get("log2_nprocs") or [0, 0]
+    return max(1, int(round(2 ** span[1])))
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(f"{x:.4g}")
+
+
+def apply_model(model_path: str | Path, profile: JobProfile, diagnosis: Diagnosis, config=None) -> None:
+    """Predictions for the findings' fixes, the anomaly check, re-ranking (in place)."""
+    model = load(model_path)
+    exp = expectation(model, profile)
+    profile.extras["model"] = exp  # read by the anomaly facts (advisor.facts.model)
+    _anomaly_rules(profile, diagnosis, config)
+    _fix_predictions(model, profile, diagnosis, exp)
+    diagnosis.summary["model"] = _summary(model, exp)
+    diagnosis.findings = diagnosis.sorted_findings()
+
+
+def _fix_predictions(model: Model, profile: JobProfile, diagnosis: Diagnosis, exp: JobExpectation) -> None:
+    from advisor.verify import fix_key
+
+    fixes = {fix_key(f.fix): f.fix for f in diagnosis.findings if f.fix}
+    if not fixes:
+        return
+    try:
+        predicted = predict_fixes(model, profile, list(fixes.values()))
+    except AdvisorError as exc:
+        predicted = {k: {"speedup": None, "reason": f"no replay plan: {exc}"} for k in fixes}
+    label = store.describe(model.meta)
+    for finding in diagnosis.findings:
+        if not finding.fix:
+            continue
+        p = dict(predicted[fix_key(finding.fix)])
+        if p.get("speedup") and exp.measured_s:
+            p = {"speedup": p["speedup"], "time_saved_s": _round(exp.measured_s * (1 - 1 / p["speedup"])),
+                 **{k: v for k, v in p.items() if k != "speedup"}}
+        if exp.mount_warning:
+            p["warning"] = exp.mount_warning
+        p["model"] = label
+        finding.prediction = p
+
+
+def _anomaly_rules(profile: JobProfile, diagnosis: Diagnosis, config) -> None:
+    """Run the catalogue's anomaly rules now that the model's expectation is known."""
+    from advisor.config import load_config
+    from advisor.engine import input_kind
+    from advisor.engine.chain import run
+    from advisor.engine.rules import Catalogue, load_catalogue
+    from advisor.facts import FactContext
+
+    rules = [r for r in load_catalogue().rules if r.category == "anomaly"]
+    ctx = FactContext(profile, config if config is not None else load_config())
+    outcome = run(Catalogue(rules), ctx, input_kind(profile), float(diagnosis.job.get("runtime_s") or 0.0))
+    diagnosis.findings += outcome.findings
+    diagnosis.not_checked += outcome.not_checked
+
+
+def _summary(model: Model, exp: JobExpectation) -> dict:
+    doc = {"model": store.describe(model.meta), "path": model.meta.get("path"),
+           "trained_on": model.meta.get("trained_on"), "warnings": list(model.meta.get("warnings") or [])}
+    if exp.mount_warning:
+        doc["warnings"].append(exp.mount_warning)
+    if exp.reason:
+        doc["expectation"] = exp.reason
+    else:
+        doc.update(measured_mib_s=_round(exp.measured_mib_s), expected_mib_s=_round(exp.expected_mib_s),
+                   expected_interval_mib_s=[_round(exp.expected_low_mib_s), _round(exp.expected_high_mib_s)],
+                   extrapolation=exp.extrapolation)
+    return doc
