@@ -129,6 +129,21 @@ def header(p: Printer, modules: dict, dxt: bool) -> list[tuple[bytes, bytes]]:
     return mounts
 
 
+def banner(p: Printer, name: str, m: dict, stars: int, show_incomplete: bool) -> bool:
+    """The module banner and partial-data warning; False where the real tool stops."""
+    p.out(f"\n# {'*' * stars}\n# {name} module data\n# {'*' * stars}\n")
+    if not m["partial"]:
+        return True
+    if not show_incomplete:
+        p.flush()
+        sys.stderr.write(f"\n# *ERROR*: The {name} module contains incomplete data!\n")
+        return False
+    p.out(f"\n# *WARNING*: The {name} module contains incomplete data!\n"
+          "#            This happens when a module runs out of\n"
+          "#            memory to store new record data.\n")
+    return True
+
+
 def _where(name: bytes | None, mounts) -> tuple[bytes, bytes]:
     for path, fstype in mounts:  # first prefix match, as darshan-parser does
         if name is not None and name.startswith(path):
@@ -161,18 +176,10 @@ def parser(p: Printer, all_sections: bool, show_incomplete: bool) -> int:
     for name, m in sorted(modules.items(), key=lambda kv: kv[1]["idx"]):
         if (m["len"] == 0 and not m["partial"]) or name in DXT:
             continue
-        p.out(f"\n# *******************************************************\n# {name} module data\n"
-              "# *******************************************************\n")
-        if m["partial"]:
-            if not show_incomplete:
-                p.flush()
-                sys.stderr.write(f"\n# *ERROR*: The {name} module contains incomplete data!\n")
-                return 255
-            p.out(f"\n# *WARNING*: The {name} module contains incomplete data!\n"
-                  "#            This happens when a module runs out of\n"
-                  "#            memory to store new record data.\n")
-            if m["len"] == 0:
-                continue
+        if not banner(p, name, m, 55, show_incomplete):
+            return 255
+        if m["len"] == 0:
+            continue
         p.description(m["idx"], m["ver"])
         acc = _accumulator(p, m["idx"], nprocs) if all_sections else None
         for buf in _records(log, m["idx"]):
@@ -260,14 +267,8 @@ def dxt_parser(p: Printer, show_incomplete: bool) -> int:
         m = modules.get(name)
         if not m or not m["len"]:
             continue
-        p.out(f"\n# ***************************************************\n# {name} module data\n"
-              "# ***************************************************\n")
-        if m["partial"]:
-            if not show_incomplete:
-                p.flush()
-                sys.stderr.write(f"\n# *ERROR*: The {name} module contains incomplete data!\n")
-                return 255
-            p.out(f"\n# *WARNING*: The {name} module contains incomplete data!\n")
+        if not banner(p, name, m, 51, show_incomplete):
+            return 255
         for buf in _records(log, m["idx"]):
             rid = int(log.ffi.cast("struct darshan_base_record *", buf).id)
             rname = names.get(rid)

@@ -83,6 +83,8 @@ def assert_same_records(log: JobProfile, dump: JobProfile) -> None:
         for name, col in ra.fcounters.items():
             assert np.allclose(rb.fcounters[name][ob], col[oa], rtol=1e-12, atol=F_TOL, equal_nan=True), \
                 f"{module} {name}"
+        if module == "DAOS":
+            continue  # darshan-parser prints DAOS object ids where other modules print names
         for rid in np.unique(ra.ids):
             assert dump.names.get(int(rid)) == log.names.get(int(rid)), f"name of {rid}"
     assert set(dump.records) == set(log.records)

@@ -269,7 +269,9 @@ class CounterTables:
             values = col.astype(np.float64 if is_float else np.uint64 if cname.endswith("_FILE_REC_ID")
                                 else np.int64)
         except (ValueError, OverflowError):
-            values, is_float = _floats(col), True  # e.g. APMPI prints float variances
+            values = _record_ids(col) if not is_float else None  # e.g. POSIX_RENAMED_FROM, unsigned
+            if values is None:
+                values, is_float = _floats(col), True  # e.g. APMPI prints float variances
             if values is None:
                 raise DumpFormatError(f"malformed {cname} value in the {module} records "
                                       f"(e.g. {str(col[0])[:40]!r})") from None
@@ -280,6 +282,14 @@ class CounterTables:
     def lustre_layouts(self) -> dict[int, LustreLayout]:
         self.records()
         return self._lustre_layouts
+
+
+def _record_ids(col: np.ndarray) -> np.ndarray | None:
+    """Record ids printed unsigned, as the int64 bit patterns the log reader keeps."""
+    try:
+        return col.astype(np.uint64).view(np.int64)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _floats(col: np.ndarray) -> np.ndarray | None:

@@ -40,6 +40,10 @@ _UNKNOWN_REGION_RE = re.compile(r"^# <UNKNOWN> module \(id (\d+)\): (\d+) bytes"
 _PARTIAL_RE = re.compile(r"^# \*(WARNING|ERROR)\*: The (\S+) module contains incomplete data!")
 _SKIPPED_RE = re.compile(r"^# Warning: no log utility handlers defined for module (\S+), SKIPPING")
 _DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
+# "# key: value" lines of the job header -> JobInfo attribute and type
+_JOB_FIELDS = {"exe": ("exe", str), "uid": ("uid", int), "jobid": ("jobid", str),
+               "start_time": ("start_time", float), "end_time": ("end_time", float),
+               "nprocs": ("nprocs", int), "run time": ("runtime_s", float)}
 # Modules whose records darshan-parser (3.x) always prints when the log has them:
 # a listed one without its section means the dump was cut.
 _PRINTED_MODULES = {"POSIX", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "BG/Q",
@@ -140,7 +144,7 @@ class DumpReader:
         self.dxt = DxtAccumulator()
         self.state = "start"
         self.module = ""
-        self.jobs: list[tuple[str, str, int]] = []  # (jobid, exe, start) of each header
+        self.jobs: list[dict[str, str]] = []  # the job fields of each header
 
     # .. driving ..
     def feed(self, block: bytes) -> None:
@@ -214,44 +218,25 @@ class DumpReader:
         self.headers += 1
         self.log_version = self.log_version or version
         self.state = "header"
-        self.jobs.append(("", "", 0))
+        self.jobs.append({})
 
     def _header_line(self, line: str) -> None:
         key, _, value = line[2:].partition(": ")  # values kept verbatim (exe may end in a space)
-        job = self.job
-        first = self.headers == 1
-        try:
-            if key == "exe":
-                job.exe = value if first else job.exe
-                self._job_key(1, value)
-            elif key == "uid" and first:
-                job.uid = int(value)
-            elif key == "jobid":
-                job.jobid = value if first else job.jobid
-                self._job_key(0, value)
-            elif key == "start_time":
-                job.start_time = float(value) if first else job.start_time
-                self._job_key(2, int(value))
-            elif key == "end_time" and first:
-                job.end_time = float(value)
-            elif key == "nprocs" and first:
-                job.nprocs = int(value)
-            elif key == "run time" and first:
-                job.runtime_s = float(value)
-            elif key == "metadata" and first:
-                k, _, v = value.partition(" = ")
-                job.metadata[k] = v
-            elif line.startswith("# log file regions"):
-                self.state = "regions"
-            elif line.startswith("# mounted file systems"):
-                self.state = "mounts"
-        except ValueError:
-            raise DumpFormatError(f"malformed header line {line[:100]!r}") from None
-
-    def _job_key(self, index: int, value: object) -> None:
-        entry = list(self.jobs[-1])
-        entry[index] = value
-        self.jobs[-1] = tuple(entry)  # type: ignore[assignment]
+        if key in _JOB_FIELDS:
+            self.jobs[-1][key] = value
+            if self.headers == 1:  # a concatenated second dump repeats the same job
+                attr, convert = _JOB_FIELDS[key]
+                try:
+                    setattr(self.job, attr, convert(value))
+                except ValueError:
+                    raise DumpFormatError(f"malformed header line {line[:100]!r}") from None
+        elif key == "metadata" and self.headers == 1:
+            k, _, v = value.partition(" = ")
+            self.job.metadata[k] = v
+        elif line.startswith("# log file regions"):
+            self.state = "regions"
+        elif line.startswith("# mounted file systems"):
+            self.state = "mounts"
 
     def _region_line(self, line: str) -> None:
         if m := _REGION_RE.match(line):
@@ -313,9 +298,11 @@ class DumpReader:
         return "darshan-dxt-parser"
 
     def _check_same_job(self) -> None:
-        if len({j for j in self.jobs}) > 1:
-            a, b = self.jobs[0], next(j for j in self.jobs if j != self.jobs[0])
-            raise DumpFormatError(f"concatenated dumps of different jobs (jobid {a[0]} and {b[0]})")
+        first = {k: self.jobs[0].get(k) for k in ("jobid", "exe", "start_time")}
+        for other in self.jobs[1:]:
+            if {k: other.get(k) for k in first} != first:
+                raise DumpFormatError(f"concatenated dumps of different jobs "
+                                      f"(jobid {first['jobid']} and {other.get('jobid')})")
 
     def _check_sections(self) -> None:
         """Refused partial modules, and listed modules without their section (a cut dump)."""
