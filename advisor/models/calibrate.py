@@ -27,7 +27,7 @@ from advisor.models import mount
 from advisor.models.features import FEATURES_VERSION, features, names
 from advisor.models.sources.plan import plan_parts
 
-DATA_FILE, MOUNT_FILE = "calibration.csv", "mount.json"
+DATA_FILE, MOUNT_FILE, FAILED_FILE = "calibration.csv", "mount.json", "failed.csv"
 SCHEMA = "ioadvisor/calibration/v1"
 BATCH = 6  # points per MPI job: fewer launches, yet rows reach the disk often
 FACTORS = ("op", "transfer", "layout", "nprocs", "api", "fsync", "order", "aligned", "volume", "stripe_count")
@@ -96,6 +96,7 @@ class Dataset:
         self.path = Path(path)
         self.csv = self.path / DATA_FILE
         self.meta_path = self.path / MOUNT_FILE
+        self.failed_path = self.path / FAILED_FILE
 
     def open(self, identity: dict, snapshot: dict, settings: dict) -> None:
         """Create the data set, or check that an existing one was measured on this mount."""
@@ -128,7 +129,20 @@ class Dataset:
         return doc
 
     def done_keys(self) -> set[str]:
-        return {row["key"] for row in self.rows()}
+        """Points measured, and points that failed (delete failed.csv to try those again)."""
+        failed = set()
+        if self.failed_path.exists():
+            with open(self.failed_path, newline="") as fh:
+                failed = {row["key"] for row in csv.DictReader(fh)}
+        return {row["key"] for row in self.rows()} | failed
+
+    def fail(self, key: str, reason: str) -> None:
+        new = not self.failed_path.exists()
+        with open(self.failed_path, "a", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=("key", "reason"))
+            if new:
+                writer.writeheader()
+            writer.writerow({"key": key, "reason": reason})
 
     def rows(self) -> list[dict[str, str]]:
         if not self.csv.exists():
@@ -202,7 +216,7 @@ def calibrate(target: Path, out: Path, max_np: int, budget_s: float, repeat: int
         if not batch:
             break
         t0 = time.monotonic()
-        rows = measure_batch(batch, target, ident, repeat, progress)
+        rows = _measure_isolating(batch, target, ident, repeat, progress, data)
         data.append(rows)
         per_batch = max(per_batch, time.monotonic() - t0) if not progress.measured else \
             0.5 * per_batch + 0.5 * (time.monotonic() - t0)
@@ -212,6 +226,27 @@ def calibrate(target: Path, out: Path, max_np: int, budget_s: float, repeat: int
         if on_progress:
             on_progress(progress)
     return progress
+
+
+class ReplayFailed(Exception):
+    """The MPI job of a batch failed (its line from the executor or mpiexec)."""
+
+
+def _measure_isolating(batch: list[sweep.Point], target: Path, ident: dict, repeat: int,
+                       progress: Progress, data: Dataset) -> list[dict]:
+    """A batch's rows; when its MPI job fails, each point alone, so one pattern that breaks
+    the replayer costs only itself (recorded in failed.csv and skipped from then on)."""
+    try:
+        return measure_batch(batch, target, ident, repeat, progress)
+    except ReplayFailed as exc:
+        if len(batch) == 1:
+            data.fail(batch[0].key, str(exc))
+            progress.failed.append(f"{batch[0].key}: {exc}")
+            return []
+    rows = []
+    for point in batch:
+        rows += _measure_isolating([point], target, ident, repeat, progress, data)
+    return rows
 
 
 def measure_batch(batch: list[sweep.Point], target: Path, ident: dict, repeat: int,
@@ -236,8 +271,10 @@ def measure_batch(batch: list[sweep.Point], target: Path, ident: dict, repeat: i
             labels = [f"p{i}" for i in range(len(plans))]
             result = run_plans(scratch, dirs, labels, LaunchOptions(np=batch[0].nprocs, repeat=repeat,
                                                                     cache=cache))
-    except (safety.SafetyError, LaunchError) as exc:
-        raise InputError(str(target), f"calibration replay failed: {exc}") from None
+    except safety.SafetyError as exc:
+        raise InputError(str(target), f"calibration replay refused: {exc}") from None
+    except LaunchError as exc:
+        raise ReplayFailed(str(exc)) from None
     progress.cache_policy = result.get("cache_policy", "")
     by_point = {p.key: p for p in batch}
     rows = []

@@ -27,6 +27,7 @@ FSYNCS = ("none", "at-close", "per-write")
 ORDERS = ("sequential", "random")
 VOLUMES = {"small": 4 * MiB, "large": 128 * MiB}  # bytes per rank wanted
 UNALIGNED = 1_000_000 / MiB  # an unaligned transfer: 1 MiB -> 1,000,000 bytes (as users write)
+VIEW_CALL_BYTES = 64 * MiB  # the replayer issues a file-view call from one buffer of at most this
 MAX_OPS = {"default": 4096, "per-write": 256, "collective": 512}  # requests per rank, at most
 
 # How much a difference in each factor separates two points (the order's metric).
@@ -64,7 +65,10 @@ class Point:
         """Requests each rank makes: the volume wanted, within the cap of this kind of run."""
         cap = MAX_OPS["per-write" if self.fsync == "per-write" else
                       "collective" if self.api == "collective" else "default"]
-        return int(min(max(VOLUMES[self.volume] // self.transfer_bytes, 1), cap))
+        volume = VOLUMES[self.volume]
+        if self.api == "collective-view":  # one call per rank: within the replayer's 64 MiB buffer
+            volume = min(volume, VIEW_CALL_BYTES)
+        return int(min(max(volume // self.transfer_bytes, 1), cap))
 
     def as_dict(self) -> dict:
         return asdict(self)

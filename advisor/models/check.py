@@ -1,0 +1,77 @@
+"""Check a model against the replayer: predicted vs measured speedup of each fix of a job.
+
+The same baseline plan (ranks and scale) is predicted by the model and replayed on the
+target before and after every fix the diagnosis proposes; the relative error of the
+predicted speedup is |predicted - measured| / measured. Used by ``bench/models.py`` and
+the tests; a site can run it on its own logs to see whether its model can be trusted.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from advisor.models.predict import predict_fixes
+from advisor.models.train import Model
+
+
+@dataclass
+class Comparison:
+    """One fix of one job: what the model predicted and what the replayer measured."""
+
+    job: str
+    fix: dict
+    codes: list[str]
+    predicted: float | None
+    interval: list[float] | None
+    measured: float | None
+    measured_ci95: list[float] | None
+    verdict: str
+    extrapolated: bool
+    reason: str = ""
+
+    @property
+    def error(self) -> float | None:
+        """|predicted - measured| / measured, or None when either side is missing."""
+        if not self.predicted or not self.measured:
+            return None
+        return abs(self.predicted - self.measured) / self.measured
+
+
+def compare(model: Model, profile, target: Path, repeat: int = 3, np_: int | None = None,
+            label: str = "") -> list[Comparison]:
+    """Predict and replay every distinct fix of the job's diagnosis on `target`."""
+    from advisor import api
+    from advisor.models.predict import max_ranks
+    from advisor.verify import fix_key, measure, replay_plan
+
+    diagnosis = api.diagnose_profile(profile)
+    codes: dict[str, list[str]] = {}
+    fixes: dict[str, dict] = {}
+    for f in diagnosis.findings:
+        if f.fix:
+            key = fix_key(f.fix)
+            fixes.setdefault(key, f.fix)
+            codes.setdefault(key, []).append(f.code)
+    if not fixes:
+        return []
+    ranks = np_ or min(max(profile.job.nprocs, 1), max_ranks(model))
+    base = replay_plan(profile, np=ranks)
+    predicted = predict_fixes(model, profile, list(fixes.values()), np_=ranks)
+    measured = measure(profile, list(fixes.values()), target, repeat=repeat, base=base)
+    out = []
+    for v in measured["verifications"]:
+        key = fix_key(v["fix"])
+        p = predicted[key]
+        out.append(Comparison(label or profile.source.path, v["fix"], codes[key], p.get("speedup"),
+                              p.get("interval"), v.get("speedup"), v.get("ci95"), v["verdict"],
+                              bool(p.get("extrapolated")), v.get("reason") or p.get("reason", "")))
+    return out
+
+
+def median_error(comparisons: list[Comparison]) -> float:
+    """Median of the relative errors of the comparisons that have both sides (NaN if none)."""
+    errors = [c.error for c in comparisons if c.error is not None]
+    return statistics.median(errors) if errors else math.nan

@@ -1,0 +1,105 @@
+"""Predicted vs measured speedup of the fixes of the generated corpus cases, and the default model.
+
+    python bench/models.py [--model MODEL] [--target DIR] [--repeat K] [--cases a,b,...]
+    python bench/models.py --regenerate [--budget MINUTES] [--data DIR]
+
+The first form predicts, with the model (default: the one shipped in
+advisor/models/default/), the speedup of every fix the diagnosis proposes for each case,
+replays the same plan before and after each fix on --target with the replayer, and prints
+both with the relative error |predicted - measured| / measured and its median (target:
+< 25 %). The second form regenerates the shipped default model: a calibration of --target
+(the demo's local file system) for --budget minutes into --data (resumed if it exists),
+`ioadvisor train` on it, the model and its calibration rows written to advisor/models/default/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# bench/replay.py would shadow the `replay` package: import from the repository, not from bench/
+sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "bench"]
+CORPUS = REPO.parent / "shared" / "corpus" / "generated"
+DEFAULT_DIR = REPO / "advisor" / "models" / "default"
+CASES = ("b_small_io_shared_4k", "n_fsync_per_write_Y_4k", "d_mpiio_independent_256k",
+         "c_random_shared_64k", "i_misaligned_1000000", "s_big_dxt_1k")
+
+
+def regenerate(target: Path, data: Path, budget_min: float) -> None:
+    """Calibrate `target` (resuming `data`), train, and write the shipped default model."""
+    from advisor.models.build import build_model
+    from advisor.models.calibrate import DATA_FILE, calibrate
+    from advisor.models.store import describe, save
+    from advisor.verify import default_np
+
+    progress = calibrate(target, data, default_np(1 << 20), budget_min * 60)
+    print(f"calibration: {progress.measured} new patterns, {progress.done_before + progress.measured} "
+          f"in {data} ({progress.stopped or 'design complete'})")
+    model, _ = build_model([str(data)])
+    model.meta["trained_on"] = [f"ioadvisor calibrate --target {target} (the demo's local file system): "
+                                f"{model.meta['rows']} phases of {progress.done_before + progress.measured} "
+                                "patterns; rows in advisor/models/default/calibration.csv"]
+    DEFAULT_DIR.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(data / DATA_FILE, DEFAULT_DIR / "calibration.csv")
+    save(model, DEFAULT_DIR / "model.skops")
+    print(f"default model: {describe(model.meta)}")
+
+
+def compare_cases(model_path: str, target: Path, repeat: int, cases: list[str]) -> int:
+    from advisor import api
+    from advisor.models.check import compare, median_error
+    from advisor.models.predict import load
+    from advisor.models.store import describe
+
+    model = load(model_path)
+    print(f"model: {describe(model.meta)}")
+    print(f"{'case':28} {'fix':34} {'predicted':>16} {'measured':>16} {'error':>7}  verdict")
+    rows = []
+    for case in cases:
+        t0 = time.monotonic()
+        profile = api.load(CORPUS / case / "case.darshan")
+        for c in compare(model, profile, target, repeat=repeat, label=case):
+            rows.append(c)
+            fix = json.dumps(c.fix, separators=(",", ":"))[:34]
+            pred = f"{c.predicted:.2f}x" + ("*" if c.extrapolated else "") if c.predicted else "-"
+            if c.interval and c.predicted:
+                pred += f" [{c.interval[0]:.2f}-{c.interval[1]:.2f}]"
+            meas = f"{c.measured:.2f}x" if c.measured else "-"
+            if c.measured_ci95 and c.measured and c.measured_ci95[0] is not None:
+                meas += f" [{c.measured_ci95[0]:.2f}-{c.measured_ci95[1]:.2f}]"
+            err = f"{c.error:.0%}" if c.error is not None else "-"
+            print(f"{case:28} {fix:34} {pred:>16} {meas:>16} {err:>7}  {c.verdict} {c.reason[:60]}")
+        print(f"  ({case}: {time.monotonic() - t0:.0f} s)", file=sys.stderr)
+    med = median_error(rows)
+    n = sum(c.error is not None for c in rows)
+    print(f"median absolute error of the predicted speedup: {med:.1%} over {n} fixes "
+          f"(target < 25 %; * = outside the training ranges)")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="default")
+    ap.add_argument("--target", type=Path, default=None, help="scratch directory on the mount (default: a temp dir)")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--regenerate", action="store_true")
+    ap.add_argument("--budget", type=float, default=40.0, help="minutes of calibration for --regenerate")
+    ap.add_argument("--data", type=Path, default=REPO / "out" / "calibration-default")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ioadvisor-bench-models-") as tmp:
+        target = args.target or Path(tmp)
+        if args.regenerate:
+            regenerate(target, args.data, args.budget)
+            return 0
+        return compare_cases(args.model, target, args.repeat, [c for c in args.cases.split(",") if c])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
