@@ -69,7 +69,8 @@ def fio_bw(target: Path, total: int, bs: int, random: bool, runs: int) -> float:
     for i in range(runs):
         jobs += [f"--name=run{i}", f"--filename={work / f'f{i}'}"] + (["--stonewall"] if i else [])
     try:
-        out = subprocess.run(["fio", *common, *jobs], capture_output=True, text=True, check=True, timeout=900)
+        out = subprocess.run(["fio", *common, *jobs], capture_output=True, text=True, check=True, timeout=900,
+                             cwd=work)  # fio leaves <job>.prerun.txt files in its working directory
         doc = json.loads(out.stdout[out.stdout.index("{"):])
         return statistics.median(float(j["write"]["bw_bytes"]) for j in doc["jobs"][1:])
     finally:

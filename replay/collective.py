@@ -124,7 +124,8 @@ def _pads(b: dict[str, np.ndarray], nranks: int) -> dict[str, np.ndarray]:
     gi, ranks = np.nonzero(need)
     counts = need[gi, ranks]
     gi, ranks = np.repeat(gi, counts), np.repeat(ranks, counts)
-    k = np.repeat(calls[np.nonzero(need)], counts) + (np.arange(len(gi)) - np.repeat(np.cumsum(counts) - counts, counts))
+    within = np.arange(len(gi)) - np.repeat(np.cumsum(counts) - counts, counts)
+    k = np.repeat(calls[np.nonzero(need)], counts) + within
     m = len(gi)
     phase, file, sec = ukey[0, gi], ukey[1, gi], ukey[2, gi]
     base = int(b["batch"].max()) + 1 if len(b["batch"]) else 0

@@ -17,7 +17,6 @@ import os
 import shutil
 import signal
 import sys
-import time
 from pathlib import Path
 
 import numpy as np

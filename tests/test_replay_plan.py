@@ -16,7 +16,7 @@ from advisor.cli import cli
 from advisor.profile import DXT_WRITE
 from advisor.replay_plan import build_plan
 from replay import transforms
-from replay.plan import (CLOSE, COMM_WORLD, FSYNC, MPIIO_COLL, OPEN, READ, RECV, SEND, WRITE, Plan,
+from replay.plan import (CLOSE, COMM_WORLD, FSYNC, MPIIO_COLL, READ, RECV, SEND, WRITE, Plan,
                          size_bins)
 from replay.reshape import fold, neighbour_reads, scale
 

@@ -152,7 +152,7 @@ def _print_plan(doc: dict) -> None:
               f"{p['np']} ranks (job: {p['nprocs_source']})")
     out.print(f"  {p['nfiles']} files ({p['shared_files']} shared) in {p['directories']} directories, "
               f"{p['phases']} phases")
-    out.print(f"  operations: " + ", ".join(f"{k} {v:,}" for k, v in p["ops"].items()))
+    out.print("  operations: " + ", ".join(f"{k} {v:,}" for k, v in p["ops"].items()))
     out.print(f"  bytes: read {_mib(p['bytes_read'])}, written {_mib(p['bytes_written'])}; "
               f"needs {_mib(p['planned_bytes'])} on the target")
     for note in p.get("notes", []):

@@ -107,7 +107,8 @@ def synthesize(profile: JobProfile, builder: StreamBuilder, files: FileTable, *,
         for row in range(len(recs)):
             rid = int(recs.ids[row])
             name = profile.name_of(rid)
-            if (rid in skip and view.module != "STDIO") or is_pseudo_file(name) or (view.module != "MPI-IO" and rid in via_mpiio):
+            below_mpiio = view.module != "MPI-IO" and rid in via_mpiio  # replayed at MPI-IO level
+            if (rid in skip and view.module != "STDIO") or is_pseudo_file(name) or below_mpiio:
                 continue
             _record(profile, builder, files, rc, row, name, scale)
 
@@ -158,8 +159,7 @@ def _spans(rc: RecordCounters, row: int) -> dict[str, tuple[float, float]]:
     for kind in ("READ", "WRITE"):
         t0 = rc.fget(row, f"{kind}_START_TIMESTAMP")
         spans[kind] = (t0, max(rc.fget(row, f"{kind}_END_TIMESTAMP"), t0))
-    (a0, a1), (b0, b1) = spans["READ"], spans["WRITE"]
-    first, second = ("READ", "WRITE") if (a0, 0) <= (b0, 1) else ("WRITE", "READ")
+    first, second = ("READ", "WRITE") if spans["READ"][0] < spans["WRITE"][0] else ("WRITE", "READ")
     f0, f1 = spans[first]
     s0, s1 = spans[second]
     if f1 >= s0:
