@@ -310,3 +310,18 @@ def test_total_file_and_perf_sections_agree_with_records():
         assert sec.file_counts["total"].files == len(set(recs.ids.tolist()))
     assert sections["POSIX"].perf["agg_perf_by_slowest"] == pytest.approx(3122.286459)
     assert sections["POSIX"].perf["shared_files_time_by_slowest"] == pytest.approx(0.040996)
+
+
+def test_darshan_2x_dump_is_refused(tmp_path):
+    # the first lines darshan-parser 2.x printed (darshan-util 2.x darshan-parser.c)
+    head = ("# darshan log version: 2.06\n# size of file statistics: 1328 bytes\n"
+            "# size of job statistics: 1080 bytes\n# exe: ./mpi-io-test\n# uid: 1000\n# jobid: 178062\n"
+            "\n# description of columns:\n#   <rank>: MPI rank.\n"
+            "0\t2149513546596342153\tCP_POSIX_READS\t0\t...pi-io-test.tmp.dat\t/\text4\n")
+    reason = _error(_write(tmp_path, "old.txt", head))
+    assert "2.06" in reason and "3.x" in reason
+
+
+def test_endless_line(tmp_path):
+    path = _write(tmp_path, "long.txt", A_PARSER.read_bytes() + b"POSIX\t0\t1\tPOSIX_OPENS\t" + b"9" * (20 << 20))
+    assert "longer than" in _error(path)

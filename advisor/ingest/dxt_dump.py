@@ -173,7 +173,7 @@ class DxtAccumulator:
         text = b"".join(mod.pending)
         try:
             seg = np.loadtxt(io.BytesIO(text), dtype=_SEGMENT_DTYPE, usecols=_SEGMENT_COLUMNS, ndmin=1)
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:
             raise DumpFormatError(f"malformed DXT segment line ({_short(exc)})") from None
         record = np.empty(len(seg), np.uint64)
         index = np.empty(len(seg), np.int64)

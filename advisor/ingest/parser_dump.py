@@ -30,6 +30,7 @@ from advisor.profile import DxtTrace, JobInfo, JobProfile, ModuleInfo, MountPoin
 
 READER = "ioadvisor darshan-parser dump reader 1"
 BLOCK_BYTES = 4 << 20
+MAX_LINE = 16 << 20
 SNIFF_LIMIT = 1 << 20  # bytes of (decompressed) text the sniffer may look at
 VERSION_LINE = "# darshan log version: "
 
@@ -118,6 +119,8 @@ def _lines(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
         data = rest + data
         cut = data.rfind(b"\n") + 1
         rest = data[cut:]
+        if len(rest) > MAX_LINE:
+            raise DumpFormatError(f"a line longer than {MAX_LINE >> 20} MiB: not a darshan-parser dump")
         if cut:
             yield data[:cut], False
 
@@ -213,6 +216,10 @@ class DumpReader:
 
     # .. comment line kinds ..
     def _new_header(self, version: str) -> None:
+        if not version.startswith("3."):
+            raise DumpFormatError(
+                f"darshan-parser output of a Darshan {version or '?'} log: ioadvisor reads the output "
+                f"of Darshan 3.x logs only (pre-3.0 dumps have CP_* counters with other meanings)")
         if self.headers:
             self.dxt.end_block()
         self.headers += 1
