@@ -325,3 +325,25 @@ def test_darshan_2x_dump_is_refused(tmp_path):
 def test_endless_line(tmp_path):
     path = _write(tmp_path, "long.txt", A_PARSER.read_bytes() + b"POSIX\t0\t1\tPOSIX_OPENS\t" + b"9" * (20 << 20))
     assert "longer than" in _error(path)
+
+
+def _lustre_dxt(text: str) -> str:
+    """A DXT block as darshan-dxt-parser prints it for a Lustre file (stripe lines, [OST] columns)."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("# DXT, mnt_pt:"):
+            line = line.replace("fs_type: ext4", "fs_type: lustre")
+            line += "# DXT, Lustre stripe_size: 1048576, Lustre stripe_count: 2\n# DXT, Lustre OST obdidx: 12 5\n"
+        elif line.startswith("# Module"):
+            line = line.rstrip("\n") + "  [OST]\n"
+        elif line.startswith(" X_POSIX"):
+            line = line.rstrip("\n") + "  [ 12]  [  5]\n"
+        out.append(line)
+    return "".join(out)
+
+
+def test_dxt_lustre_ost_columns(tmp_path):
+    p = load_profile(_write(tmp_path, "lustre-dxt.txt", _lustre_dxt(A_DXT.read_text())))
+    assert len(p.dxt["DXT_POSIX"]) == 512
+    hints = p.extras["dxt_lustre"]
+    assert len(hints) == 4 and all(h.stripe_count == 2 and h.ost_ids == [12, 5] for h in hints.values())

@@ -91,6 +91,11 @@ class DxtAccumulator:
         self._block: _Block | None = None
         self._module = ""
 
+    def blocks(self, module: str) -> int:
+        """(file record, rank) blocks seen for `module`."""
+        mod = self.modules.get(module)
+        return mod.blocks if mod else 0
+
     # -- structure -------------------------------------------------------------
     def begin_module(self, module: str) -> None:
         """A ``# DXT_POSIX module data`` banner: following blocks belong to `module`."""

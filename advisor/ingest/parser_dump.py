@@ -107,22 +107,19 @@ def dump_kind(path: Path, head: bytes) -> str | None:
     return "parser"
 
 
-def _lines(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
-    """Blocks of whole lines; the flag says the block is the last one of the file."""
+def _lines(fh: BinaryIO) -> Iterator[bytes]:
+    """Blocks of whole lines; DumpFormatError when the file ends inside a line."""
     rest = b""
-    while True:
-        data = fh.read(BLOCK_BYTES)
-        if not data:
-            if rest:
-                yield rest, True
-            return
+    while data := fh.read(BLOCK_BYTES):
         data = rest + data
         cut = data.rfind(b"\n") + 1
         rest = data[cut:]
         if len(rest) > MAX_LINE:
             raise DumpFormatError(f"a line longer than {MAX_LINE >> 20} MiB: not a darshan-parser dump")
         if cut:
-            yield data[:cut], False
+            yield data[:cut]
+    if rest.strip():
+        raise DumpFormatError("the dump is truncated (its last line is cut off)")
 
 
 # -- the dump reader ------------------------------------------------------------------
@@ -320,7 +317,7 @@ class DumpReader:
                 f"the dump has no {what}; re-run {tool} with --show-incomplete")
         if self.banners and self.banners[-1] in _DXT_MODULES:
             last = self.banners[-1]
-            if self.regions.get(last, (0, 0))[0] > 0 and not self.dxt.modules[last].blocks:
+            if self.regions.get(last, (0, 0))[0] > 0 and not self.dxt.blocks(last):
                 raise DumpFormatError(self._ends_after(last, "darshan-dxt-parser"))
         if self._format_name() == "darshan-dxt-parser":
             return
@@ -345,7 +342,7 @@ class DumpReader:
                 continue  # counters are in the darshan-parser dump, not this one
             info = ModuleInfo(name=module, version=version, partial=module in self.partial)
             recs = profile.records.get(module)
-            info.records = len(recs) if recs is not None else self.dxt.modules.get(module, _NoBlocks).blocks
+            info.records = len(recs) if recs is not None else self.dxt.blocks(module)
             if module in _DXT_MODULES and module not in self.dxt.modules:
                 info.note = "DXT segments are not in darshan-parser output; load the darshan-dxt-parser dump"
             elif (why := not_read(module)) is not None:
@@ -383,18 +380,12 @@ class DumpReader:
                               f"{self.job.exe or 'unknown'!r}), no Darshan module recorded any I/O")
 
 
-class _NoBlocks:
-    blocks = 0
-
-
 def load_dump(path: Path) -> JobProfile:
     """Read a darshan-parser or darshan-dxt-parser dump (plain or gzipped) into a JobProfile."""
     reader = DumpReader(path)
     try:
         with _open(path) as fh:
-            for block, last in _lines(fh):
-                if last and not block.endswith(b"\n"):
-                    raise DumpFormatError("the dump is truncated (its last line is cut off)")
+            for block in _lines(fh):
                 reader.feed(block)
         return reader.finish()
     except DumpFormatError as exc:
