@@ -1,0 +1,81 @@
+"""calibrate + train end to end on the local file system (real replayer, real MPI), with a short
+budget: resumable data with the mount's identity, a model whose CV error is printed."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from advisor.models import store
+from advisor.models.calibrate import DATA_FILE, MOUNT_FILE
+from tests.helpers import require
+
+IOADVISOR = [sys.executable, "-m", "advisor"]
+
+
+def _run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([*IOADVISOR, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _keys(data: Path) -> list[str]:
+    with open(data / DATA_FILE, newline="") as fh:
+        return [row["key"] for row in csv.DictReader(fh)]
+
+
+def test_calibrate_resume_and_train(tmp_path):
+    require((Path(sys.executable).parent / "mpiexec").exists(), "no mpiexec in the venv (pip install mpich)")
+    target, data, model = tmp_path / "scratch", tmp_path / "data", tmp_path / "model.skops"
+    target.mkdir()
+    first = _run("calibrate", "--target", str(target), "--out", str(data), "--np", "2", "--budget", "0.6",
+                 "--repeat", "1", "--quiet")
+    assert first.returncode == 0, first.stderr
+    assert "calibrate: measured" in first.stderr and "of 3120 designed patterns" in first.stderr
+    meta = json.loads((data / MOUNT_FILE).read_text())
+    assert meta["identity"]["fstype"] and meta["identity"]["source"] and meta["snapshot"]["host"]
+    before = _keys(data)
+    assert before and list(target.iterdir()) == []  # the replayer cleaned its scratch directories
+
+    again = _run("calibrate", "--target", str(target), "--out", str(data), "--np", "2", "--budget", "0.2",
+                 "--repeat", "1", "--quiet")
+    assert again.returncode == 0, again.stderr
+    after = _keys(data)
+    assert after[:len(before)] == before and len(after) > len(before)  # appended, nothing redone
+    points = {k for k in after}
+    assert len(points) == len({(k) for k in after}) and not set(before) & set(after[len(before):])
+
+    trained = _run("train", str(data), "--out", str(model))
+    assert trained.returncode == 0, trained.stderr
+    print(trained.stdout)  # the CV error and the importances, in the test log
+    assert "cross-validated (5-fold" in trained.stdout and "median absolute percentage error" in trained.stdout
+    assert "log2_call_bytes" in trained.stdout
+    loaded = store.load(model)
+    assert loaded.meta["identity"] == meta["identity"] and loaded.meta["rows"] == len(after)
+    assert 0 < loaded.meta["cv"]["mdape"] and loaded.meta["cv"]["r2"] <= 1
+
+
+def test_calibrate_refuses_data_of_another_mount_and_a_bad_target(tmp_path):
+    target, data = tmp_path / "scratch", tmp_path / "data"
+    target.mkdir()
+    data.mkdir()
+    (data / MOUNT_FILE).write_text(json.dumps({
+        "schema": "ioadvisor/calibration/v1", "features_version": 2,
+        "identity": {"fstype": "lustre", "source": "10.0.0.1@tcp:/scratch", "mount_point": "/lus"}}))
+    done = _run("calibrate", "--target", str(target), "--out", str(data), "--budget", "0.1", "--quiet")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "was measured on another mount" in done.stderr and "lustre" in done.stderr
+    assert not (data / DATA_FILE).exists()
+    missing = _run("calibrate", "--target", str(tmp_path / "nowhere"), "--out", str(tmp_path / "d2"),
+                   "--budget", "0.1", "--quiet")
+    assert missing.returncode == 2 and "target does not exist" in missing.stderr
+    assert len([ln for ln in missing.stderr.splitlines() if ln.strip()]) == 1
+
+
+def test_train_needs_enough_rows_and_says_so(tmp_path):
+    log = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "generated" / "b_small_io_shared_4k" / "case.darshan"
+    require(log.exists(), "shared corpus not found")
+    done = _run("train", str(log), "--out", str(tmp_path / "m.skops"))
+    assert done.returncode == 2 and "usable rows; at least 20 are needed" in done.stderr
+    assert not (tmp_path / "m.skops").exists()
