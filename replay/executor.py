@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import numpy as np
 from replay.plan import Plan, plan_info
 from replay.rank import Buffer, RankRunner, file_path
 from replay.record import reduce_record
+from replay.reshape import neighbour_reads
 from replay.safety import SafetyError, check_scratch, drop_caches
 
 RESULT_SCHEMA = "ioadvisor/replay-result/v1"
@@ -102,6 +104,7 @@ class Session:
         self.node_leader = node.rank == 0
         self.ranks_per_node = node.size
         self.nnodes = comm.allreduce(1 if self.node_leader else 0)
+        self.uniform_nodes = comm.allreduce(node.size, op=MPI.MIN) == comm.allreduce(node.size, op=MPI.MAX)
         node.Free()
 
     def run(self) -> dict:
@@ -147,8 +150,10 @@ class Session:
             wanted = "neighbour"
         if self.args.odirect:
             return "o-direct (aligned requests bypass the page cache)"
-        if wanted == "neighbour" and self.nnodes > 1:
-            return "none: read-your-neighbour remapping is not implemented for this plan"
+        if wanted == "neighbour" and self.nnodes > 1 and self.uniform_nodes:
+            # each rank reads what the same rank of the next node wrote: not in its node's cache
+            self.plans = [neighbour_reads(p, self.ranks_per_node) for p in self.plans]
+            return f"read-your-neighbour (POSIX/STDIO reads shifted by {self.ranks_per_node} ranks, one node)"
         return "none (page cache not excluded: run as root to drop caches, or use --odirect)"
 
     # -- run directory life cycle -------------------------------------------------------------
@@ -160,12 +165,30 @@ class Session:
             rundir.mkdir(mode=0o700)
             for d in np.unique(dirs).tolist():
                 (rundir / f"d{d:05d}").mkdir(mode=0o700)
+            self._layouts(plan, rundir, dirs)
         comm.Barrier()
         prefill = np.asarray(plan.files["prefill"])
         for fid in np.flatnonzero(prefill > 0).tolist():
             if fid % comm.size == comm.rank:
                 self._prefill(file_path(rundir, dirs, fid), int(prefill[fid]))
         comm.Barrier()
+
+    @staticmethod
+    def _layouts(plan: Plan, rundir: Path, dirs: np.ndarray) -> None:
+        """Create the files that have a layout wish with `lfs setstripe` (Lustre only)."""
+        count, size = np.asarray(plan.files["stripe_count"]), np.asarray(plan.files["stripe_size"])
+        wished = np.flatnonzero(count != 0).tolist()
+        if not wished:
+            return
+        lfs = shutil.which("lfs")
+        if lfs is None:
+            raise ReplayFailed("the plan asks for stripe layouts but 'lfs' is not available here")
+        for fid in wished:
+            cmd = [lfs, "setstripe", "-c", str(int(count[fid])), "-S", str(int(size[fid])),
+                   file_path(rundir, dirs, fid)]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise ReplayFailed(f"lfs setstripe failed: {(done.stderr or done.stdout).strip()[:200]}")
 
     def _prefill(self, path: str, size: int) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)

@@ -125,3 +125,30 @@ def test_ior_replay_reproduces_the_ior_pattern_exactly(corpus, tmp_path):
         if err:
             failures[name] = bad
     assert not failures
+
+
+def test_think_time_keeps_a_stragglers_idle_time(corpus, tmp_path):
+    """j2: rank 0 sleeps 20 ms before each of its 16 writes; --think-time replays the gaps."""
+    profile = load(corpus / "generated/j2_straggler_rank0_slow/case.darshan")
+    plan = build_plan(profile, source="dxt", scale=1.0, think_time=True)
+    assert plan.meta["think_time"] and plan.ops["gap"][plan.ops["rank"] == 0].sum() > 0.3
+    busy = plan.replace(ops={**plan.ops, "gap": plan.ops["gap"] * 0})
+    with safety.Scratch(tmp_path) as scratch:
+        dirs = [plan.save(scratch.path / "a"), busy.save(scratch.path / "b")]
+        result = launch.run_plans(scratch, dirs, ["gaps", "none"],
+                                  launch.LaunchOptions(np=4, cache="none", think_time=True))
+    write_phase = {v["label"]: v["runs"][0]["phases"][0] for v in result["variants"]}
+    assert write_phase["gaps"]["max_s"] > 0.3 > write_phase["none"]["max_s"]
+    assert write_phase["gaps"]["min_s"] < 0.3  # only rank 0 idles
+
+
+def test_odirect_replays_aligned_requests_past_the_page_cache(corpus, tmp_path):
+    profile = load(corpus / "generated/o_small_io_odirect_4k/case.darshan")
+    plan = build_plan(profile, source="dxt", scale=0.25)
+    with safety.Scratch(tmp_path) as scratch:
+        result = launch.run_plans(scratch, [plan.save(scratch.path / "p")], ["o"],
+                                  launch.LaunchOptions(np=plan.nranks, cache="none",
+                                                       odirect=True))
+    totals = result["variants"][0]["record"]["totals"]
+    assert totals["direct_ops"] == totals["reads"] + totals["writes"] == 2048
+    assert result["cache_policy"].startswith("o-direct")
