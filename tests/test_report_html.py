@@ -325,7 +325,10 @@ def test_snapshot_table_flags_what_the_findings_name(tmp_path):
 
 def test_predicted_speedup_shown_where_a_model_gave_one():
     f = Finding(code="IO001", category="small-io", severity="high", title="t", message="m", cost_s=1.0,
-                prediction={"predicted_speedup": 1.8, "model": "bandwidth-rf"})
-    page = render_html([_diagnosis(findings=[f])])
-    assert "predicted 1.80x" in page and "bandwidth-rf" in page
+                prediction={"speedup": 1.8, "interval": [1.2, 2.6], "model": "bandwidth-rf"})
+    model = {"model": "bandwidth-rf", "measured_mib_s": 210.0, "expected_mib_s": 350.0,
+             "expected_interval_mib_s": [250.0, 480.0]}
+    page = render_html([_diagnosis(findings=[f], summary={"model": model})])
+    assert "predicted 1.80x (1.20x to 2.60x)" in page and "bandwidth-rf" in page
+    assert "measured 210 MiB/s, expected 350 MiB/s (250 to 480)" in page
     assert "predicted" not in render_html([_diagnosis()]).split("<main>")[1]

@@ -76,6 +76,9 @@ def _header_facts(d: Diagnosis, runtime: float) -> list[tuple[str, str]]:
         if summary.get(key) not in (None, "", []):
             facts.append((label, fmt_value(key, summary[key]) if not isinstance(summary[key], list)
                           else ", ".join(str(x) for x in summary[key])))
+    model = summary.get("model")
+    if isinstance(model, dict) and model.get("model"):
+        facts.append(("bandwidth model", _model_text(model)))
     fmt = " ".join(str(source.get(k) or "") for k in ("format", "parser")).strip()
     if source.get("log_version"):
         fmt += f", log format {source['log_version']}"
@@ -84,6 +87,20 @@ def _header_facts(d: Diagnosis, runtime: float) -> list[tuple[str, str]]:
     if tool.get("version"):
         facts.append(("diagnosed by", f"ioadvisor {tool['version']}, {tool.get('rules', '?')} rules"))
     return facts
+
+
+def _model_text(model: dict) -> str:
+    """'measured 210 MiB/s, the model expects 350 MiB/s (250 to 480)' from a learned model's summary."""
+    text = str(model["model"])
+    measured, expected = model.get("measured_mib_s"), model.get("expected_mib_s")
+    if isinstance(measured, (int, float)) and isinstance(expected, (int, float)):
+        text += f": measured {fmt_num(measured)} MiB/s, expected {fmt_num(expected)} MiB/s"
+        band = model.get("expected_interval_mib_s")
+        if isinstance(band, list) and len(band) == 2:
+            text += f" ({fmt_num(band[0])} to {fmt_num(band[1])})"
+    elif model.get("expectation"):
+        text += f": {model['expectation']}"
+    return text + "".join(f"; {w}" for w in model.get("warnings") or [])
 
 
 def _period(job: dict) -> str:
@@ -187,7 +204,13 @@ def _predicted_speedup(p) -> str:
     if not isinstance(p, dict):
         return ""
     value = next((p[k] for k in ("speedup", "predicted_speedup") if isinstance(p.get(k), (int, float))), None)
-    return f"{float(value):.2f}x" if value is not None else ""
+    if value is None:
+        return ""
+    text = f"{float(value):.2f}x"
+    band = p.get("interval")
+    if isinstance(band, list) and len(band) == 2 and all(isinstance(b, (int, float)) for b in band):
+        text += f" ({float(band[0]):.2f}x to {float(band[1]):.2f}x)"
+    return text + (", extrapolated" if p.get("extrapolated") else "")
 
 
 def _prediction(p) -> list[tuple[str, str]]:
