@@ -103,7 +103,8 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
     verifications = [_verification(v, outcome, context) for v in variants]
     return {"baseline": outcome["baseline"] if outcome else None, "verifications": verifications,
             "scratch_kept": outcome.get("scratch") if outcome else None, **context,
-            "cache_policy": outcome["cache_policy"] if outcome else None, "plan": base.summary()}
+            "cache_policy": outcome["cache_policy"] if outcome else None, "plan": base.summary(),
+            "launcher": outcome["launcher"] if outcome else None}
 
 
 def _variant(i: int, fix: dict[str, Any], base: Plan, fstype: str) -> Variant:
@@ -138,7 +139,7 @@ def _run(base: Plan, variants: list[Variant], target: Path, repeat: int, odirect
         raise ReplayError(f"replay on {target} failed: {exc}") from None
     runs = {v["label"]: v for v in result["variants"]}
     return {"baseline": runs["baseline"], "runs": runs, "cache_policy": result["cache_policy"],
-            "scratch": kept}
+            "scratch": kept, "launcher": result["launcher"]}
 
 
 def _verification(v: Variant, outcome: dict[str, Any] | None, context: dict[str, Any]) -> dict[str, Any]:

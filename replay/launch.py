@@ -70,6 +70,7 @@ def run_plans(scratch: Scratch, plans: list[Path], labels: list[str], opts: Laun
     if proc.returncode != 0 or not out.exists():
         raise LaunchError(_failure_line(proc.returncode, stdout, stderr))
     result = json.loads(out.read_text())
+    result["launcher"] = " ".join(cmd[:cmd.index(sys.executable)])
     for v in result["variants"]:
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in v["label"])
         pairs = out.with_name(f"{out.stem}.{safe}.pairs.npy")

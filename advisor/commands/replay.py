@@ -116,7 +116,7 @@ def _document(path: str, profile, result: dict, proposers: dict[str, list[str]])
     return {
         "schema": SCHEMA, "input": path,
         **{k: result[k] for k in ("target", "fstype", "source", "scale", "np", "nprocs_source",
-                                  "repeat", "cache_policy")},
+                                  "repeat", "cache_policy", "launcher")},
         "scratch_kept": result["scratch_kept"],
         "plan": result["plan"],
         "baseline": _runs(base) if base else None,
