@@ -14,8 +14,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from advisor.collect import SCHEMA_VERSION
 from advisor.errors import InputError
 from advisor.ingest import InputFormat, register
@@ -47,6 +45,8 @@ def validate(doc: Any, path: str) -> dict[str, Any]:
     if version > SCHEMA_VERSION:
         raise InputError(path, f"snapshot schema v{version} is newer than this ioadvisor reads "
                                f"(v{SCHEMA_VERSION}): upgrade ioadvisor or collect with this version")
+    import jsonschema  # only when a snapshot is read: it costs ~0.3 s to import
+
     errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(doc), key=lambda e: list(e.path))
     if errors:
         where = "/".join(str(p) for p in errors[0].absolute_path) or "document"

@@ -17,7 +17,7 @@ from rich.padding import Padding
 from rich.panel import Panel
 from rich.text import Text
 
-from advisor.engine.render import fmt_bytes, fmt_pct, fmt_secs
+from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs
 from advisor.findings import Diagnosis, Finding
 
 STYLE = {"high": "bold red", "warn": "yellow", "info": "cyan"}
@@ -92,7 +92,21 @@ def _finding(f: Finding, verbose: bool) -> Padding:
         parts.append(Padding(Text(f"verified: {v.get('verdict')} "
                                   f"{'x%.2f' % v['speedup'] if v.get('speedup') else ''}".rstrip(),
                                   style="magenta"), (0, 0, 0, 7)))
+    if f.prediction and f.prediction.get("speedup"):
+        parts.append(Padding(Text(_predicted(f.prediction), style="magenta"), (0, 0, 0, 7)))
     return Padding(Group(*parts), (1, 0, 0, 0))
+
+
+def _predicted(p: dict) -> str:
+    """The learned model's prediction of a fix, in one line (advisor.models.predict)."""
+    text = f"predicted: x{p['speedup']:.2f}"
+    if p.get("interval"):
+        text += f" ({p['interval'][0]:.2f}-{p['interval'][1]:.2f})"
+    if isinstance(p.get("time_saved_s"), (int, float)):
+        text += f", saves ~{fmt_secs(p['time_saved_s'])}" if p["time_saved_s"] > 0 else ", saves nothing"
+    if p.get("extrapolated"):
+        text += " - outside the model's training data"
+    return text
 
 
 def _footer(d: Diagnosis, verbose: bool) -> Padding | None:

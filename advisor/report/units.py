@@ -1,7 +1,7 @@
 """Numbers on the HTML report: evidence values by unit, compact axis ticks.
 
 Values a user reads (costs, evidence, tooltips, tables) use the engine's formatters
-(:mod:`advisor.engine.render`), so the page and the terminal report print the same
+(:mod:`advisor.formatting`), so the page and the terminal report print the same
 numbers the same way. Axis ticks use the compact ``tick_*`` forms ('500 ms', '1.5 s',
 '256 MiB'), which need no decimals for round values.
 """
@@ -12,7 +12,7 @@ import functools
 import math
 from typing import Callable
 
-from advisor.engine.render import fmt_bytes, fmt_num, fmt_pct, fmt_rate, fmt_secs
+from advisor.formatting import fmt_bytes, fmt_num, fmt_pct, fmt_rate, fmt_secs
 
 # The names other reporters import from here (advisor/report/show.py).
 fmt_seconds, fmt_share, fmt_count = fmt_secs, fmt_pct, fmt_num

@@ -1,0 +1,73 @@
+"""Human-readable I/O quantities, shared by every reporter (terminal, HTML, show, rule messages).
+
+Kept free of heavy imports so that `show`, the hook and fleet workers stay quick to start.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+IEC = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def fmt_bytes(n: Any) -> str:
+    """1536 -> '1.5 KiB'; exact powers stay exact ('1 MiB')."""
+    if n is None:
+        return "?"
+    value = float(n)
+    for unit in IEC:
+        if abs(value) < 1024 or unit == IEC[-1]:
+            if unit == "B":
+                return f"{int(value)} B"
+            return f"{value:.0f} {unit}" if value.is_integer() else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} PiB"  # unreachable
+
+
+def fmt_pct(x: Any, digits: int = 1) -> str:
+    """0.1234 -> '12.3%'; tiny non-zero shares do not round to a misleading 0."""
+    if x is None:
+        return "?"
+    pct = float(x) * 100
+    if 0 < abs(pct) < 10 ** -digits:
+        return f"<{10 ** -digits:g}%"
+    return f"{pct:.{digits}f}%"
+
+
+def fmt_secs(x: Any) -> str:
+    if x is None:
+        return "?"
+    s = float(x)
+    if s >= 3600:
+        return f"{s / 3600:.1f} h"
+    if s >= 60:
+        return f"{s / 60:.1f} min"
+    if s >= 1:
+        return f"{s:.1f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.1f} ms"
+    return f"{s * 1e6:.0f} us" if s > 0 else "0 s"
+
+
+def fmt_num(x: Any) -> str:
+    if x is None:
+        return "?"
+    if isinstance(x, float) and not x.is_integer():
+        return f"{x:,.2f}" if abs(x) < 100 else f"{x:,.0f}"
+    return f"{int(x):,}"
+
+
+def fmt_rate(x: Any) -> str:
+    """Bytes per second as MiB/s (or GiB/s)."""
+    if x is None:
+        return "?"
+    mib = float(x) / (1 << 20)
+    return f"{mib / 1024:.1f} GiB/s" if mib >= 1024 else f"{mib:.1f} MiB/s"
+
+
+def fmt_list(items: Iterable[Any] | None, limit: int = 3) -> str:
+    """'a, b and 3 more'."""
+    items = [str(i) for i in (items or [])]
+    if len(items) <= limit:
+        return ", ".join(items)
+    return ", ".join(items[:limit]) + f" and {len(items) - limit} more"
