@@ -291,15 +291,22 @@ class Plan:
         m = coll & first
         kind = np.select([np.isin(ops["op"], (OPEN, CREATE)), ops["op"] == CLOSE, ops["op"] == FSYNC],
                          [0, 1, 2], 3)[m]
-        key = np.stack([ops["phase"][m], ops["file"][m], kind, ops["rank"][m]]).astype(np.int64)
-        uniq, counts = np.unique(key, axis=1, return_counts=True)
-        calls: dict[tuple, dict[int, int]] = {}
-        for (phase, fid, k, rank), c in zip(uniq.T.tolist(), counts.tolist()):
-            calls.setdefault((phase, fid, k), {})[rank] = c
-        for (phase, fid, _), per_rank in calls.items():
-            if len(per_rank) != self.nranks or len(set(per_rank.values())) != 1:
-                raise ValueError(f"collective calls on file {fid} in phase {phase} are not matched "
-                                 f"on all {self.nranks} ranks")
+        phase, fid, rank = ops["phase"][m], ops["file"][m], ops["rank"][m]
+        order = np.lexsort((rank, kind, fid, phase))
+        phase, fid, kind, rank = phase[order], fid[order], kind[order], rank[order]
+        new_group = np.concatenate([[True], (phase[1:] != phase[:-1]) | (fid[1:] != fid[:-1])
+                                    | (kind[1:] != kind[:-1])])
+        new_run = new_group | np.concatenate([[True], rank[1:] != rank[:-1]])
+        runs = np.flatnonzero(new_run)
+        calls = np.diff(np.append(runs, len(rank)))  # calls of each (group, rank)
+        group_of_run = np.cumsum(new_group)[runs] - 1
+        ranks_in_group = np.bincount(group_of_run)
+        first_calls = calls[np.flatnonzero(new_group[runs])][group_of_run]
+        bad = (ranks_in_group[group_of_run] != self.nranks) | (calls != first_calls)
+        if bad.any():
+            i = runs[np.argmax(bad)]
+            raise ValueError(f"collective calls on file {fid[i]} in phase {phase[i]} are not matched "
+                             f"on all {self.nranks} ranks")
 
     # -- storage ----------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:

@@ -119,25 +119,63 @@ def _record(profile, builder, files, rc: RecordCounters, row: int, name: str, sc
     ranks = list(range(nprocs)) if rank == SHARED_RANK else [rank]
     world = view.module == "MPI-IO" and rank == SHARED_RANK and rc.get(row, "COLL_OPENS") > 0
     fid = files.add(int(rc.recs.ids[row]), name, world=world)
-    rng = _LazyRng(int(rc.recs.ids[row]) % (1 << 32))
-    common = rc.common(row)
+    n = len(ranks)
+    opens = rc.get(row, "INDEP_OPENS") if world else rc.total(row, view.opens)
+    fsyncs, stats = _scaled(rc.total(row, view.fsyncs), scale), rc.total(row, view.stats)
     t_open = rc.fget(row, "OPEN_START_TIMESTAMP")
     for k, r in enumerate(ranks):
-        n = len(ranks)
         fm = builder.file_meta(r, fid, view.api == STDIO)
         fm.api, fm.time = (MPIIO_COLL if world else view.api), t_open
         if world:
-            fm.indep_opens = split_even(rc.get(row, "INDEP_OPENS"), n, k)
+            fm.indep_opens = split_even(opens, n, k)
         else:
-            fm.opens = split_even(rc.total(row, view.opens), n, k)
-        fm.fsyncs = split_even(_scaled(rc.total(row, view.fsyncs), scale), n, k)
-        fm.stats = split_even(rc.total(row, view.stats), n, k)
-        if not (rc.get(row, "READS") or rc.get(row, "WRITES") or view.module == "MPI-IO"):
-            continue
-        budget = [(s, split_even(c, n, k)) for s, c in common]
-        spans = _spans(rc, row)
-        for code, kind, ops_name, bytes_name in KINDS:
-            _kind_stream(builder, rc, row, fid, r, k, n, code, kind, scale, budget, rng, spans[kind])
+            fm.opens = split_even(opens, n, k)
+        fm.fsyncs, fm.stats = split_even(fsyncs, n, k), split_even(stats, n, k)
+    if not (rc.get(row, "READS") or rc.get(row, "WRITES") or view.module == "MPI-IO"):
+        return
+    rng = _LazyRng(int(rc.recs.ids[row]) % (1 << 32))
+    common = rc.common(row)
+    budgets = {k: [(s, split_even(c, n, k)) for s, c in common] for k in range(min(n, EXACT_RANKS))}
+    spans = _spans(rc, row)
+    for code, kind, _, _ in KINDS:
+        for members in _rank_classes(_count(rc, row, kind, scale), n):
+            k0 = members[0]
+            budget = budgets[k0] if n <= EXACT_RANKS else [(s, split_even(c, n, k0)) for s, c in common]
+            stream = _kind_stream(rc, row, k0, n, code, kind, scale, budget, rng, spans[kind])
+            if stream is not None:
+                _add_copies(builder, np.asarray(ranks)[members], np.asarray(members), fid, code, *stream)
+
+
+EXACT_RANKS = 64  # up to this many ranks share a record, each gets its own synthesized stream
+
+
+def _count(rc: RecordCounters, row: int, kind: str, scale: float) -> tuple[int, int]:
+    """(requests, collective requests) of one kind, scaled."""
+    if rc.view.module == "MPI-IO":
+        coll = rc.get(row, f"COLL_{kind}S") + rc.get(row, f"SPLIT_{kind}S")
+        total = coll + rc.get(row, f"INDEP_{kind}S") + rc.get(row, f"NB_{kind}S")
+    else:
+        coll, total = 0, rc.get(row, f"{kind}S")
+    return _scaled(total, scale), _scaled(coll, scale)
+
+
+def _rank_classes(counts: tuple[int, int], n: int) -> list[list[int]]:
+    """Ranks (indices) that get the same synthesized stream: each rank alone up to EXACT_RANKS,
+    beyond that the (at most two) groups whose even share of the requests is equal; one stream
+    per group, copied rank by rank into its region."""
+    if n <= EXACT_RANKS:
+        return [[k] for k in range(n)]
+    extra = counts[0] % n
+    return [c for c in (list(range(extra)), list(range(extra, n))) if c]
+
+
+def _add_copies(builder, ranks: np.ndarray, ks: np.ndarray, fid: int, code: int, offsets, sizes, api, times,
+                region: int, k0: int) -> None:
+    c = len(offsets)
+    rel = offsets - k0 * region
+    builder.add_data(np.repeat(ranks, c), np.full(c * len(ks), code, np.int8), fid,
+                     (rel[None, :] + (ks.astype(np.int64) * region)[:, None]).ravel(),
+                     np.tile(sizes, len(ks)), np.tile(api, len(ks)), np.tile(times, len(ks)))
 
 
 class _LazyRng:
@@ -172,17 +210,13 @@ def _scaled(x: int, scale: float) -> int:
     return int(np.ceil(x * scale)) if x else 0
 
 
-def _kind_stream(builder, rc: RecordCounters, row, fid, rank, k, n, code, kind, scale, budget, rng,
-                 span: tuple[float, float]) -> None:
+def _kind_stream(rc: RecordCounters, row, k, n, code, kind, scale, budget, rng, span):
+    """Rank k's stream of one kind: (offsets, sizes, api, times, region, k), or None."""
     view = rc.view
-    if view.module == "MPI-IO":
-        coll = rc.get(row, f"COLL_{kind}S") + rc.get(row, f"SPLIT_{kind}S")
-        count = coll + rc.get(row, f"INDEP_{kind}S") + rc.get(row, f"NB_{kind}S")
-    else:
-        coll, count = 0, rc.get(row, f"{kind}S")
-    count = split_even(_scaled(count, scale), n, k)
+    total, coll = _count(rc, row, kind, scale)
+    count = split_even(total, n, k)
     if count == 0:
-        return
+        return None
     nbytes = split_even(int(round(rc.get(row, "BYTES_READ" if code == READ else "BYTES_WRITTEN") * scale)), n, k)
     hist = _split_hist(rc.hist(row, kind), n, k, scale, count)
     sizes = synth_sizes(hist, nbytes, budget, rng) if hist.sum() else uniform_sizes(nbytes, count)
@@ -201,9 +235,9 @@ def _kind_stream(builder, rc: RecordCounters, row, fid, rank, k, n, code, kind, 
     times = t0 + (t1 - t0) * np.arange(count) / max(count, 1)
     api = np.full(count, view.api, np.int8)
     if coll:
-        ncoll = split_even(_scaled(coll, scale), n, k)
+        ncoll = split_even(coll, n, k)
         api[np.argsort(-sizes, kind="stable")[:ncoll]] = MPIIO_COLL  # data is collective, metadata not
-    builder.add_data(rank, np.full(count, code, np.int8), fid, offsets, sizes, api, times)
+    return offsets, sizes, api, times, region, k
 
 
 def _split_hist(hist: np.ndarray, n: int, k: int, scale: float, count: int) -> np.ndarray:
