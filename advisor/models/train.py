@@ -131,7 +131,11 @@ def out_of_fold(ts: TrainingSet, folds: int = 5) -> np.ndarray:
     pred = np.empty(len(ts))
     with one_thread():
         for train, test in GroupKFold(n_splits=folds).split(ts.x, ts.y, ts.groups):
-            pred[test] = estimator(len(train), ts.features).fit(ts.x[train], ts.y[train]).predict(ts.x[test])
+            # a feature with no value in this fold's training rows breaks the binning: leave it out
+            keep = np.isfinite(ts.x[train]).any(axis=0)
+            names = [f for f, k in zip(ts.features, keep) if k]
+            pred[test] = (estimator(len(train), names).fit(ts.x[train][:, keep], ts.y[train])
+                          .predict(ts.x[test][:, keep]))
     return pred
 
 
