@@ -20,6 +20,7 @@ import os
 import pwd
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -40,6 +41,15 @@ def missing_components() -> list[str]:
     """Executables the fixture needs that are not installed."""
     paths = [*SBIN.values(), *BIN.values(), SYSTEM_PYTHON]
     return [p for p in paths if not os.access(p, os.X_OK)]
+
+
+def dev_null_problem() -> str:
+    """Why /dev/null is not the null device, or "" (an atomic writer that renames a temporary
+    file over an output path of /dev/null replaces it: munged and jobs then fail)."""
+    st = os.stat("/dev/null")
+    if stat.S_ISCHR(st.st_mode) and os.major(st.st_rdev) == 1 and os.minor(st.st_rdev) == 3:
+        return ""
+    return f"/dev/null is not the null device (mode {stat.filemode(st.st_mode)}): something replaced it"
 
 
 def hook_venv() -> Path:
@@ -106,6 +116,8 @@ def start_munge() -> int | None:
     """munged as the munge user; its pid when we started it, None when one already runs."""
     if _munge_works():
         return None
+    if dev_null_problem():
+        raise RuntimeError(f"cannot start munged: {dev_null_problem()}")
     munge = pwd.getpwnam("munge")
     for d in ("/run/munge", "/var/log/munge", "/var/lib/munge"):
         os.makedirs(d, mode=0o755, exist_ok=True)
