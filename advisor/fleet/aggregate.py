@@ -31,16 +31,29 @@ class Ranked:
 
 
 @dataclass
-class WorstJob:
+class JobRef:
+    """Who and what a listed job is (a row of the worst-jobs and slow-jobs tables)."""
+
     path: str
     content_hash: str
     jobid: str
     user: str
     app: str
-    start: str
+    start: str  # UTC, to the minute
     nprocs: int
-    hours: float
-    codes: list[str]
+
+    @classmethod
+    def of(cls, row: dict) -> dict:
+        """The JobRef fields of a job row, as keyword arguments."""
+        return {"path": row["path"], "content_hash": row["content_hash"], "jobid": row["jobid"] or "",
+                "user": row["user"] or "", "app": row["app"] or "",
+                "start": _day(row["start_time"], minutes=True), "nprocs": int(row["nprocs"] or 0)}
+
+
+@dataclass
+class WorstJob(JobRef):
+    hours: float = 0.0
+    codes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -180,9 +193,7 @@ def _worst(jobs: pa.Table, top: int) -> list[WorstJob]:
     for i in order.to_pylist()[:top]:
         row = {c: good[c][i].as_py() for c in good.column_names}
         codes = [c["code"] for c in sorted(row["codes"] or [], key=lambda c: -c["cost_s"])]
-        rows.append(WorstJob(row["path"], row["content_hash"], row["jobid"] or "", row["user"] or "",
-                             row["app"] or "", _day(row["start_time"], minutes=True), int(row["nprocs"] or 0),
-                             hours[i].as_py(), codes))
+        rows.append(WorstJob(**JobRef.of(row), hours=hours[i].as_py(), codes=codes))
     return rows
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from advisor.errors import InputError
+from advisor.fleet.aggregate import JobRef
 from advisor.fleet.store import FleetStore
 from advisor.models import bandwidth as bw
 
@@ -17,17 +18,10 @@ _COLUMNS = ["path", "content_hash", "jobid", "user", "app", "start_time", "nproc
 
 
 @dataclass
-class SlowJob:
-    path: str
-    content_hash: str
-    jobid: str
-    user: str
-    app: str
-    start: str
-    nprocs: int
-    observed_mib_s: float
-    expected_mib_s: float
-    io_time_s: float
+class SlowJob(JobRef):
+    observed_mib_s: float = math.nan
+    expected_mib_s: float = math.nan
+    io_time_s: float = 0.0
 
     @property
     def factor(self) -> float:
@@ -79,12 +73,9 @@ def expected_bandwidth(dataset: str | Path, below: float = 4.0,
 def _slow_jobs(table, idx, y, pred, below: float) -> list[SlowJob]:
     slow = []
     for k in np.flatnonzero(pred - y >= math.log10(below)):
-        i = int(idx[k])
-        start = table["start_time"][i]
-        slow.append(SlowJob(table["path"][i], table["content_hash"][i], table["jobid"][i] or "", table["user"][i] or "",
-                            table["app"][i] or "", start.strftime("%Y-%m-%d %H:%M") if start else "",
-                            int(table["nprocs"][i] or 0), float(10 ** y[k]), float(10 ** pred[k]),
-                            float(table["io_time_s"][i] or 0.0)))
+        row = {name: column[int(idx[k])] for name, column in table.items()}
+        slow.append(SlowJob(**JobRef.of(row), observed_mib_s=float(10 ** y[k]), expected_mib_s=float(10 ** pred[k]),
+                            io_time_s=float(row["io_time_s"] or 0.0)))
     return sorted(slow, key=lambda s: (-s.lost_s, s.path))
 
 
