@@ -15,6 +15,7 @@ both with the relative error |predicted - measured| / measured and its median (t
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import shutil
 import sys
@@ -44,9 +45,10 @@ def regenerate(target: Path, data: Path, budget_min: float) -> None:
     model, _ = build_model([str(data)])
     model.meta["trained_on"] = [f"ioadvisor calibrate --target {target} (the demo's local file system): "
                                 f"{model.meta['rows']} phases of {progress.done_before + progress.measured} "
-                                "patterns; rows in advisor/models/default/calibration.csv"]
+                                "patterns; rows in advisor/models/default/calibration.csv.gz"]
     DEFAULT_DIR.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(data / DATA_FILE, DEFAULT_DIR / "calibration.csv")
+    with open(data / DATA_FILE, "rb") as src, gzip.open(DEFAULT_DIR / "calibration.csv.gz", "wb", mtime=0) as dst:
+        shutil.copyfileobj(src, dst)
     save(model, DEFAULT_DIR / "model.skops")
     print(f"default model: {describe(model.meta)}")
 

@@ -32,7 +32,7 @@ def test_calibrate_resume_and_train(tmp_path):
     first = _run("calibrate", "--target", str(target), "--out", str(data), "--np", "2", "--budget", "0.6",
                  "--repeat", "1", "--quiet")
     assert first.returncode == 0, first.stderr
-    assert "calibrate: measured" in first.stderr and "of 3120 designed patterns" in first.stderr
+    assert "calibrate: measured" in first.stderr and "designed patterns" in first.stderr
     meta = json.loads((data / MOUNT_FILE).read_text())
     assert meta["identity"]["fstype"] and meta["identity"]["source"] and meta["snapshot"]["host"]
     before = _keys(data)

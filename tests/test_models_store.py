@@ -60,7 +60,7 @@ def test_default_model_is_small_loads_and_says_what_it_was_trained_on():
     assert any("ioadvisor calibrate" in line for line in meta["trained_on"])
     assert 0 < meta["cv"]["mdape"] < 5 and meta["cv"]["rows"] == meta["rows"] >= 20
     assert set(meta["ranges"]) == set(names()) and meta["versions"]["scikit-learn"]
-    assert (DEFAULT_MODEL.parent / "calibration.csv").exists()
+    assert (DEFAULT_MODEL.parent / "calibration.csv.gz").exists()
     x = np.zeros((1, len(model.features)))
     mid, lo, hi = model.predict_log(x)
     assert lo[0] <= mid[0] <= hi[0]

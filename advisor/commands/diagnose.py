@@ -96,7 +96,8 @@ def _failed_error(path: str, exc: Exception) -> Diagnosis:
 @click.option("--scale", type=click.FloatRange(0, 1, min_open=True), default=None,
               help="Replay this fraction of the bytes.")
 @click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
-              help="Apply a trained bandwidth model to each job.")
+              help="Apply a trained bandwidth model to each job ('default': the one shipped; "
+                   "default: the site config's [model] path).")
 @click.option("--baseline", "baselines", multiple=True, type=click.Path(), help="Baseline run(s) for a campaign.")
 @click.option("-v", "--verbose", is_flag=True, help="Show evidence, all commands and every unchecked rule.")
 def command(paths, config_path, json_out, html_out, fail_on, verify, target, repeat, nprocs, scale,
@@ -106,7 +107,6 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     from advisor.config import load_config
     from advisor.engine import check_thresholds
     from advisor.engine.rules import load_catalogue
-    from advisor.report.terminal import console, print_report
 
     config = load_config(config_path)
     check_thresholds(config, load_catalogue())
@@ -146,6 +146,8 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     if html_out and diagnoses:
         write_html(Path(html_out), diagnoses)
     if json_out != "-":
+        from advisor.report.terminal import console, print_report  # rich: only when printing
+
         out = console()
         for diagnosis in diagnoses:
             print_report(diagnosis, out, verbose=verbose)
@@ -161,8 +163,10 @@ def _campaign(profiles: list, config, baselines: tuple[str, ...]) -> list[Diagno
     from advisor.engine import input_kind
 
     runs = [p for p in profiles if input_kind(p) == "ior"]
+    if not runs or (len(runs) < 2 and not baselines):
+        return []
     diagnose_campaign = _optional("advisor.campaign", "diagnose_campaign")
-    if diagnose_campaign is None or not runs or (len(runs) < 2 and not baselines):
+    if diagnose_campaign is None:
         return []
     from advisor.campaign import load_runs
 

@@ -35,7 +35,8 @@ def build_model(paths: list[str], folds: int = 5) -> tuple[train.Model, Collecte
     model.meta.update(
         kind="calibration" if collected.identities else "history",
         identity=identity_of(collected), cv=cv, importances=train.importances(model, ts),
-        trained_on=_trained_on(collected), target="log10 MiB/s of a phase (slowest rank)")
+        trained_on=_trained_on(collected), calibrations=collected.calibrations,
+        target="log10 MiB/s of a phase (slowest rank)")
     return model, collected
 
 

@@ -45,7 +45,7 @@ def compare(model: Model, profile, target: Path, repeat: int = 3, np_: int | Non
     """Predict and replay every distinct fix of the job's diagnosis on `target`."""
     from advisor import api
     from advisor.models.predict import max_ranks
-    from advisor.verify import fix_key, measure, replay_plan
+    from advisor.verify import fix_key, replay_plan
 
     diagnosis = api.diagnose_profile(profile)
     codes: dict[str, list[str]] = {}
@@ -60,14 +60,34 @@ def compare(model: Model, profile, target: Path, repeat: int = 3, np_: int | Non
     ranks = np_ or min(max(profile.job.nprocs, 1), max_ranks(model))
     base = replay_plan(profile, np=ranks)
     predicted = predict_fixes(model, profile, list(fixes.values()), np_=ranks)
-    measured = measure(profile, list(fixes.values()), target, repeat=repeat, base=base)
     out = []
-    for v in measured["verifications"]:
+    for v in _replayed(profile, list(fixes.values()), target, repeat, base):
         key = fix_key(v["fix"])
         p = predicted[key]
         out.append(Comparison(label or profile.source.path, v["fix"], codes[key], p.get("speedup"),
                               p.get("interval"), v.get("speedup"), v.get("ci95"), v["verdict"],
                               bool(p.get("extrapolated")), v.get("reason") or p.get("reason", "")))
+    return out
+
+
+def _replayed(profile, fixes: list[dict], target: Path, repeat: int, base) -> list[dict]:
+    """The replayer's verification of every fix: all in one MPI job, or, when that job fails,
+    each fix in its own (a fix that crashes the replayer is reported, not fatal)."""
+    from advisor.errors import AdvisorError
+    from advisor.verify import measure
+
+    try:
+        return measure(profile, fixes, target, repeat=repeat, base=base)["verifications"]
+    except AdvisorError:
+        if len(fixes) == 1:
+            raise
+    out = []
+    for fix in fixes:
+        try:
+            out += measure(profile, [fix], target, repeat=repeat, base=base)["verifications"]
+        except AdvisorError as exc:
+            out.append({"fix": fix, "verdict": "not-verifiable", "speedup": None, "ci95": None,
+                        "reason": f"replay failed: {exc}"})
     return out
 
 

@@ -1,6 +1,6 @@
 """The calibration sweep: which patterns to measure, and in which order.
 
-The space is a grid of factors (transfer size 4 KiB..16 MiB, write-then-read or cold
+The space is a grid of factors (transfer size 1 KiB..16 MiB, write-then-read or cold
 read, file per process or shared, ranks 1..N, POSIX / MPI-IO independent / MPI-IO
 collective per call / collective through a file view, fsync modes, sequential or
 random order, aligned or not, small or large volume, stripe counts where the file
@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 KiB, MiB = 1 << 10, 1 << 20
-TRANSFERS = tuple(4 * KiB << k for k in range(13))  # 4 KiB .. 16 MiB
+TRANSFERS = tuple(KiB << k for k in range(15))  # 1 KiB .. 16 MiB (below a page too: apps do that)
 OPS = ("write-read", "read")  # write then read back (warm), or read data written before the run (cold)
 LAYOUTS = ("shared", "fpp")
 APIS = ("posix", "mpiio", "collective", "collective-view")

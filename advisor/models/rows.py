@@ -35,6 +35,7 @@ class Collected:
     groups: list[str] = field(default_factory=list)
     origins: dict[str, int] = field(default_factory=dict)
     identities: list[dict] = field(default_factory=list)  # of calibration data sets
+    calibrations: list[dict] = field(default_factory=list)  # what each calibration measured, where
     fstypes: dict[str, int] = field(default_factory=dict)  # of logs
     skipped: list[str] = field(default_factory=list)
 
@@ -83,8 +84,9 @@ def _calibration(path: Path, out: Collected) -> None:
         raise InputError(str(path), f"calibration features are version {meta.get('features_version')}, "
                                     f"this ioadvisor computes version {FEATURES_VERSION}: calibrate again")
     out.identities.append(meta.get("identity") or {})
-    n = 0
+    n, caches = 0, set()
     for row in data.rows():
+        caches.add(row.get("cache_policy") or "")
         try:
             mib_s = float(row["mib_s"])
             feats = {k: float(row[f"f_{k}"]) if row.get(f"f_{k}") not in (None, "") else math.nan
@@ -96,6 +98,16 @@ def _calibration(path: Path, out: Collected) -> None:
             out.add(feats, mib_s, f"cal:{row['key']}")
             n += 1
     out.origins[f"calibration {path}"] = n
+    out.calibrations.append({"path": str(path), "created": meta.get("created"), "settings": meta.get("settings"),
+                             "node": _node(meta.get("snapshot") or {}), "cache_policy": sorted(caches - {""})})
+
+
+def _node(snapshot: dict) -> dict:
+    """The few facts of an `ioadvisor collect` snapshot that say what machine measured."""
+    host, cpu, mem = snapshot.get("host") or {}, snapshot.get("cpu") or {}, snapshot.get("memory") or {}
+    return {"hostname": host.get("hostname"), "kernel": host.get("kernel"), "os": host.get("os"),
+            "cpu": cpu.get("model"), "logical_cpus": cpu.get("logical_cpus"),
+            "memory_bytes": mem.get("total_bytes")}
 
 
 def _log(path: Path, out: Collected, quiet: bool) -> None:
