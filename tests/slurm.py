@@ -113,7 +113,7 @@ def _munge_works() -> bool:
 
 
 def start_munge() -> int | None:
-    """munged as the munge user; its pid when we started it, None when one already runs."""
+    """munged as the munge user (left running); its pid when we started it, None when one already runs."""
     if _munge_works():
         return None
     if dev_null_problem():
@@ -257,11 +257,7 @@ PartitionName=debug Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        if self.munge_pid:
-            try:
-                os.kill(self.munge_pid, 15)
-            except ProcessLookupError:
-                pass
+        # munged stays up: another test session on this host may be using it by now.
 
     # -- jobs -------------------------------------------------------------------------------
     def workdir(self, name: str) -> Path:
