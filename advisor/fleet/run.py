@@ -14,11 +14,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from advisor.errors import ConfigError, InputError
 from advisor.fleet.analyse import analyse_log, failed_log
-from advisor.fleet.store import FleetStore, Seen
+from advisor.fleet.store import MANIFEST, FleetStore, Seen
 from advisor.fleet.walk import DEFAULT_PATTERNS, LogFile, content_hash, iter_logs
 
 
@@ -64,6 +65,7 @@ def run_fleet(inputs: Iterable[str], out: str, options: FleetOptions,
     stats = FleetStats()
     started = time.perf_counter()
     _check_engine(options.config)
+    new_dataset = not (Path(out) / MANIFEST).exists()
     store = FleetStore(out).lock()
     try:
         pending = _new_logs(iter_logs(inputs, options.patterns, options.since, options.until),
@@ -75,6 +77,10 @@ def run_fleet(inputs: Iterable[str], out: str, options: FleetOptions,
             return stats
         with _client(options) as client:
             _analyse_all(client, itertools.chain([first], pending), store, options, stats, progress)
+    except BaseException:
+        if new_dataset and not stats.parts:
+            store.discard()  # a run that failed before its first batch leaves no dataset behind
+        raise
     finally:
         store.close()
         stats.elapsed_s = time.perf_counter() - started
@@ -263,10 +269,37 @@ def _slurm_cluster(options: FleetOptions):
         from dask_jobqueue import SLURMCluster
     except ImportError:
         raise InputError("--slurm-jobs", "dask-jobqueue is not installed (pip install dask-jobqueue)") from None
-    kwargs = {"cores": 1, "processes": 1, "memory": "4GiB",
-              "worker_extra_args": ["--no-dashboard"],
+    import shutil
+
+    import dask
+
+    if shutil.which("sbatch") is None:
+        raise InputError("--slurm-jobs", "sbatch not found: run on a Slurm login node")
+    _slurm_preflight(options.slurm)
+    # One single-threaded worker process per core of each batch job.
+    cores = options.slurm.get("cores") or dask.config.get("jobqueue.slurm.cores", None) or 1
+    kwargs = {"cores": cores, "processes": cores, "worker_extra_args": ["--no-dashboard"],
               "job_script_prologue": ["export DASK_DISTRIBUTED__WORKER__DAEMON=False"]}
-    kwargs.update({k: v for k, v in options.slurm.items() if k != "start_timeout"})
+    if not dask.config.get("jobqueue.slurm.memory", None):
+        kwargs["memory"] = f"{4 * cores}GiB"
+    kwargs.update({k: v for k, v in options.slurm.items() if k not in ("start_timeout", "cores")})
     with SLURMCluster(**kwargs) as cluster:
         cluster.scale(jobs=options.slurm_jobs)
         yield cluster
+
+
+def _slurm_preflight(slurm: dict[str, Any]) -> None:
+    """`sbatch --test-only` with the same partition and account: a Slurm that cannot take
+    the worker jobs is one line now, not a ten-minute wait for workers that never come."""
+    import subprocess
+
+    cmd = ["sbatch", "--test-only", "--wrap", "true"]
+    cmd += [f"--partition={slurm['queue']}"] if slurm.get("queue") else []
+    cmd += [f"--account={slurm['account']}"] if slurm.get("account") else []
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InputError("--slurm-jobs", f"sbatch did not answer: {exc}") from None
+    if run.returncode != 0:
+        last = (run.stderr.strip().splitlines() or ["no message"])[-1]
+        raise InputError("--slurm-jobs", f"Slurm refuses the worker jobs: {last}")

@@ -121,6 +121,20 @@ class FleetStore:
         _write_atomic(pa.Table.from_pylist(jobs, schema=JOB_SCHEMA), self.jobs_dir / name)
         return name
 
+    def discard(self) -> None:
+        """Remove a dataset this run created and never committed to (only its own files)."""
+        if list(self.jobs_dir.glob("part-*")):
+            return
+        for folder in (self.jobs_dir, self.findings_dir):
+            for leftover in folder.glob("*"):
+                leftover.unlink(missing_ok=True)
+            folder.rmdir()
+        (self.root / MANIFEST).unlink(missing_ok=True)
+        (self.root / ".lock").unlink(missing_ok=True)
+        self.close()
+        if not any(self.root.iterdir()):
+            self.root.rmdir()
+
     def close(self) -> None:
         if self._lock_fh is not None:
             self._lock_fh.close()
