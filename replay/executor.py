@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from replay.plan import Plan, plan_info
-from replay.rank import Buffer, RankRunner, file_path
+from replay.rank import BUFFER_CAP, Buffer, RankRunner, file_path
 from replay.record import reduce_record
 from replay.reshape import neighbour_reads
 from replay.safety import SafetyError, check_scratch, drop_caches
@@ -97,7 +97,7 @@ class Session:
                 raise ReplayFailed(f"plan {Path(path).name} is for {info['nranks']} ranks, "
                                    f"the job has {comm.size}")
         self.plans = [Plan.load(p) for p in args.plan]
-        self.buffer = Buffer(max(i["max_request"] for i in self.infos))
+        self.buffer = self._buffer(comm)
         from mpi4py import MPI
 
         node = comm.Split_type(MPI.COMM_TYPE_SHARED)
@@ -106,6 +106,17 @@ class Session:
         self.nnodes = comm.allreduce(1 if self.node_leader else 0)
         self.uniform_nodes = comm.allreduce(node.size, op=MPI.MIN) == comm.allreduce(node.size, op=MPI.MAX)
         node.Free()
+
+    def _buffer(self, comm) -> Buffer:
+        mpi = max(i.get("max_mpi_request", 0) for i in self.infos)
+        try:
+            limit = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (4 * max(comm.size, 1))
+        except (ValueError, OSError):
+            limit = 1 << 40
+        if mpi > max(limit, BUFFER_CAP):
+            raise ReplayFailed(f"one MPI-IO call of the plan moves {mpi >> 20} MiB per rank, more memory "
+                               f"than a rank may take here ({limit >> 20} MiB): use a smaller --scale")
+        return Buffer(max(i["max_request"] for i in self.infos), mpi)
 
     def run(self) -> dict:
         runs = {label: [] for label in self.labels}

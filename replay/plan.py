@@ -185,15 +185,20 @@ class Plan:
         need = np.maximum(np.minimum(written, extent), self.files["prefill"])
         return int(need.sum())
 
-    def max_request(self) -> int:
-        """The largest single buffer a rank needs (one op, or one collective batch)."""
-        if not self.nops:
+    def max_request(self, mpi_only: bool = False) -> int:
+        """The largest single buffer a rank needs (one op, or one collective batch); with
+        `mpi_only`, of MPI-IO calls, which need it in one piece."""
+        ops = self.ops
+        if mpi_only:
+            sel = np.isin(ops["api"], (MPIIO, MPIIO_COLL))
+            ops = {k: v[sel] for k, v in ops.items()}
+        if not len(ops["op"]):
             return 0
-        size = int(self.ops["length"].max())
-        b = self.ops["batch"] >= 0
+        size = int(ops["length"].max())
+        b = ops["batch"] >= 0
         if b.any():
-            _, inv = np.unique(self.ops["batch"][b], return_inverse=True)
-            size = max(size, int(np.bincount(inv, weights=self.ops["length"][b]).max()))
+            _, inv = np.unique(ops["batch"][b], return_inverse=True)
+            size = max(size, int(np.bincount(inv.reshape(-1), weights=ops["length"][b]).max()))
         return size
 
     def file_totals(self) -> dict[str, np.ndarray]:
@@ -320,6 +325,7 @@ class Plan:
         np.save(path / "rank_bounds.npy", self.rank_bounds(), allow_pickle=False)
         doc = {"schema": PLAN_SCHEMA, "nranks": self.nranks, "nops": self.nops,
                "nfiles": self.nfiles, "nphases": self.nphases, "max_request": self.max_request(),
+               "max_mpi_request": self.max_request(mpi_only=True),
                "hints": self.hints, "meta": self.meta}
         (path / "plan.json").write_text(json.dumps(doc, indent=1, default=_jsonable))
         return path

@@ -19,7 +19,7 @@ from replay.plan import (CLOSE, CREATE, FLAG_PAD, FSYNC, MPIIO, MPIIO_COLL, OPEN
                          READ, RECV, SEND, STAT, STDIO, UNLINK, WRITE)
 from replay.record import Record
 
-BUFFER_CAP = 64 << 20  # larger requests are issued as several calls of this size
+BUFFER_CAP = 64 << 20  # larger POSIX/STDIO requests are issued as several calls of this size
 DIRECT_ALIGN = 4096
 FILE_MODE = 0o600
 
@@ -32,8 +32,9 @@ def file_path(rundir: Path, dirs: np.ndarray, fid: int) -> str:
 class Buffer:
     """A page-aligned buffer with cached views per request length."""
 
-    def __init__(self, size: int):
-        self.size = max(DIRECT_ALIGN, min(size, BUFFER_CAP))
+    def __init__(self, size: int, mpi_size: int = 0):
+        # an MPI-IO call (a collective batch) needs its whole buffer in one piece
+        self.size = max(DIRECT_ALIGN, min(size, BUFFER_CAP), mpi_size)
         self.mem = mmap.mmap(-1, self.size)
         self.mem.write(bytes(range(256)) * (self.size // 256))  # not zeros: some file systems compress
         self.mv = memoryview(self.mem)
@@ -116,7 +117,7 @@ class RankRunner:
         code, fid, api = c["op"][s], c["file"][s], c["api"][s]
         if code == READ or code == WRITE:
             if c["batch"][s] >= 0:
-                self._mpi_batch(code, fid, c["offset"][s:e], c["length"][s:e], c["flags"][s])
+                self._mpi_batch(code, fid, c["offset"][s:e], c["length"][s:e], c["flags"][s:e])
             elif api == POSIX:
                 self._posix(code, fid, c["offset"][s:e], c["length"][s:e])
             elif api == STDIO:
@@ -292,14 +293,17 @@ class RankRunner:
             total += status.Get_count(MPI.BYTE)
         self._count_mpi(fid, code, len(offs), total, coll, flags)
 
-    def _mpi_batch(self, code: int, fid: int, offs: list[int], lens: list[int], flags: int) -> None:
+    def _mpi_batch(self, code: int, fid: int, offs: list[int], lens: list[int], flags: list[int]) -> None:
         """One collective call over several pieces, through a file view (what an app with a
-        derived datatype does)."""
+        derived datatype does); padding pieces only keep the call count matched."""
         from mpi4py import MPI
 
         fh = self._handle(fid, MPIIO)[1]
-        total = sum(lens) if not flags & FLAG_PAD else 0
-        ftype = (MPI.BYTE.Create_hindexed(lens, offs).Commit() if total else MPI.BYTE)
+        real = [i for i, f in enumerate(flags) if not f & FLAG_PAD]
+        if len(real) != len(offs):
+            offs, lens = [offs[i] for i in real], [lens[i] for i in real]
+        total = sum(lens)
+        ftype = MPI.BYTE.Create_hindexed(lens, offs).Commit() if total else MPI.BYTE
         fh.Set_view(0, MPI.BYTE, ftype)
         status = MPI.Status()
         buf = [self.buf.view(total), total, MPI.BYTE]
@@ -307,8 +311,8 @@ class RankRunner:
         fh.Set_view(0, MPI.BYTE, MPI.BYTE)
         if total:
             ftype.Free()
-        self._count_mpi(fid, code, 0 if flags & FLAG_PAD else len(offs), status.Get_count(MPI.BYTE),
-                        True, flags, calls=1)
+        self._count_mpi(fid, code, len(real), status.Get_count(MPI.BYTE), True,
+                        0 if real else FLAG_PAD, calls=1)
 
     def _count_mpi(self, fid, code, nops, nbytes, coll, flags, calls=None) -> None:
         rec = self.record

@@ -8,11 +8,14 @@ MPI job (as variants), so the whole corpus costs a few launches.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from advisor.api import load
+from advisor.cli import cli
 from advisor.replay_plan import build_plan
 from advisor.replay_plan.fidelity import FIELDS, compare
 from replay import launch, safety
@@ -152,3 +155,17 @@ def test_odirect_replays_aligned_requests_past_the_page_cache(corpus, tmp_path):
     totals = result["variants"][0]["record"]["totals"]
     assert totals["direct_ops"] == totals["reads"] + totals["writes"] == 2048
     assert result["cache_policy"].startswith("o-direct")
+
+
+def test_a_2048_rank_512_gib_job_replays_on_a_workstation(corpus, tmp_path):
+    """skew-autobench-ior: 2,048 ranks read 512 GiB (MPI-IO collective) on a real system."""
+    log = corpus / "darshan-logs/darshan_logs/skew_io/skew-autobench-ior.darshan"
+    res = CliRunner().invoke(cli, ["replay", str(log), "--target", str(tmp_path), "--np", "2",
+                                   "--repeat", "1", "--json", "-"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["np"] == 2 and doc["nprocs_source"] == 2048 and 0 < doc["scale"] < 0.001
+    assert doc["plan"]["bytes_read"] <= 1.01 * (256 << 20)  # the automatic scale keeps a run small
+    assert doc["fidelity"]["worst_error"] <= 0.05
+    assert doc["baseline"]["record_totals"]["collective_calls"] > 0  # folded ranks share calls
+    assert not any(tmp_path.iterdir())

@@ -220,9 +220,14 @@ def test_fold_and_scale_keep_the_workload_proportional(small_plan, gen):
     quarter = scale(small_plan, 0.25)
     assert per_file(quarter, WRITE).sum() == per_file(small_plan, WRITE).sum() // 4
     coll = build_plan(load(gen / "e_mpiio_collective_256k" / "case.darshan"), source="dxt", scale=1.0)
-    odd = fold(coll, 3)  # 4 ranks on 3: collective calls cannot stay matched
+    odd = fold(coll, 3)  # 4 ranks on 3: folded ranks share their collective calls
     odd.validate()
-    assert any("independent" in n for n in odd.meta["notes"])
+    assert not any("independent" in n for n in odd.meta["notes"])
+    c = odd.ops["api"] == MPIIO_COLL
+    data = c & np.isin(odd.ops["op"], (READ, WRITE))
+    for rank in range(3):  # as many collective calls as one original rank made: 256 + 256
+        assert len(np.unique(odd.ops["batch"][data & (odd.ops["rank"] == rank)])) == 512
+    assert per_file(odd, WRITE).sum() == per_file(coll, WRITE).sum()
 
 
 def test_neighbour_reads_move_reads_to_the_next_node(small_plan):

@@ -137,13 +137,19 @@ def _record(profile, builder, files, rc: RecordCounters, row: int, name: str, sc
     common = rc.common(row)
     budgets = {k: [(s, split_even(c, n, k)) for s, c in common] for k in range(min(n, EXACT_RANKS))}
     spans = _spans(rc, row)
+    streams = []
     for code, kind, _, _ in KINDS:
         for members in _rank_classes(_count(rc, row, kind, scale), n):
             k0 = members[0]
             budget = budgets[k0] if n <= EXACT_RANKS else [(s, split_even(c, n, k0)) for s, c in common]
             stream = _kind_stream(rc, row, k0, n, code, kind, scale, budget, rng, spans[kind])
             if stream is not None:
-                _add_copies(builder, np.asarray(ranks)[members], np.asarray(members), fid, code, *stream)
+                streams.append((members, code, stream))
+    # one region size per record, large enough for every rank's stream: ranks never overlap
+    region = max((max(st[4], int((st[0] - st[5] * st[4] + st[1]).max())) for _, _, st in streams), default=1)
+    for members, code, (offsets, sizes, api, times, own, k0) in streams:
+        _add_copies(builder, np.asarray(ranks)[members], np.asarray(members), fid, code,
+                    offsets - k0 * own, sizes, api, times, region)
 
 
 EXACT_RANKS = 64  # up to this many ranks share a record, each gets its own synthesized stream
@@ -169,10 +175,10 @@ def _rank_classes(counts: tuple[int, int], n: int) -> list[list[int]]:
     return [c for c in (list(range(extra)), list(range(extra, n))) if c]
 
 
-def _add_copies(builder, ranks: np.ndarray, ks: np.ndarray, fid: int, code: int, offsets, sizes, api, times,
-                region: int, k0: int) -> None:
-    c = len(offsets)
-    rel = offsets - k0 * region
+def _add_copies(builder, ranks: np.ndarray, ks: np.ndarray, fid: int, code: int, rel, sizes, api, times,
+                region: int) -> None:
+    """A stream (offsets relative to its rank's region) for every rank index in `ks`."""
+    c = len(rel)
     builder.add_data(np.repeat(ranks, c), np.full(c * len(ks), code, np.int8), fid,
                      (rel[None, :] + (ks.astype(np.int64) * region)[:, None]).ravel(),
                      np.tile(sizes, len(ks)), np.tile(api, len(ks)), np.tile(times, len(ks)))
