@@ -1,92 +1,191 @@
-"""Wall time per log of `ioadvisor diagnose --json` vs Drishti 0.8 on the same logs, same run.
+"""Latency per log of `ioadvisor diagnose --json -` vs Drishti 0.8: same logs, same run.
 
-    python bench/diagnose.py [--corpus DIR] [--drishti PATH] [--limit N] [--timeout S]
+    python bench/diagnose.py [--sample N | --all] [--corpus DIR] [--drishti PATH] [--timeout S]
 
-Drishti lives in its own venv (never the project's): by default `$DRISHTI` or
-`/tmp/drishti-venv/bin/drishti`; create it with
-`python3 -m venv /tmp/drishti-venv && /tmp/drishti-venv/bin/pip install drishti-io`.
 Each log is run once per tool as a fresh process (what a user or a Slurm epilog does),
-alternating the tools so machine load hits both alike. Prints median and p95 wall time
-per tool over the logs both handled, and our median / Drishti's (target: <= 0.5).
+the two tools back to back on the same log, in alternating order, so that machine load
+hits both alike. Each run gives its wall time and the CPU time (user + system) of its
+whole process tree: on a shared machine CPU time is the steadier figure. ioadvisor parses
+in a child process; the bench adopts orphaned descendants (Linux PR_SET_CHILD_SUBREAPER)
+so that every process's CPU is counted.
+
+By default a stratified sample of N logs (every part of the corpus, smallest to largest
+within each) keeps the run near ten minutes on a loaded 2-core machine; --all runs all.
+Prints median and p95 of wall and CPU time per tool over the logs both tools handled,
+and our median over Drishti's (target: at most 0.5). One untimed run of each tool first
+warms the page cache and ioadvisor's per-user rule cache (as after any first run); the
+cost of a run without the rule cache is printed once.
+
+Drishti lives in its own venv (never the project's): `--drishti`, `$DRISHTI`, or the first
+of DRISHTI_PATHS that exists; create one with
+`python3 -m venv /tmp/drishti-venv && /tmp/drishti-venv/bin/pip install drishti-io`.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
+import resource
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"
+DRISHTI_PATHS = ("/tmp/eng/drishti-venv/bin/drishti", "/tmp/drishti-venv/bin/drishti")
+PR_SET_CHILD_SUBREAPER = 36
 
 
-def _run(cmd: list[str], timeout: float) -> tuple[float, bool]:
+@dataclass
+class Run:
+    wall_s: float
+    cpu_s: float
+    ok: bool
+    note: str = ""
+
+
+def measure(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> Run:
+    """Run `cmd`: wall time until it exits; CPU time of it and every descendant, all reaped here."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    try:
-        done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout,
-                              env={**os.environ, "COLUMNS": "120"})
-        ok = done.returncode in (0, 1)
-    except subprocess.TimeoutExpired:
-        ok = False
-    return time.perf_counter() - start, ok
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                env={**os.environ, "COLUMNS": "120", **(env or {})})
+        try:
+            code = proc.wait(timeout)
+            note = ""
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            code, note = None, f"timeout after {timeout:g} s"
+        wall = time.perf_counter() - start
+        _reap_all()
+        err.seek(0)
+        lines = err.read().decode(errors="replace").strip().splitlines()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    ok = code == 0
+    if not ok and not note:
+        note = f"exit {code}: {lines[-1] if lines else ''}"[:100]
+    return Run(wall, cpu, ok, note)
 
 
-def _p95(values: list[float]) -> float:
+def _reap_all() -> None:
+    """Wait for every remaining descendant (adopted orphans included) so its CPU time is counted."""
+    while True:
+        try:
+            os.wait4(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def stratified(logs: list[Path], corpus: Path, n: int) -> list[Path]:
+    """About `n` logs: from each top-level folder its share, evenly spaced from smallest to largest."""
+    groups: dict[str, list[Path]] = {}
+    for log in logs:
+        groups.setdefault(log.relative_to(corpus).parts[0], []).append(log)
+    picked = []
+    for members in groups.values():
+        members.sort(key=lambda p: (p.stat().st_size, str(p)))
+        k = min(len(members), max(1, round(n * len(members) / len(logs))))
+        step = (len(members) - 1) / (k - 1) if k > 1 else 0
+        picked += [members[round(i * step)] for i in range(k)]
+    return sorted(set(picked))
+
+
+def p95(values: list[float]) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def drishti_path(arg: str | None) -> str | None:
+    for candidate in (arg, os.environ.get("DRISHTI"), *DRISHTI_PATHS):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return None
+
+
+def ours_command() -> list[str]:
+    script = REPO / ".venv" / "bin" / "ioadvisor"
+    base = [str(script)] if script.exists() else [sys.executable, "-m", "advisor"]
+    return [*base, "diagnose", "--json", "-"]
+
+
+def run_all(logs: list[Path], corpus: Path, tools: dict[str, list[str]], timeout: float) -> dict:
+    """{tool: {log: Run}}, the tools alternating which goes first from one log to the next."""
+    results: dict[str, dict[Path, Run]] = {name: {} for name in tools}
+    names = list(tools)
+    for n, log in enumerate(logs):
+        order = names if n % 2 == 0 else names[::-1]
+        for name in order:
+            results[name][log] = measure([*tools[name], str(log)], timeout)
+        cells = ", ".join(f"{name} {_cell(results[name][log])}" for name in names)
+        print(f"[{n + 1}/{len(logs)}] {log.relative_to(corpus)}: {cells}", flush=True)
+    return results
+
+
+def _cell(run: Run) -> str:
+    text = f"{run.wall_s:.2f} s (CPU {run.cpu_s:.2f} s)"
+    return text if run.ok else f"{text} failed: {run.note}"
+
+
+def summarize(results: dict[str, dict[Path, Run]]) -> None:
+    names = list(results)
+    both = [log for log in results[names[0]] if all(results[name][log].ok for name in names)]
+    print(f"\nover the {len(both)} logs both tools handled:")
+    print(f"{'':10s} {'wall median':>12s} {'wall p95':>10s} {'CPU median':>11s} {'CPU p95':>9s}  failed")
+    medians = {}
+    for name in names:
+        wall = [results[name][log].wall_s for log in both]
+        cpu = [results[name][log].cpu_s for log in both]
+        failed = sum(not run.ok for run in results[name].values())
+        medians[name] = (statistics.median(wall), statistics.median(cpu))
+        print(f"{name:10s} {medians[name][0]:11.2f}s {p95(wall):9.2f}s {medians[name][1]:10.2f}s "
+              f"{p95(cpu):8.2f}s  {failed} of {len(results[name])}")
+    if len(names) == 2:
+        (ow, oc), (tw, tc) = medians[names[0]], medians[names[1]]
+        print(f"ratio of medians ({names[0]} / {names[1]}): wall {ow / tw:.2f}, CPU {oc / tc:.2f}"
+              "  (target: wall <= 0.50)")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=CORPUS)
-    ap.add_argument("--drishti", default=os.environ.get("DRISHTI", "/tmp/drishti-venv/bin/drishti"))
-    ap.add_argument("--limit", type=int, default=0, help="only the first N logs")
+    ap.add_argument("--drishti", default=None, help="Drishti's command (default: $DRISHTI or a known venv)")
+    pick = ap.add_mutually_exclusive_group()
+    pick.add_argument("--sample", type=int, default=40, help="stratified sample size (default 40)")
+    pick.add_argument("--all", action="store_true", help="every .darshan log of the corpus")
     ap.add_argument("--timeout", type=float, default=300.0)
     args = ap.parse_args()
 
     logs = sorted(args.corpus.rglob("*.darshan"))
-    if args.limit:
-        logs = logs[: args.limit]
     if not logs:
         print(f"no .darshan logs under {args.corpus}", file=sys.stderr)
         return 2
-    ours_cmd = [str(REPO / ".venv" / "bin" / "ioadvisor"), "diagnose", "--json", "-"]
-    have_drishti = Path(args.drishti).exists()
-    if not have_drishti:
-        print(f"Drishti not found at {args.drishti}: timing ioadvisor only", file=sys.stderr)
-    ours, theirs, both = {}, {}, []
-    for n, log in enumerate(logs, 1):
-        t_ours, ok_ours = _run([*ours_cmd, str(log)], args.timeout)
-        ours[log] = (t_ours, ok_ours)
-        if have_drishti:
-            t_theirs, ok_theirs = _run([args.drishti, str(log)], args.timeout)
-            theirs[log] = (t_theirs, ok_theirs)
-            if ok_ours and ok_theirs:
-                both.append(log)
-        print(f"[{n}/{len(logs)}] {log.relative_to(args.corpus)}: ioadvisor {t_ours:.2f}s"
-              f"{'' if ok_ours else ' (failed)'}"
-              + (f", drishti {theirs[log][0]:.2f}s{'' if theirs[log][1] else ' (failed)'}" if have_drishti else ""),
-              flush=True)
-
-    def report(name: str, times: dict, subset: list[Path]) -> float:
-        values = [times[log][0] for log in subset]
-        failed = sum(1 for t, ok in times.values() if not ok)
-        med = statistics.median(values)
-        print(f"{name:10s} median {med:.3f}s  p95 {_p95(values):.3f}s  over {len(values)} logs "
-              f"({failed} of {len(times)} failed)")
-        return med
-
-    print()
-    if have_drishti and both:
-        ours_med = report("ioadvisor", ours, both)
-        theirs_med = report("drishti", theirs, both)
-        print(f"ratio (ioadvisor median / drishti median): {ours_med / theirs_med:.2f}  (target <= 0.50)")
+    chosen = logs if args.all else stratified(logs, args.corpus, args.sample)
+    tools = {"ioadvisor": ours_command()}
+    drishti = drishti_path(args.drishti)
+    if drishti:
+        tools["drishti"] = [drishti]
     else:
-        report("ioadvisor", ours, [log for log, (_, ok) in ours.items() if ok])
+        print("Drishti not found (--drishti, $DRISHTI): timing ioadvisor only", file=sys.stderr)
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+    print(f"{len(chosen)} of {len(logs)} logs under {args.corpus}"
+          f"{'' if args.all else ' (stratified sample; --all for every log)'}; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    for name, cmd in tools.items():  # warm-up, untimed
+        measure([*cmd, str(chosen[0])], args.timeout)
+    cold = measure([*tools["ioadvisor"], str(chosen[0])], args.timeout, {"IOADVISOR_RULE_CACHE": "0"})
+    print(f"ioadvisor without its rule cache, {chosen[0].name}: {_cell(cold)}")
+    results = run_all(chosen, args.corpus, tools, args.timeout)
+    summarize(results)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -15,12 +15,15 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
 
 from advisor.errors import AdvisorError, ConfigError
 from advisor.findings import SEVERITY_RANK, Diagnosis
+
+if TYPE_CHECKING:
+    from advisor.profile import JobProfile
 
 
 def _optional(module: str, attr: str):
@@ -109,9 +112,10 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     from advisor.engine.rules import load_catalogue
 
     config = load_config(config_path)
-    check_thresholds(config, load_catalogue())
     if verify and not target:
         raise click.UsageError("--verify needs --target DIR (a scratch directory on the mount to test)")
+    inputs = _ParseAhead(_expand(paths))  # the first log parses in its child while we set up
+    check_thresholds(config, load_catalogue())
     figure_data = _optional("advisor.report.figures", "figure_data") if (json_out or html_out) else None
     write_html = _need("advisor.report.html", "write_html", "--html") if html_out else None
     verify_findings = _need("advisor.verify", "verify_findings", "--verify") if verify else None
@@ -123,9 +127,9 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     diagnoses: list[Diagnosis] = []
     profiles = []
     failed = False
-    for path in _expand(paths):
+    for profile_of in inputs:
         try:
-            profile = api.load(path)
+            profile = profile_of()
             diagnosis = api.diagnose_profile(profile, config)
             if apply_model:
                 apply_model(model_path, profile, diagnosis, config=config)
@@ -156,6 +160,38 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     if fail_on and any(SEVERITY_RANK[f.severity] <= SEVERITY_RANK[fail_on]
                        for d in diagnoses for f in d.findings):
         sys.exit(1)
+
+
+class _ParseAhead:
+    """Each input's profile getter, its parse started one input ahead.
+
+    Logs parse in a child process (advisor.ingest.isolate); started early, a parse runs on
+    the other core while this process loads the rule catalogue (first input) or diagnoses
+    the input before it. An input that cannot even be started fails in its turn.
+    """
+
+    def __init__(self, paths: list[str]):
+        self.paths = paths
+        self.ahead = _start(paths[0]) if paths else None
+
+    def __iter__(self) -> Iterator[Callable[[], JobProfile]]:
+        for following in [*self.paths[1:], None]:
+            current, self.ahead = self.ahead, _start(following) if following else None
+            yield current
+
+
+def _start(path: str) -> Callable[[], JobProfile]:
+    from advisor.ingest import start_profile
+
+    try:
+        return start_profile(path)
+    except AdvisorError as exc:
+        error = exc
+
+        def failed() -> JobProfile:
+            raise error
+
+        return failed
 
 
 def _campaign(profiles: list, config, baselines: tuple[str, ...]) -> list[Diagnosis]:

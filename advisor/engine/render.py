@@ -1,19 +1,27 @@
-"""Message templates: a sandboxed Jinja2 environment with filters for I/O quantities."""
+"""Message templates: a sandboxed Jinja2 environment with filters for I/O quantities.
+
+Jinja2 is imported on first use, not with this module: a diagnosis with no finding,
+from a cached catalogue, renders no template and need not pay for it.
+"""
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
-
-import jinja2
-from jinja2 import nodes
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from typing import TYPE_CHECKING, Any
 
 from advisor.errors import ConfigError
 from advisor.formatting import fmt_bytes, fmt_list, fmt_num, fmt_pct, fmt_rate, fmt_secs
 
+if TYPE_CHECKING:
+    import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+
 @lru_cache(maxsize=1)
 def environment() -> ImmutableSandboxedEnvironment:
+    import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
     env = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
                                         keep_trailing_newline=False, trim_blocks=True)
     env.filters.update(bytes=fmt_bytes, pct=fmt_pct, secs=fmt_secs, num=fmt_num, rate=fmt_rate,
@@ -32,6 +40,8 @@ def variables(text: str) -> set[str]:
     Walks the parsed template's Name nodes rather than meta.find_undeclared_variables,
     which runs the code generator and made loading the catalogue ten times slower.
     """
+    from jinja2 import nodes
+
     tree = environment().parse(text)
     loaded = {n.name for n in tree.find_all(nodes.Name) if n.ctx == "load"}
     stored = {n.name for n in tree.find_all(nodes.Name) if n.ctx in ("store", "param")}
@@ -42,6 +52,8 @@ def variables(text: str) -> set[str]:
 
 def check(text: str, known: set[str], where: str) -> None:
     """Load-time check: the template parses and reads only `known` names."""
+    import jinja2
+
     try:
         used = variables(text)
     except jinja2.TemplateSyntaxError as exc:

@@ -4,6 +4,7 @@ Each file is a YAML list of rule entries. Every mistake is reported at load time
 :class:`ConfigError` naming the file and line: a YAML syntax error, a missing or unknown
 field, a condition that does not parse, a name that is neither a fact nor a threshold,
 ``fired()`` of an unknown rule, a cycle of ``fired()`` references, a bad category.
+The installed catalogue, once checked, is cached per user (:mod:`advisor.engine.cache`).
 """
 
 from __future__ import annotations
@@ -13,17 +14,15 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import yaml
-
-# libyaml (C) composes 20x faster than the pure-Python loader and keeps line marks.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from typing import TYPE_CHECKING, Any
 
 from advisor.engine import expr, render
 from advisor.errors import ConfigError
 from advisor.facts import PARAMS, registry
 from advisor.findings import CATEGORIES, SEVERITIES
+
+if TYPE_CHECKING:
+    import yaml
 
 CODE = re.compile(r"^[A-Z]+[0-9]{3}$")
 INPUT_KINDS = ("darshan", "ior", "campaign", "snapshot")
@@ -86,6 +85,8 @@ class _Where:
 
 
 def _construct(node: yaml.Node) -> Any:
+    import yaml
+
     loader = yaml.SafeLoader("")
     try:
         return loader.construct_object(node, deep=True)
@@ -94,11 +95,17 @@ def _construct(node: yaml.Node) -> Any:
 
 
 def _fields(node: yaml.MappingNode) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+    import yaml
+
     return {k.value: (k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)}
 
 
 def load_file(path: Path | str, text: str | None = None) -> list[Rule]:
     """Rules of one YAML file; ConfigError with file:line for any mistake."""
+    import yaml  # here, not at the top: a cached catalogue needs no YAML
+
+    # libyaml (C) composes 20x faster than the pure-Python loader and keeps line marks.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     path = str(path)
     where = _Where(path)
     if text is None:
@@ -107,7 +114,7 @@ def load_file(path: Path | str, text: str | None = None) -> list[Rule]:
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: cannot read rule file: {exc}") from None
     try:
-        root = yaml.compose(text, Loader=_YAML_LOADER)
+        root = yaml.compose(text, Loader=loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
@@ -122,6 +129,8 @@ def load_file(path: Path | str, text: str | None = None) -> list[Rule]:
 
 
 def _rule(node: yaml.Node, where: _Where) -> Rule:
+    import yaml
+
     if not isinstance(node, yaml.MappingNode):
         raise ConfigError(f"{where.at(node)}: a rule entry must be a mapping")
     fields = _fields(node)
@@ -300,4 +309,7 @@ def load_catalogue(paths: list[Path] | None = None) -> Catalogue:
 
 @lru_cache(maxsize=1)
 def _installed() -> Catalogue:
-    return load_catalogue(rule_files())
+    from advisor.engine import cache
+
+    files = rule_files()
+    return cache.cached(files, lambda: load_catalogue(files))

@@ -96,15 +96,21 @@ def _table(ctx: FactContext) -> SmallTable:
 
 def segment_rows(rec: ModuleRecords, trace) -> np.ndarray:
     """Row of `rec` for every DXT segment: its file on its rank, else the file's shared row."""
+    if not len(trace.rank):
+        return np.empty(0, np.int64)
     rows_of = {(int(i), int(r)): n for n, (i, r) in enumerate(zip(rec.ids, rec.ranks))}
-    pairs, inverse = np.unique(np.stack([trace.record_id.view(np.int64), trace.rank.astype(np.int64)]),
-                               axis=1, return_inverse=True)
-    lookup = []
-    for i, r in pairs.T:
-        rid = int(np.array(i, dtype=np.int64).view(np.uint64))
-        lookup.append(rows_of.get((rid, int(r)), rows_of.get((rid, -1), -1)))
-    lookup = np.array(lookup, dtype=np.int64)
-    return lookup[inverse.ravel()] if len(lookup) else np.empty(0, np.int64)
+    # One int64 key per (file, rank) pair: np.unique(axis=1) over the two columns sorts
+    # structured values and took seconds for a million segments.
+    files, file_index = np.unique(trace.record_id, return_inverse=True)
+    ranks = trace.rank.astype(np.int64)
+    low = int(ranks.min())
+    span = int(ranks.max()) - low + 1
+    pairs, inverse = np.unique(file_index.astype(np.int64) * span + (ranks - low), return_inverse=True)
+    lookup = np.empty(len(pairs), np.int64)
+    for n, pair in enumerate(pairs.tolist()):
+        rid, rank = int(files[pair // span]), pair % span + low
+        lookup[n] = rows_of.get((rid, rank), rows_of.get((rid, -1), -1))
+    return lookup[inverse.ravel()]
 
 
 def _from_dxt(rec: ModuleRecords, trace, ops, threshold: int) -> SmallTable:

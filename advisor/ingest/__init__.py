@@ -81,9 +81,17 @@ def detect(path: str | Path) -> InputFormat:
 
 def load_profile(path: str | Path, *, timeout_s: float = 120.0) -> JobProfile:
     """Read one input into a job profile; InputError for anything unusable."""
+    return start_profile(path, timeout_s=timeout_s)()
+
+
+def start_profile(path: str | Path, *, timeout_s: float = 120.0) -> Callable[[], JobProfile]:
+    """Start reading one input; calling the result gives its profile (or raises InputError).
+
+    An isolated parse runs on in its child until then, so the caller can work meanwhile.
+    """
     fmt = detect(path)
     if fmt.isolate:
-        from advisor.ingest.isolate import run_isolated
+        from advisor.ingest.isolate import Isolated
 
-        return run_isolated(fmt.load, Path(path), timeout_s=timeout_s)
-    return fmt.load(Path(path))
+        return Isolated(fmt.load, Path(path), timeout_s=timeout_s).result
+    return lambda: fmt.load(Path(path))

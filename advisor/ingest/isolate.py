@@ -3,25 +3,32 @@
 A corrupt log can crash libdarshan-util (a signal), loop forever or allocate
 without bound; none of that may take down the CLI, the Slurm hook or a fleet
 worker. `run_isolated` runs `load(path)` in a child and turns every such end into
-an InputError naming the file and what happened.
+an InputError naming the file and what happened; `Isolated` starts the child and
+lets the caller work until it asks for the result.
 
-Children are forked from a multiprocessing *forkserver* that has already
-imported the readers and loaded libdarshan-util, so each file costs a fork, not
-an interpreter start, and forking stays safe even when the caller runs threads
-(Dask). The forkserver is one helper process that exits with
-the caller; every child is joined or killed before `run_isolated` returns.
+A single-threaded caller (the CLI, the Slurm hook) forks the child from itself:
+a log costs a fork, with no second interpreter to start, and libdarshan-util is
+loaded once per caller (see `_ctx`). A caller running Python threads (a Dask
+worker) could hand the child a lock another thread held at the fork, so its
+children come from a multiprocessing *forkserver* that imported the readers
+instead (one helper process per caller, exiting with it). Either way every
+child is joined or killed once its result is taken or it is cancelled.
 """
 
 from __future__ import annotations
 
+import faulthandler
+import importlib
 import multiprocessing as mp
 import os
 import resource
 import signal
 import sys
+import threading
 import time
 import traceback
 import types
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
@@ -33,7 +40,8 @@ DEFAULT_MEMORY_BYTES = 4 << 30
 """Address-space budget of a parsing child on top of what it starts with."""
 
 _PRELOAD = ["advisor.ingest.darshan_preload"]
-_context = None
+_forkserver = None
+_forks = 0  # children forked from this process so far
 
 
 class IsolatedCrash(RuntimeError):
@@ -53,16 +61,43 @@ class IsolatedCrash(RuntimeError):
 
 
 def _ctx():
-    global _context
-    if _context is None:
-        _context = mp.get_context("forkserver")
-        _context.set_forkserver_preload(_PRELOAD)
-    return _context
+    """Plain fork when no other Python thread runs (decided per call: threads may start later).
+
+    Native thread pools (numpy's OpenBLAS) are not counted: they quiesce in their own
+    pthread_atfork handlers. The first child loads the readers itself (as its loader
+    needs them), while its caller goes on working; from the second on, the caller has imported them once,
+    as the forkserver would have, so that each later child starts with them.
+    """
+    global _forkserver, _forks
+    if threading.active_count() == 1:
+        if _forks:
+            for module in _PRELOAD:
+                importlib.import_module(module)
+        _forks += 1
+        return mp.get_context("fork")
+    if _forkserver is None:
+        _forkserver = mp.get_context("forkserver")
+        _forkserver.set_forkserver_preload(_PRELOAD)
+    return _forkserver
+
+
+@contextmanager
+def _starting(ctx, load: Callable):
+    """Around `Process.start()`: what each start method needs to stay quiet and cheap."""
+    if ctx is _forkserver:
+        with _main_hidden(load):
+            yield
+        return
+    with warnings.catch_warnings():
+        # Python >= 3.12 warns on fork() whenever the OS lists other threads, OpenBLAS's
+        # idle pool included; Python threads were ruled out by _ctx().
+        warnings.filterwarnings("ignore", r"This process .* is multi-threaded", DeprecationWarning)
+        yield
 
 
 @contextmanager
 def _main_hidden(load: Callable):
-    """Keep multiprocessing from importing the caller's __main__ in the children.
+    """Keep the forkserver from importing the caller's __main__ in the children.
 
     Our loaders live in importable modules, so the children never need the
     caller's script; importing it would re-run scripts that lack the
@@ -104,6 +139,7 @@ def _limit_memory(budget: int) -> None:
 def _child(conn, load: Callable[[Path], JobProfile], path: Path, budget: int) -> None:
     """Runs in the child: the profile, or ("error"|"crash", text), goes to `conn`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    faulthandler.disable()  # a forked child inherits it; a crash is the parent's one-line error
     _limit_memory(budget)
     start = time.perf_counter()
     try:
@@ -139,46 +175,67 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
+class Isolated:
+    """`load(path)` running in its child; :meth:`result` waits for the profile.
+
+    Starting the child and waiting for it are apart so that the caller can work
+    meanwhile (the CLI reads the rule catalogue while the first log is parsed).
+    The time limit counts from the start.
+    """
+
+    def __init__(self, load: Callable[[Path], JobProfile], path: Path, timeout_s: float = 120.0,
+                 memory_bytes: int | None = None):
+        ctx = _ctx()
+        self.path, self.deadline = Path(path), time.monotonic() + timeout_s
+        self.timeout_s = timeout_s
+        self._recv, send = ctx.Pipe(duplex=False)
+        self._proc = ctx.Process(target=_child, daemon=True,
+                                 args=(send, load, self.path, memory_bytes or memory_budget()))
+        with _starting(ctx, load):
+            self._proc.start()
+        send.close()
+
+    def result(self) -> JobProfile:
+        """The profile; InputError if the child failed, crashed or overran (IsolatedCrash: a bug)."""
+        try:
+            result = self._receive()
+        finally:
+            self.cancel()
+        path, code = str(self.path), self._proc.exitcode
+        if result is None:
+            if code is not None and code < 0:
+                raise InputError(path, f"the parser crashed ({_signal_name(code)}); "
+                                 "the log is probably corrupt or truncated")
+            raise InputError(path, f"the parser exited unexpectedly (status {code})")
+        kind, payload = result
+        if kind == "ok":
+            return payload
+        if kind == "error":
+            raise InputError(path, payload)
+        raise IsolatedCrash(self.path, payload)
+
+    def cancel(self) -> None:
+        """Stop the child if it still runs, and reap it (idempotent)."""
+        self._recv.close()
+        if self._proc.is_alive():
+            self._proc.kill()
+        self._proc.join()
+
+    def _receive(self):
+        """The child's result, None if it died without one; InputError on timeout."""
+        if not self._recv.poll(max(0.0, self.deadline - time.monotonic())):
+            if self._proc.is_alive():
+                self.cancel()
+                raise InputError(str(self.path), f"parsing took longer than {self.timeout_s:g} s "
+                                 "and was stopped")
+            return None
+        try:
+            return self._recv.recv()
+        except (EOFError, OSError):
+            return None
+
+
 def run_isolated(load: Callable[[Path], JobProfile], path: Path, timeout_s: float = 120.0,
                  memory_bytes: int | None = None) -> JobProfile:
     """`load(path)` in a child process; InputError if it fails, crashes or overruns."""
-    ctx = _ctx()
-    budget = memory_bytes or memory_budget()
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, load, Path(path), budget), daemon=True)
-    with _main_hidden(load):
-        proc.start()
-    send.close()
-    try:
-        result = _receive(recv, proc, timeout_s, path)
-    finally:
-        recv.close()
-        if proc.is_alive():
-            proc.kill()
-        proc.join()
-    if result is None:
-        code = proc.exitcode
-        if code is not None and code < 0:
-            raise InputError(str(path), f"the parser crashed ({_signal_name(code)}); "
-                             "the log is probably corrupt or truncated")
-        raise InputError(str(path), f"the parser exited unexpectedly (status {code})")
-    kind, payload = result
-    if kind == "ok":
-        return payload
-    if kind == "error":
-        raise InputError(str(path), payload)
-    raise IsolatedCrash(Path(path), payload)
-
-
-def _receive(conn, proc, timeout_s: float, path: Path):
-    """The child's result, None if it died without one; InputError on timeout."""
-    if not conn.poll(timeout_s):
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
-            raise InputError(str(path), f"parsing took longer than {timeout_s:g} s and was stopped")
-        return None
-    try:
-        return conn.recv()
-    except (EOFError, OSError):
-        return None
+    return Isolated(load, path, timeout_s, memory_bytes).result()

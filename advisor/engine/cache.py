@@ -1,0 +1,98 @@
+"""A per-user cache of the checked rule catalogue.
+
+Reading the installed rule files (YAML, every expression parsed, every Jinja2 template
+checked against the rule's names) costs more CPU than diagnosing a typical log, and its
+result changes only when the rule files or the code that reads and checks them change.
+So the checked :class:`~advisor.engine.rules.Catalogue` is pickled under a key hashed
+from exactly those files, in ``$XDG_CACHE_HOME/ioadvisor`` (default ``~/.cache/ioadvisor``).
+
+A cache is never worth an error: a directory that cannot be created or written (a
+read-only home, an epilog without HOME), a damaged or foreign file, all fall back
+silently to reading the rules. Only a file owned by this user and writable by no one
+else is unpickled (pickle runs code). ``IOADVISOR_RULE_CACHE=0`` turns the cache off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import stat
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable, TypeVar
+
+import advisor
+
+T = TypeVar("T")
+
+# The code whose behaviour a checked catalogue depends on: how rules are read and checked
+# (engine), which facts and parameters exist (facts), the allowed categories (findings).
+_CODE = ("engine", "facts", "findings.py")
+
+
+def cache_dir() -> Path | None:
+    """Where cache files go, or None when caching is off or there is no home to put it in."""
+    if os.environ.get("IOADVISOR_RULE_CACHE", "1") == "0":
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or (
+        os.path.join(os.environ["HOME"], ".cache") if os.environ.get("HOME") else "")
+    return Path(base) / "ioadvisor" if os.path.isabs(base) else None
+
+
+def key(files: list[Path]) -> str:
+    """A hash of the rule files (names and bytes), the code that checks them and the Python."""
+    digest = hashlib.sha256(f"{advisor.__version__} {sys.version}".encode())
+    root = Path(advisor.__file__).parent
+    code = sorted(p for part in _CODE for p in ((root / part).glob("*.py") if (root / part).is_dir()
+                                                 else [root / part]))
+    for path in [*files, *code]:
+        digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+def cached(files: list[Path], build: Callable[[], T]) -> T:
+    """`build()`'s result for these rule files, from the cache when it is there and ours."""
+    folder = cache_dir()
+    if folder is None:
+        return build()
+    target = folder / f"catalogue-{key(files)}.pickle"
+    value = _read(target)
+    if value is None:
+        value = build()
+        _write(folder, target, value)
+    return value
+
+
+def _read(target: Path):
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return None
+        try:
+            return pickle.load(fh)
+        except Exception:  # damaged, or written by code since changed: rebuild
+            return None
+
+
+def _write(folder: Path, target: Path, value) -> None:
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".catalogue-", suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, target)  # readers see the whole file or none
+    except Exception:  # full disk, a value that cannot be pickled: no cache this time
+        Path(tmp).unlink(missing_ok=True)
+        return
+    for old in folder.glob("catalogue-*.pickle"):  # earlier rules or code: never read again
+        if old != target:
+            old.unlink(missing_ok=True)
