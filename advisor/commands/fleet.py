@@ -28,8 +28,12 @@ class _RunByDefault(click.Group):
 
 @click.group(cls=_RunByDefault, name="fleet")
 def command():
-    """Analyse a whole archive of logs in parallel on Dask (``fleet PATH... --out DIR``),
-    then see the machine (``fleet report DIR --html FILE``, ``fleet expect DIR``).
+    """Analyse a whole archive of logs in parallel on Dask, then see the machine.
+
+    \b
+      ioadvisor fleet PATH... --out DIR [--workers N | --scheduler ADDRESS | --slurm-jobs K]
+      ioadvisor fleet report DIR --html FILE
+      ioadvisor fleet expect DIR
 
     A path named like a subcommand is given as ./report.
     """
