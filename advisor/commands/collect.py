@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import click
 
+from advisor.fileio import write_atomic
 from advisor.errors import InputError
 
 
 def write_atomically(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file in the same directory (never half-written)."""
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomic(path, text)
 
 
 @click.command(name="collect")

@@ -13,12 +13,12 @@ import importlib.util
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
 
+from advisor import fileio
 from advisor.errors import AdvisorError, ConfigError
 from advisor.findings import SEVERITY_RANK, Diagnosis
 
@@ -45,23 +45,7 @@ def _need(module: str, attr: str, option: str):
 
 def write_atomic(path: str, text: str) -> None:
     """Write `text` to `path` whole or not at all; '-' is standard output."""
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    target = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".",
-                                   prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    fileio.write_atomic(path, text)
 
 
 def _json_text(diagnoses: list[Diagnosis]) -> str:

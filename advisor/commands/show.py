@@ -5,27 +5,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 import click
 
+from advisor.fileio import write_atomic
 from advisor.errors import InputError
 
 
 def _write_json(doc: dict, target: str) -> None:
     """Write `doc` to a file atomically (never half-written) or to stdout for '-'."""
-    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-    if target == "-":
-        sys.stdout.write(text)
-        return
-    path = Path(target)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise InputError(target, f"cannot write JSON: {exc.strerror or exc}") from None
+    write_atomic(target, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
 
 
 def _one(path: str, top_files: int) -> dict:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
-import tempfile
 from pathlib import Path
 
+from advisor.fileio import write_atomic
 from advisor import __version__
 from advisor.errors import AdvisorError
 from advisor.findings import Diagnosis
@@ -123,12 +122,4 @@ def _figures(path: str, digest: str) -> dict:
 
 def _write_text_atomic(path: Path, text: str) -> None:
     """Readers never see half a page (same rule as the per-job report)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, text)

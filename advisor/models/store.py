@@ -18,13 +18,12 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import platform
-import tempfile
 import time
 import zipfile
 from pathlib import Path
 
+from advisor.fileio import write_atomic
 from advisor.errors import InputError
 from advisor.models.features import FEATURES_VERSION
 from advisor.models.train import Model
@@ -64,14 +63,7 @@ def save(model: Model, path: str | Path) -> Path:
     with zipfile.ZipFile(buffer, "a", compression=zipfile.ZIP_DEFLATED) as archive:
         meta["content_hash"] = _hash(archive, meta)
         archive.writestr(META, json.dumps(meta, indent=1, sort_keys=True, default=_plain))
-    directory = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot write: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(buffer.getvalue())
-    os.replace(tmp, path)
+    write_atomic(path, buffer.getvalue())
     model.meta = meta
     return path
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import hashlib
-import os
-import tempfile
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -21,6 +19,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
+from advisor.fileio import write_atomic
 from advisor import __version__
 from advisor.findings import Diagnosis
 from advisor.report.views import job_view
@@ -76,22 +75,6 @@ def _page_title(jobs: list[dict]) -> str:
     return f"ioadvisor report: {len(jobs)} inputs"
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def write_html(path: str | Path, diagnoses: list[Diagnosis]) -> None:
     """Write the report atomically: a reader never sees a half-written page."""
-    path = Path(path)
-    page = render_html(diagnoses)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or Path("."))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(page)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, render_html(diagnoses))
