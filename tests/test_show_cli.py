@@ -111,7 +111,7 @@ def test_json_into_a_missing_directory_is_a_one_line_error(tmp_path, capsys, mon
         main(["show", "--json", str(target), SMALL])
     assert exc.value.code == 2
     err = capsys.readouterr().err
-    assert err == f"ioadvisor: error: {target}: cannot write JSON: No such file or directory\n"
+    assert err == f"ioadvisor: error: {target}: cannot write: No such file or directory\n"
 
 
 class _Tty(io.StringIO):
