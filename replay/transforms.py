@@ -243,6 +243,12 @@ FIXES: dict[str, tuple[Callable[..., Plan], dict[str, type]]] = {
 
 def apply_fix(plan: Plan, fix: dict[str, Any]) -> Plan:
     """Apply one finding's fix dict; ValueError names what is wrong with it."""
+    func, kwargs = check_fix(fix)
+    return func(plan, **kwargs)
+
+
+def check_fix(fix: dict[str, Any]) -> tuple[Callable[..., Plan], dict[str, Any]]:
+    """The transform of a fix dict and its typed parameters; ValueError when malformed."""
     name = fix.get("transform")
     if name not in FIXES:
         raise ValueError(f"unknown fix transform {name!r} (known: {', '.join(FIXES)})")
@@ -257,8 +263,8 @@ def apply_fix(plan: Plan, fix: dict[str, Any]) -> Plan:
                 kwargs[key] = typ(fix[key])
             except (TypeError, ValueError):
                 raise ValueError(f"fix {name!r}: {key} must be {typ.__name__}, got {fix[key]!r}") from None
-    return func(plan, **kwargs)
+    return func, kwargs
 
 
-__all__ = ["FIXES", "aggregate", "align", "apply_fix", "coalesce", "collective", "fsync_at_close",
+__all__ = ["FIXES", "aggregate", "align", "apply_fix", "check_fix", "coalesce", "collective", "fsync_at_close",
            "layout", "sequential", "stripe"]

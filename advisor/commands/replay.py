@@ -16,7 +16,7 @@ def _fixes(profile, spec: str | None) -> tuple[list[dict], dict[str, list[str]]]
     `spec`: a finding code (IO001), ``all`` (every finding with a fix), or a transform with
     parameters (``coalesce:transfer_size=4194304``, ``fsync``)."""
     from advisor.verify import fix_key
-    from replay.transforms import FIXES
+    from replay.transforms import FIXES, check_fix
 
     if not spec:
         return [], {}
@@ -26,6 +26,10 @@ def _fixes(profile, spec: str | None) -> tuple[list[dict], dict[str, list[str]]]
         for item in filter(None, params.split(",")):
             key, _, value = item.partition("=")
             fix[key.strip()] = _number(value.strip())
+        try:
+            check_fix(fix)
+        except ValueError as exc:
+            raise click.UsageError(f"--fix {spec}: {exc}") from None
         return [fix], {fix_key(fix): [f"--fix {spec}"]}
     from advisor import api
 
@@ -166,7 +170,8 @@ def _print_result(doc: dict) -> None:
     out.print(f"[bold]replay[/] of {doc['input']} on {doc['target']} ({doc['fstype'] or 'unknown fs'}): "
               f"source {doc['source']}, scale {doc['scale']:g}, {doc['np']} ranks "
               f"(job: {doc['nprocs_source']}), {doc['repeat']} runs per variant")
-    out.print(f"  cache: {doc['cache_policy']}")
+    if doc["cache_policy"]:
+        out.print(f"  cache: {doc['cache_policy']}")
     b = doc["baseline"]
     if b:
         times = sorted(b["runs_s"])
