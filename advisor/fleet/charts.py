@@ -31,7 +31,8 @@ def ranking_chart(plot_id: str, title: str, rows: list[Ranked], what: str) -> Pl
     row_h = 22
     height = TOP + row_h * len(rows) + BOTTOM
     top = rows[0] if rows else None
-    alt = (f"{top.name} loses the most: {fmt_hours(top.hours)} in {top.jobs} jobs." if top
+    alt = (f"{top.name} loses the most: {fmt_hours(top.hours)} in {top.jobs} job{'s' if top.jobs != 1 else ''}."
+           if top
            else f"No {what} with findings.")
     svg = Svg(WIDTH, height, title, alt)
     xs = Scale(0, nice_max(max((r.hours for r in rows), default=0)), label_w, WIDTH - RIGHT)
