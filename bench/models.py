@@ -35,19 +35,21 @@ CASES = ("b_small_io_shared_4k", "n_fsync_per_write_Y_4k", "d_mpiio_independent_
 def regenerate(target: Path, data: Path, budget_min: float) -> None:
     """Calibrate `target` (resuming `data`), train, and write the shipped default model."""
     from advisor.models.build import build_model
-    from advisor.models.calibrate import DATA_FILE, calibrate
+    from advisor.models.calibrate import DATA_FILE, Dataset, calibrate
     from advisor.models.store import describe, save
     from advisor.verify import default_np
 
-    progress = calibrate(target, data, default_np(1 << 20), budget_min * 60)
-    print(f"calibration: {progress.measured} new patterns, {progress.done_before + progress.measured} "
-          f"in {data} ({progress.stopped or 'design complete'})")
+    if budget_min > 0:
+        progress = calibrate(target, data, default_np(1 << 20), budget_min * 60)
+        print(f"calibration: {progress.measured} new patterns, {progress.done_before + progress.measured} "
+              f"in {data} ({progress.stopped or 'design complete'})")
+    patterns = len({row["key"] for row in Dataset(data).rows()})
     model, _ = build_model([str(data)])
     model.meta["trained_on"] = [f"ioadvisor calibrate --target {target} (the demo's local file system): "
-                                f"{model.meta['rows']} phases of {progress.done_before + progress.measured} "
+                                f"{model.meta['rows']} phases of {patterns} "
                                 "patterns; rows in advisor/models/default/calibration.csv.gz"]
     DEFAULT_DIR.mkdir(parents=True, exist_ok=True)
-    with open(data / DATA_FILE, "rb") as src, gzip.open(DEFAULT_DIR / "calibration.csv.gz", "wb", mtime=0) as dst:
+    with open(data / DATA_FILE, "rb") as src, gzip.GzipFile(DEFAULT_DIR / "calibration.csv.gz", "wb", mtime=0) as dst:
         shutil.copyfileobj(src, dst)
     save(model, DEFAULT_DIR / "model.skops")
     print(f"default model: {describe(model.meta)}")
@@ -56,11 +58,14 @@ def regenerate(target: Path, data: Path, budget_min: float) -> None:
 def compare_cases(model_path: str, target: Path, repeat: int, cases: list[str]) -> int:
     from advisor import api
     from advisor.models.check import compare, median_error
+    from advisor.models.expect import mount_differences
     from advisor.models.predict import load
     from advisor.models.store import describe
 
     model = load(model_path)
     print(f"model: {describe(model.meta)}")
+    for diff in mount_differences(model, target):
+        print(f"warning: the target is not the model's mount: {diff}")
     print(f"{'case':28} {'fix':34} {'predicted':>16} {'measured':>16} {'error':>7}  verdict")
     rows = []
     for case in cases:
@@ -92,7 +97,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--regenerate", action="store_true")
-    ap.add_argument("--budget", type=float, default=40.0, help="minutes of calibration for --regenerate")
+    ap.add_argument("--budget", type=float, default=40.0,
+                    help="minutes of calibration for --regenerate (0: train on --data as it is)")
     ap.add_argument("--data", type=Path, default=REPO / "out" / "calibration-default")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ioadvisor-bench-models-") as tmp:

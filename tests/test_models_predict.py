@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,9 +24,13 @@ COMPARED = ("b_small_io_shared_4k", "n_fsync_per_write_Y_4k", "d_mpiio_independe
 
 
 def _diagnose(*args: str) -> dict:
-    done = subprocess.run([sys.executable, "-m", "advisor", "diagnose", *args, "--json", "-"],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode in (0, 1), done.stderr
+    """`ioadvisor diagnose ARGS --json -` in this process (the model stays loaded between tests)."""
+    from click.testing import CliRunner
+
+    from advisor.commands.diagnose import command
+
+    done = CliRunner().invoke(command, [*args, "--json", "-"], catch_exceptions=False)
+    assert done.exit_code in (0, 1), done.output
     return json.loads(done.stdout)
 
 

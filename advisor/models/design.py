@@ -25,10 +25,12 @@ LAYOUTS = ("shared", "fpp")
 APIS = ("posix", "mpiio", "collective", "collective-view")
 FSYNCS = ("none", "at-close", "per-write")
 ORDERS = ("sequential", "random")
-VOLUMES = {"small": 4 * MiB, "large": 128 * MiB}  # bytes per rank wanted
+VOLUMES = {"tiny": 1 * MiB, "small": 4 * MiB, "large": 128 * MiB}  # bytes per rank wanted
 UNALIGNED = 1_000_000 / MiB  # an unaligned transfer: 1 MiB -> 1,000,000 bytes (as users write)
 VIEW_CALL_BYTES = 64 * MiB  # the replayer issues a file-view call from one buffer of at most this
-MAX_OPS = {"default": 4096, "per-write": 256, "collective": 512}  # requests per rank, at most
+MAX_OPS = {"default": 4096, "per-write": 1024, "collective": 512}  # requests per rank, at most
+# (per-write fsyncs reach the same volumes as the other modes, so that volume does not stand in
+# for fsyncs in the model)
 
 # How much a difference in each factor separates two points (the order's metric).
 WEIGHTS = {"transfer": 3.0, "op": 2.0, "api": 1.5, "fsync": 1.5, "layout": 1.0, "nprocs": 1.0,

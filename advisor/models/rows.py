@@ -91,7 +91,7 @@ def _calibration(path: Path, out: Collected) -> None:
             mib_s = float(row["mib_s"])
             feats = {k: float(row[f"f_{k}"]) if row.get(f"f_{k}") not in (None, "") else math.nan
                      for k in names()}
-        except (KeyError, ValueError):
+        except (KeyError, ValueError, TypeError):  # e.g. the last line of a killed calibration
             out.skipped.append(f"{path}: a damaged row ({row.get('key', '?')})")
             continue
         if mib_s > 0 and math.isfinite(mib_s):
