@@ -86,6 +86,8 @@ def _log2(value: float) -> float:
 
 
 def _fs(p: Part, kind: str) -> float:
+    if not p.fstype:
+        return math.nan  # unknown (an IOR run states no file system type): not "not lustre"
     if kind == "local":
         return float(p.fstype in _LOCAL_FS)
     return float(p.fstype == kind)
