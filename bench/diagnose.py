@@ -1,6 +1,7 @@
 """Latency per log of `ioadvisor diagnose --json -` vs Drishti 0.8: same logs, same run.
 
     python bench/diagnose.py [--sample N | --all] [--corpus DIR] [--drishti PATH] [--timeout S]
+                             [--before DIR]
 
 Each log is run once per tool as a fresh process (what a user or a Slurm epilog does),
 the two tools back to back on the same log, in alternating order, so that machine load
@@ -15,6 +16,10 @@ Prints median and p95 of wall and CPU time per tool over the logs both tools han
 and our median over Drishti's (target: at most 0.5). One untimed run of each tool first
 warms the page cache and ioadvisor's per-user rule cache (as after any first run); the
 cost of a run without the rule cache is printed once.
+
+`--before DIR` also times the ioadvisor of another checkout in the same run (its `advisor`
+package first on PYTHONPATH, e.g. `git archive REV advisor | tar -x -C DIR`), to show what
+a change gained.
 
 Drishti lives in its own venv (never the project's): `--drishti`, `$DRISHTI`, or the first
 of DRISHTI_PATHS that exists; create one with
@@ -116,14 +121,21 @@ def ours_command() -> list[str]:
     return [*base, "diagnose", "--json", "-"]
 
 
-def run_all(logs: list[Path], corpus: Path, tools: dict[str, list[str]], timeout: float) -> dict:
-    """{tool: {log: Run}}, the tools alternating which goes first from one log to the next."""
+@dataclass
+class Tool:
+    command: list[str]
+    env: dict[str, str] | None = None
+
+
+def run_all(logs: list[Path], corpus: Path, tools: dict[str, Tool], timeout: float) -> dict:
+    """{tool: {log: Run}}, the tools taking turns at going first from one log to the next."""
     results: dict[str, dict[Path, Run]] = {name: {} for name in tools}
     names = list(tools)
     for n, log in enumerate(logs):
-        order = names if n % 2 == 0 else names[::-1]
-        for name in order:
-            results[name][log] = measure([*tools[name], str(log)], timeout)
+        turn = n % len(names)
+        for name in names[turn:] + names[:turn]:
+            tool = tools[name]
+            results[name][log] = measure([*tool.command, str(log)], timeout, tool.env)
         cells = ", ".join(f"{name} {_cell(results[name][log])}" for name in names)
         print(f"[{n + 1}/{len(logs)}] {log.relative_to(corpus)}: {cells}", flush=True)
     return results
@@ -147,10 +159,12 @@ def summarize(results: dict[str, dict[Path, Run]]) -> None:
         medians[name] = (statistics.median(wall), statistics.median(cpu))
         print(f"{name:10s} {medians[name][0]:11.2f}s {p95(wall):9.2f}s {medians[name][1]:10.2f}s "
               f"{p95(cpu):8.2f}s  {failed} of {len(results[name])}")
-    if len(names) == 2:
-        (ow, oc), (tw, tc) = medians[names[0]], medians[names[1]]
-        print(f"ratio of medians ({names[0]} / {names[1]}): wall {ow / tw:.2f}, CPU {oc / tc:.2f}"
-              "  (target: wall <= 0.50)")
+    if "drishti" in medians:
+        (tw, tc) = medians["drishti"]
+        for name in (n for n in names if n != "drishti"):
+            ow, oc = medians[name]
+            print(f"ratio of medians ({name} / drishti): wall {ow / tw:.2f}, CPU {oc / tc:.2f}"
+                  "  (target: wall <= 0.50)")
 
 
 def main() -> int:
@@ -161,6 +175,8 @@ def main() -> int:
     pick.add_argument("--sample", type=int, default=40, help="stratified sample size (default 40)")
     pick.add_argument("--all", action="store_true", help="every .darshan log of the corpus")
     ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--before", type=Path, default=None,
+                    help="also time the ioadvisor of this checkout (holding an advisor/ package)")
     args = ap.parse_args()
 
     logs = sorted(args.corpus.rglob("*.darshan"))
@@ -168,10 +184,14 @@ def main() -> int:
         print(f"no .darshan logs under {args.corpus}", file=sys.stderr)
         return 2
     chosen = logs if args.all else stratified(logs, args.corpus, args.sample)
-    tools = {"ioadvisor": ours_command()}
+    tools = {"ioadvisor": Tool(ours_command())}
+    if args.before:
+        tools["before"] = Tool([sys.executable, "-m", "advisor", "diagnose", "--json", "-"],
+                               # PYTHONSAFEPATH: not this checkout from the working directory
+                               {"PYTHONPATH": str(args.before.resolve()), "PYTHONSAFEPATH": "1"})
     drishti = drishti_path(args.drishti)
     if drishti:
-        tools["drishti"] = [drishti]
+        tools["drishti"] = Tool([drishti])
     else:
         print("Drishti not found (--drishti, $DRISHTI): timing ioadvisor only", file=sys.stderr)
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -179,9 +199,9 @@ def main() -> int:
     print(f"{len(chosen)} of {len(logs)} logs under {args.corpus}"
           f"{'' if args.all else ' (stratified sample; --all for every log)'}; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    for name, cmd in tools.items():  # warm-up, untimed
-        measure([*cmd, str(chosen[0])], args.timeout)
-    cold = measure([*tools["ioadvisor"], str(chosen[0])], args.timeout, {"IOADVISOR_RULE_CACHE": "0"})
+    for tool in tools.values():  # warm-up, untimed
+        measure([*tool.command, str(chosen[0])], args.timeout, tool.env)
+    cold = measure([*tools["ioadvisor"].command, str(chosen[0])], args.timeout, {"IOADVISOR_RULE_CACHE": "0"})
     print(f"ioadvisor without its rule cache, {chosen[0].name}: {_cell(cold)}")
     results = run_all(chosen, args.corpus, tools, args.timeout)
     summarize(results)

@@ -90,15 +90,19 @@ def _failed_error(path: str, exc: Exception) -> Diagnosis:
 def command(paths, config_path, json_out, html_out, fail_on, verify, target, repeat, nprocs, scale,
             model_path, baselines, verbose):
     """Diagnose jobs: findings with evidence, cost and fix."""
+    # numpy's OpenBLAS starts a thread per core at import that spins, waiting for linear
+    # algebra a diagnosis never asks for, on the core the parsing child needs. Set before
+    # anything here imports numpy; a caller's own setting wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from advisor import api
     from advisor.config import load_config
     from advisor.engine import check_thresholds
     from advisor.engine.rules import load_catalogue
 
-    config = load_config(config_path)
     if verify and not target:
         raise click.UsageError("--verify needs --target DIR (a scratch directory on the mount to test)")
     inputs = _ParseAhead(_expand(paths))  # the first log parses in its child while we set up
+    config = load_config(config_path)
     check_thresholds(config, load_catalogue())
     figure_data = _optional("advisor.report.figures", "figure_data") if (json_out or html_out) else None
     write_html = _need("advisor.report.html", "write_html", "--html") if html_out else None

@@ -36,9 +36,10 @@ def cache_dir() -> Path | None:
     """Where cache files go, or None when caching is off or there is no home to put it in."""
     if os.environ.get("IOADVISOR_RULE_CACHE", "1") == "0":
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or (
-        os.path.join(os.environ["HOME"], ".cache") if os.environ.get("HOME") else "")
-    return Path(base) / "ioadvisor" if os.path.isabs(base) else None
+    xdg, home = os.environ.get("XDG_CACHE_HOME", ""), os.environ.get("HOME", "")
+    if os.path.isabs(xdg):  # a relative one is to be ignored (XDG base directory spec)
+        return Path(xdg) / "ioadvisor"
+    return Path(home) / ".cache" / "ioadvisor" if os.path.isabs(home) else None
 
 
 def key(files: list[Path]) -> str:

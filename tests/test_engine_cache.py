@@ -1,0 +1,92 @@
+"""The per-user cache of the checked rule catalogue: used when it is ours and current, else rebuilt."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from advisor.engine import cache
+from advisor.engine.rules import load_catalogue, rule_files
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("IOADVISOR_RULE_CACHE", raising=False)
+    return tmp_path / "cache" / "ioadvisor"
+
+
+class Builds:
+    """A build function that counts its calls."""
+
+    def __init__(self, value=("catalogue",)):
+        self.value, self.calls = value, 0
+
+    def __call__(self):
+        self.calls += 1
+        return self.value
+
+
+def rules_file(tmp_path: Path, text: str = "- one\n") -> list[Path]:
+    path = tmp_path / "extra.yaml"
+    path.write_text(text)
+    return [path]
+
+
+def test_the_second_load_reads_the_cache(home, tmp_path):
+    files, build = rules_file(tmp_path), Builds()
+    assert cache.cached(files, build) == build.value
+    assert cache.cached(files, build) == build.value
+    assert build.calls == 1
+    [stored] = home.glob("catalogue-*.pickle")
+    assert stored.stat().st_mode & 0o777 == 0o600 and home.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_changed_rule_file_rebuilds_and_drops_the_stale_entry(home, tmp_path):
+    files, build = rules_file(tmp_path), Builds()
+    cache.cached(files, build)
+    files[0].write_text("- two\n")
+    cache.cached(files, build)
+    assert build.calls == 2 and len(list(home.glob("catalogue-*.pickle"))) == 1
+
+
+@pytest.mark.parametrize("spoil", ["damaged", "writable by others"])
+def test_a_damaged_or_foreign_entry_is_not_used(home, tmp_path, spoil):
+    files, build = rules_file(tmp_path), Builds()
+    cache.cached(files, build)
+    [stored] = home.glob("catalogue-*.pickle")
+    if spoil == "damaged":
+        stored.write_bytes(b"\x80\x05not a pickle")
+    else:
+        os.chmod(stored, 0o666)
+    assert cache.cached(files, build) == build.value and build.calls == 2
+
+
+def test_no_usable_cache_directory_means_no_cache_and_no_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # ioadvisor/ cannot be made under a file
+    files, build = rules_file(tmp_path), Builds()
+    assert cache.cached(files, build) == build.value and cache.cached(files, build) == build.value
+    assert build.calls == 2
+
+
+def test_the_cache_can_be_turned_off(home, tmp_path, monkeypatch):
+    monkeypatch.setenv("IOADVISOR_RULE_CACHE", "0")
+    files, build = rules_file(tmp_path), Builds()
+    cache.cached(files, build)
+    cache.cached(files, build)
+    assert build.calls == 2 and not home.exists()
+
+
+def test_the_cached_catalogue_is_the_checked_one(home):
+    files = rule_files()
+    fresh = load_catalogue(files)
+    cache.cached(files, lambda: fresh)
+    stored = cache.cached(files, Builds(None))
+    assert stored is not fresh
+    assert [r.code for r in stored.rules] == [r.code for r in fresh.rules]
+    for mine, theirs in zip(stored.rules, fresh.rules):
+        assert mine == theirs and mine.condition == theirs.condition and mine.depends_on == theirs.depends_on
