@@ -1,7 +1,7 @@
 """Predicted vs measured speedup of the fixes of the generated corpus cases, and the default model.
 
     python bench/models.py [--model MODEL] [--target DIR] [--repeat K] [--cases a,b,...]
-    python bench/models.py --regenerate [--budget MINUTES] [--data DIR]
+    python bench/models.py --regenerate [--budget MINUTES] [--data DIR]...
 
 The first form predicts, with the model (default: the one shipped in
 advisor/models/default/), the speedup of every fix the diagnosis proposes for each case,
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import shutil
 import sys
 import tempfile
 import time
@@ -32,25 +31,29 @@ CASES = ("b_small_io_shared_4k", "n_fsync_per_write_Y_4k", "d_mpiio_independent_
          "c_random_shared_64k", "i_misaligned_1000000", "s_big_dxt_1k")
 
 
-def regenerate(target: Path, data: Path, budget_min: float) -> None:
-    """Calibrate `target` (resuming `data`), train, and write the shipped default model."""
+def regenerate(target: Path, data: list[Path], budget_min: float) -> None:
+    """Calibrate `target` (resuming the first data directory), train on every data directory, and
+    write the shipped default model with all their rows."""
     from advisor.models.build import build_model
     from advisor.models.calibrate import DATA_FILE, Dataset, calibrate
     from advisor.models.store import describe, save
     from advisor.verify import default_np
 
     if budget_min > 0:
-        progress = calibrate(target, data, default_np(1 << 20), budget_min * 60)
+        progress = calibrate(target, data[0], default_np(1 << 20), budget_min * 60)
         print(f"calibration: {progress.measured} new patterns, {progress.done_before + progress.measured} "
-              f"in {data} ({progress.stopped or 'design complete'})")
-    patterns = len({row["key"] for row in Dataset(data).rows()})
-    model, _ = build_model([str(data)])
-    model.meta["trained_on"] = [f"ioadvisor calibrate --target {target} (the demo's local file system): "
-                                f"{model.meta['rows']} phases of {patterns} "
+              f"in {data[0]} ({progress.stopped or 'design complete'})")
+    patterns = sum(len({row["key"] for row in Dataset(d).rows()}) for d in data)
+    model, _ = build_model([str(d) for d in data])
+    model.meta["trained_on"] = [f"ioadvisor calibrate --target {target} (the demo's local file system), "
+                                f"{len(data)} calibration run(s): {model.meta['rows']} phases of {patterns} "
                                 "patterns; rows in advisor/models/default/calibration.csv.gz"]
     DEFAULT_DIR.mkdir(parents=True, exist_ok=True)
-    with open(data / DATA_FILE, "rb") as src, gzip.GzipFile(DEFAULT_DIR / "calibration.csv.gz", "wb", mtime=0) as dst:
-        shutil.copyfileobj(src, dst)
+    with gzip.GzipFile(DEFAULT_DIR / "calibration.csv.gz", "wb", mtime=0) as dst:
+        for i, d in enumerate(data):
+            with open(d / DATA_FILE, "rb") as src:
+                lines = src.read().splitlines(keepends=True)
+            dst.writelines(lines if i == 0 else lines[1:])  # one header
     save(model, DEFAULT_DIR / "model.skops")
     print(f"default model: {describe(model.meta)}")
 
@@ -99,12 +102,13 @@ def main() -> int:
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--budget", type=float, default=40.0,
                     help="minutes of calibration for --regenerate (0: train on --data as it is)")
-    ap.add_argument("--data", type=Path, default=REPO / "out" / "calibration-default")
+    ap.add_argument("--data", type=Path, action="append",
+                    help="calibration directory (repeatable; the first is resumed); default out/calibration-default")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ioadvisor-bench-models-") as tmp:
         target = args.target or Path(tmp)
         if args.regenerate:
-            regenerate(target, args.data, args.budget)
+            regenerate(target, args.data or [REPO / "out" / "calibration-default"], args.budget)
             return 0
         return compare_cases(args.model, target, args.repeat, [c for c in args.cases.split(",") if c])
 

@@ -21,7 +21,7 @@ import click
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def command(target: Path, out: Path, nprocs: int | None, budget: float, repeat: int, quiet: bool):
     """Measure a designed sweep of I/O patterns on a mount with the replayer (transfer sizes
-    4 KiB-16 MiB, write/read, file per process/shared, 1..N ranks, POSIX and MPI-IO
+    1 KiB-16 MiB, write/read, file per process/shared, 1..N ranks, POSIX and MPI-IO
     independent/collective, fsync modes, stripe counts on Lustre).
 
     Rows are appended as batches finish: run it again with the same --out to go on where
