@@ -167,7 +167,9 @@ def test_fifty_jobs_in_a_row_all_get_their_report(hook):
               for j in jobs if states[j.jobid] != "COMPLETED"}
     assert not failed, f"jobs did not complete: {failed} ({dev_null_problem() or '/dev/null ok'})"
     for job in jobs:
-        assert os.lstat(job.workdir / f"ioadvisor-{job.jobid}.html").st_uid == hook.user.pw_uid
+        report = job.workdir / f"ioadvisor-{job.jobid}.html"
+        assert report.exists(), f"no report for job {job.jobid}; its site-log line: {hook.record(job.jobid)}"
+        assert os.lstat(report).st_uid == hook.user.pw_uid
         assert hook.record(job.jobid)["status"] == "reported"
     records = hook.site_records()  # every line valid JSON, exactly one per job ever run
     assert len(records) == len({r["jobid"] for r in records})
