@@ -19,7 +19,7 @@ venv: $(STAMP)
 
 demo: $(STAMP)
 	@mkdir -p $(OUT) $(OUT)/replay-scratch
-	$(VENV)/bin/ioadvisor diagnose $(TRACE) --json $(OUT)/demo.json --html $(OUT)/demo.html --verify --target $(OUT)/replay-scratch --model default || true
+	$(VENV)/bin/ioadvisor diagnose $(TRACE) --json $(OUT)/demo.json --html $(OUT)/demo.html --verify --target $(OUT)/replay-scratch --model default
 	@echo "report: $(OUT)/demo.html (JSON: $(OUT)/demo.json)"
 	$(PY) -m advisor.report.screenshot $(OUT)/demo.html docs/demo-report.png --height 1800 || true
 
