@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +93,37 @@ def test_the_cached_catalogue_is_the_checked_one(home):
     assert [r.code for r in stored.rules] == [r.code for r in fresh.rules]
     for mine, theirs in zip(stored.rules, fresh.rules):
         assert mine == theirs and mine.condition == theirs.condition and mine.depends_on == theirs.depends_on
+
+
+def test_compiled_templates_are_kept_and_a_damaged_one_is_recompiled(tmp_path):
+    log = Path(__file__).resolve().parents[1] / "traces" / "ior-small-shared-4k.darshan"  # several findings
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "IOADVISOR_RULE_CACHE": "1"}
+
+    def diagnose() -> dict:
+        done = subprocess.run([sys.executable, "-m", "advisor", "diagnose", "--json", "-", str(log)],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        doc = json.loads(done.stdout)
+        assert doc["findings"]
+        return {f["code"]: (f["message"], f["recommendation"]) for f in doc["findings"]}
+
+    first = diagnose()
+    [templates] = (tmp_path / "ioadvisor").glob("templates-*")
+    compiled = list(templates.glob("__jinja2_*.cache"))
+    assert len(compiled) >= len(first)  # a message and a recommendation per finding at least
+    stored = {path: path.read_bytes() for path in compiled}
+    written = {path: path.stat().st_mtime_ns for path in compiled}
+    assert diagnose() == first
+    assert {path: path.stat().st_mtime_ns for path in compiled} == written  # read, not compiled again
+    for path in compiled:
+        path.write_bytes(stored[path][:40] + b"garbage")
+    assert diagnose() == first
+    assert {path: path.read_bytes() for path in compiled} == stored  # compiled and stored again
+
+
+def test_a_cache_directory_others_can_write_is_not_used_and_old_keys_go(home):
+    folder = cache.private_dir("templates", "one")
+    assert folder == home / "templates-one" and folder.stat().st_mode & 0o777 == 0o700
+    os.chmod(folder, 0o777)
+    assert cache.private_dir("templates", "one") is None
+    assert cache.private_dir("templates", "two") is not None and not folder.exists()

@@ -1,4 +1,4 @@
-"""A per-user cache of the checked rule catalogue.
+"""A per-user cache of the checked rule catalogue (and, for render.py, compiled templates).
 
 Reading the installed rule files (YAML, every expression parsed, every Jinja2 template
 checked against the rule's names) costs more CPU than diagnosing a typical log, and its
@@ -8,8 +8,8 @@ from exactly those files, in ``$XDG_CACHE_HOME/ioadvisor`` (default ``~/.cache/i
 
 A cache is never worth an error: a directory that cannot be created or written (a
 read-only home, an epilog without HOME), a damaged or foreign file, all fall back
-silently to reading the rules. Only a file owned by this user and writable by no one
-else is unpickled (pickle runs code). ``IOADVISOR_RULE_CACHE=0`` turns the cache off.
+silently to doing the work. Only files owned by this user and writable by no one else
+are loaded (pickle and compiled code run code). ``IOADVISOR_RULE_CACHE=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import shutil
 import stat
 import sys
 import tempfile
@@ -44,13 +45,40 @@ def cache_dir() -> Path | None:
 
 def key(files: list[Path]) -> str:
     """A hash of the rule files (names and bytes), the code that checks them and the Python."""
-    digest = hashlib.sha256(f"{advisor.__version__} {sys.version}".encode())
     root = Path(advisor.__file__).parent
     code = sorted(p for part in _CODE for p in ((root / part).glob("*.py") if (root / part).is_dir()
                                                  else [root / part]))
-    for path in [*files, *code]:
-        digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:32]
+    return digest(*(str(path).encode() + b"\0" + path.read_bytes() for path in [*files, *code]))
+
+
+def digest(*parts: bytes | str) -> str:
+    """A short hash of `parts`, of ioadvisor's version and of the Python running."""
+    hasher = hashlib.sha256(f"{advisor.__version__} {sys.version}".encode())
+    for part in parts:
+        hasher.update(b"\0" + (part.encode() if isinstance(part, str) else part))
+    return hasher.hexdigest()[:32]
+
+
+def private_dir(prefix: str, key: str) -> Path | None:
+    """The directory `prefix-key` of the cache, made if need be, or None unless it is ours alone.
+
+    Making it removes the `prefix-*` directories of other keys: nothing reads them again.
+    """
+    root = cache_dir()
+    if root is None:
+        return None
+    folder = root / f"{prefix}-{key}"
+    try:
+        if not folder.is_dir():
+            root.mkdir(parents=True, exist_ok=True)
+            for old in root.glob(f"{prefix}-*"):
+                shutil.rmtree(old, ignore_errors=True)
+            folder.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(folder)
+    except OSError:
+        return None
+    private = info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    return folder if stat.S_ISDIR(info.st_mode) and private else None
 
 
 def cached(files: list[Path], build: Callable[[], T]) -> T:

@@ -1,12 +1,15 @@
 """Message templates: a sandboxed Jinja2 environment with filters for I/O quantities.
 
 Jinja2 is imported on first use, not with this module: a diagnosis with no finding,
-from a cached catalogue, renders no template and need not pay for it.
+from a cached catalogue, renders no template and need not pay for it. Compiling a
+template costs about 2 ms and a diagnosis renders some twenty, so compiled templates
+are kept across runs in Jinja2's own bytecode cache, in the per-user cache directory.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import ConfigError
@@ -23,15 +26,46 @@ def environment() -> ImmutableSandboxedEnvironment:
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     env = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
-                                        keep_trailing_newline=False, trim_blocks=True)
+                                        keep_trailing_newline=False, trim_blocks=True,
+                                        loader=jinja2.FunctionLoader(str),  # a template's name is its text
+                                        bytecode_cache=_bytecode_cache(jinja2.__version__))
     env.filters.update(bytes=fmt_bytes, pct=fmt_pct, secs=fmt_secs, num=fmt_num, rate=fmt_rate,
                        names=fmt_list)
     return env
 
 
+def _bytecode_cache(jinja2_version: str):
+    """Jinja2's file cache of compiled templates, or None when there is no private place for it.
+
+    Jinja2 checks a cached template against its text only; the directory's key covers what
+    else the compiled code depends on: this module (options, filters), Jinja2 and Python.
+    """
+    from jinja2 import FileSystemBytecodeCache
+
+    from advisor.engine import cache
+
+    class QuietCache(FileSystemBytecodeCache):
+        """Failing to read or store a compiled template only means compiling it."""
+
+        def load_bytecode(self, bucket) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except Exception:  # damaged file (the checksum is a pickle): compile instead
+                bucket.reset()
+
+        def dump_bytecode(self, bucket) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError:
+                pass
+
+    folder = cache.private_dir("templates", cache.digest(Path(__file__).read_bytes(), jinja2_version))
+    return QuietCache(str(folder)) if folder else None
+
+
 @lru_cache(maxsize=2048)
 def compile_template(text: str) -> jinja2.Template:
-    return environment().from_string(text)
+    return environment().get_template(text)
 
 
 def variables(text: str) -> set[str]:
