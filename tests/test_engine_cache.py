@@ -127,3 +127,13 @@ def test_a_cache_directory_others_can_write_is_not_used_and_old_keys_go(home):
     os.chmod(folder, 0o777)
     assert cache.private_dir("templates", "one") is None
     assert cache.private_dir("templates", "two") is not None and not folder.exists()
+
+
+def test_every_template_of_the_catalogue_compiles_by_its_cached_name():
+    from advisor.engine import render
+
+    texts = [t for rule in load_catalogue(rule_files()).rules
+             for t in (rule.message, rule.recommendation["text"], *rule.recommendation["commands"])]
+    assert len(texts) > 100
+    for text in texts:  # names are hashes: Jinja2 quotes them into the Python code it generates
+        assert render.compile_template(text).name != text

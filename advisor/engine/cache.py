@@ -72,7 +72,8 @@ def private_dir(prefix: str, key: str) -> Path | None:
         if not folder.is_dir():
             root.mkdir(parents=True, exist_ok=True)
             for old in root.glob(f"{prefix}-*"):
-                shutil.rmtree(old, ignore_errors=True)
+                if old != folder:  # another process may be making this one right now
+                    shutil.rmtree(old, ignore_errors=True)
             folder.mkdir(mode=0o700, exist_ok=True)
         info = os.lstat(folder)
     except OSError:

@@ -8,6 +8,7 @@ are kept across runs in Jinja2's own bytecode cache, in the per-user cache direc
 
 from __future__ import annotations
 
+import hashlib
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ def environment() -> ImmutableSandboxedEnvironment:
 
     env = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
                                         keep_trailing_newline=False, trim_blocks=True,
-                                        loader=jinja2.FunctionLoader(str),  # a template's name is its text
+                                        loader=jinja2.FunctionLoader(_TEXTS.get),
                                         bytecode_cache=_bytecode_cache(jinja2.__version__))
     env.filters.update(bytes=fmt_bytes, pct=fmt_pct, secs=fmt_secs, num=fmt_num, rate=fmt_rate,
                        names=fmt_list)
@@ -63,9 +64,15 @@ def _bytecode_cache(jinja2_version: str):
     return QuietCache(str(folder)) if folder else None
 
 
+_TEXTS: dict[str, str] = {}
+"""Template name (a hash of its text: Jinja2 quotes names into the code it generates) -> text."""
+
+
 @lru_cache(maxsize=2048)
 def compile_template(text: str) -> jinja2.Template:
-    return environment().get_template(text)
+    name = hashlib.sha1(text.encode()).hexdigest()
+    _TEXTS[name] = text
+    return environment().get_template(name)
 
 
 def variables(text: str) -> set[str]:

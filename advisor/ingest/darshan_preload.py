@@ -1,6 +1,7 @@
-"""Imported by the parsing forkserver: loads libdarshan-util once, before any fork.
+"""Loads libdarshan-util once, before forking parsing children (advisor.ingest.isolate).
 
-Every parsing child then starts with the library mapped and its cffi declarations
+Imported by the parsing forkserver, or by a single-threaded caller before its second
+child: every child then starts with the library mapped and its cffi declarations
 parsed, so a log costs a fork instead of a library load.
 """
 

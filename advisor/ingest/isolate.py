@@ -64,9 +64,9 @@ def _ctx():
     """Plain fork when no other Python thread runs (decided per call: threads may start later).
 
     Native thread pools (numpy's OpenBLAS) are not counted: they quiesce in their own
-    pthread_atfork handlers. The first child loads the readers itself (as its loader
-    needs them), while its caller goes on working; from the second on, the caller has imported them once,
-    as the forkserver would have, so that each later child starts with them.
+    pthread_atfork handlers. The first child loads the readers itself (its loader needs
+    them) while its caller goes on working; before the second, the caller imports them
+    once, as the forkserver would have, so that every later child starts with them.
     """
     global _forkserver, _forks
     if threading.active_count() == 1:
