@@ -1,13 +1,14 @@
 """Predicted vs measured speedup of the fixes of the generated corpus cases, and the default model.
 
-    python bench/models.py [--model MODEL] [--target DIR] [--repeat K] [--cases a,b,...]
+    python bench/models.py [--model MODEL] [--target DIR] [--repeat K] [--cases a,b,... | --all]
     python bench/models.py --regenerate [--budget MINUTES] [--data DIR]...
 
 The first form predicts, with the model (default: the one shipped in
 advisor/models/default/), the speedup of every fix the diagnosis proposes for each case,
 replays the same plan before and after each fix on --target with the replayer, and prints
 both with the relative error |predicted - measured| / measured and its median (target:
-< 25 %). The second form regenerates the shipped default model: a calibration of --target
+< 25 %). --all takes every generated case with a Darshan log (cases without a fix add
+no row). The second form regenerates the shipped default model: a calibration of --target
 (the demo's local file system) for --budget minutes into --data (resumed if it exists),
 `ioadvisor train` on it, the model and its calibration rows written to advisor/models/default/.
 """
@@ -99,6 +100,7 @@ def main() -> int:
     ap.add_argument("--target", type=Path, default=None, help="scratch directory on the mount (default: a temp dir)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--all", action="store_true", help="every generated case with a case.darshan")
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--budget", type=float, default=40.0,
                     help="minutes of calibration for --regenerate (0: train on --data as it is)")
@@ -110,7 +112,9 @@ def main() -> int:
         if args.regenerate:
             regenerate(target, args.data or [REPO / "out" / "calibration-default"], args.budget)
             return 0
-        return compare_cases(args.model, target, args.repeat, [c for c in args.cases.split(",") if c])
+        cases = ([d.name for d in sorted(CORPUS.iterdir()) if (d / "case.darshan").is_file()] if args.all
+                 else [c for c in args.cases.split(",") if c])
+        return compare_cases(args.model, target, args.repeat, cases)
 
 
 if __name__ == "__main__":

@@ -84,6 +84,17 @@ def test_diagnose_with_the_default_model_predicts_ranks_and_flags(corpus):
     assert keys == sorted(keys)
 
 
+@pytest.mark.parametrize("case", sorted(d.name for d in GEN.iterdir() if (d / "case.darshan").is_file())
+                         if GEN.is_dir() else [])
+def test_every_generated_case_diagnoses_with_the_default_model(corpus, case):
+    """A prediction or a reason for every fix, whatever the workload (mdtest moves no data)."""
+    doc = _diagnose(str(GEN / case / "case.darshan"), "--model", "default")
+    for f in doc["findings"]:
+        if f["fix"]:
+            p = f["prediction"]
+            assert p["speedup"] is None and p["reason"] or p["speedup"] > 0, (f["code"], p)
+
+
 def test_anomaly_fires_when_a_job_is_far_below_the_model(corpus):
     """O_DIRECT 4 KiB requests: the counters show a plain small-request pattern, which the page
     cache of this file system serves far faster than the job got - the anomaly rule's case."""

@@ -72,6 +72,8 @@ class Timing:
 def predict_parts(model: Model, parts: list[Part]) -> Timing:
     """Time of a workload made of `parts` run one after the other (phases end at barriers)."""
     parts = [p for p in parts if p.bytes > 0]
+    if not parts:
+        return Timing(0.0, 0.0, 0.0, 0.0)
     rows = [features(p) for p in parts]
     mid, lo, hi = model.predict_log(matrix(rows, model.features))
     nbytes = np.array([p.bytes for p in parts]) / MiB
@@ -100,6 +102,9 @@ def predict_fixes(model: Model, profile: JobProfile, fixes: list[dict], np_: int
     ranks = np_ or min(max(profile.job.nprocs, 1), max_ranks(model))
     base = replay_plan(profile, np=ranks, scale=scale)
     before = predict_parts(model, list(plan_parts(base, fstype).values()))
+    if before.bytes == 0:
+        reason = "the job's replay plan moves no data (metadata only): no bandwidth to predict"
+        return {fix_key(fix): {"speedup": None, "reason": reason} for fix in fixes}
     out = {}
     for fix in fixes:
         key = fix_key(fix)
