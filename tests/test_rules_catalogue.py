@@ -74,6 +74,10 @@ def test_cli_rules_and_explain():
     assert out.returncode == 0 and "What it does" in out.stdout and "How to fix it" in out.stdout
     out = _cli("rules", "explain", "NOPE001")
     assert out.returncode == 2 and out.stderr.count("\n") == 1
+    short = _cli("rules", "LUS010")  # as `ruff rule CODE`
+    assert short.returncode == 0 and "What it does" in short.stdout and "LUS010" in short.stdout
+    short = _cli("rules", "NOPE001")
+    assert short.returncode == 2 and "NOPE001" in short.stderr and short.stderr.count("\n") == 1
 
 
 def test_cli_diagnose_bad_input_is_one_line_and_others_go_on(tmp_path):

@@ -1,4 +1,4 @@
-"""`ioadvisor rules`: the rule catalogue; `ioadvisor rules explain CODE`: one rule in full."""
+"""`ioadvisor rules`: the rule catalogue; `ioadvisor rules [explain] CODE`: one rule in full."""
 
 from __future__ import annotations
 
@@ -10,11 +10,20 @@ from rich.text import Text
 from advisor.errors import ConfigError
 
 
-@click.group(name="rules", invoke_without_command=True)
+class _RulesGroup(click.Group):
+    """`ioadvisor rules CODE` is short for `ioadvisor rules explain CODE` (as `ruff rule CODE`)."""
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            return "explain", self.commands["explain"], args
+        return super().resolve_command(ctx, args)
+
+
+@click.group(name="rules", cls=_RulesGroup, invoke_without_command=True)
 @click.option("--category", default=None, help="Only rules of this category.")
 @click.pass_context
 def command(ctx, category):
-    """List the rule catalogue or explain one rule."""
+    """List the rule catalogue, or explain one rule: `ioadvisor rules CODE`."""
     if ctx.invoked_subcommand is not None:
         return
     from advisor.engine.rules import load_catalogue
@@ -31,7 +40,7 @@ def command(ctx, category):
                       rule.title)
     out = console()
     out.print(table)
-    out.print(Text(f"{len(rules)} rules. `ioadvisor rules explain CODE` for one rule.", style="dim"))
+    out.print(Text(f"{len(rules)} rules. `ioadvisor rules CODE` explains one.", style="dim"))
 
 
 @command.command(name="explain")
