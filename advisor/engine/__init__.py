@@ -78,14 +78,14 @@ def diagnose(profile: JobProfile, config: SiteConfig | None = None,
 
 
 def _summary(ctx: FactContext) -> dict:
-    from advisor.engine.chain import _json_ready
+    from advisor.engine.chain import json_ready
 
     summary = {}
     for name in SUMMARY_FACTS:
         if name in registry():
             value = ctx.value(name)
             if value is not None:
-                summary[name] = _json_ready(value)
+                summary[name] = json_ready(value)
     return summary
 
 

@@ -118,7 +118,7 @@ def _finding(rule: Rule, scope: _RuleScope, ev: expr.Evaluator, runtime_s: float
     return Finding(
         code=rule.code, category=rule.category, severity=severity, title=rule.title,
         message=render.render(rule.message, values),
-        evidence=_json_ready(evidence), files=[str(f) for f in files], ranks=ranks,
+        evidence=json_ready(evidence), files=[str(f) for f in files], ranks=ranks,
         cost_s=round(cost_s, 6),
         recommendation=Recommendation(
             text=render.render(rule.recommendation["text"], values),
@@ -177,12 +177,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _json_ready(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
+    """`value` as JSON holds it: plain Python values, string keys, floats to 6 places (NaN, inf as null)."""
     value = _plain(value)
     if isinstance(value, dict):
-        return {str(k): _json_ready(v) for k, v in value.items()}
+        return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_json_ready(v) for v in value]
+        return [json_ready(v) for v in value]
     if isinstance(value, float):
         return round(value, 6) if math.isfinite(value) else None
     return value
