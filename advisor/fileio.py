@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -55,3 +56,8 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json(doc: dict, target: str | Path) -> None:
+    """Write `doc` as indented UTF-8 JSON with :func:`write_atomic` ('-' is stdout)."""
+    write_atomic(target, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")

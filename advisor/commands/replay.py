@@ -140,10 +140,10 @@ def _runs(variant: dict) -> dict:
 
 
 def _emit(doc: dict, json_out: str | None, printer) -> None:
-    from advisor.commands.show import _write_json
+    from advisor.fileio import write_json
 
     if json_out:
-        _write_json(doc, json_out)
+        write_json(doc, json_out)
     if json_out != "-":
         printer(doc)
 

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 import click
 
-from advisor.fileio import write_atomic
+from advisor.fileio import write_json
 from advisor.errors import InputError
-
-
-def _write_json(doc: dict, target: str) -> None:
-    """Write `doc` to a file atomically (never half-written) or to stdout for '-'."""
-    write_atomic(target, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
 
 
 def _one(path: str, top_files: int) -> dict:
@@ -59,7 +53,7 @@ def command(paths: tuple[str, ...], json_out: str | None, top_files: int) -> Non
         if entry["ok"] and json_out != "-":
             render(entry)
     if json_out:
-        _write_json({"schema": SCHEMA, "results": results}, json_out)
+        write_json({"schema": SCHEMA, "results": results}, json_out)
     failed = [r for r in results if not r["ok"]]
     if failed:
         sys.exit(3 if any(r.get("internal") for r in failed) else 2)
