@@ -6,6 +6,7 @@ Serialized as the versioned JSON document ``ioadvisor/diagnosis/v1``
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -101,3 +102,18 @@ class Diagnosis:
             figures=doc.get("figures", {}),
             error=doc.get("error"),
         )
+
+
+def diagnoses_json(diagnoses: list[Diagnosis]) -> str:
+    """The document `diagnose --json` and the hook write: one diagnosis as an object, several as a list."""
+    docs = [d.to_dict() for d in diagnoses]
+    return json.dumps(docs[0] if len(docs) == 1 else docs, indent=2, default=_json_default) + "\n"
+
+
+def _json_default(value: Any) -> Any:
+    """numpy scalars and arrays as Python values; anything else JSON cannot hold as its text."""
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import click
 
 from advisor import fileio
 from advisor.errors import AdvisorError, ConfigError
-from advisor.findings import SEVERITY_RANK, Diagnosis
+from advisor.findings import SEVERITY_RANK, Diagnosis, diagnoses_json
 
 if TYPE_CHECKING:
     from advisor.profile import JobProfile
@@ -41,24 +40,6 @@ def _need(module: str, attr: str, option: str):
     if fn is None:
         raise ConfigError(f"{option} is not available in this build (no {module}.{attr})")
     return fn
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Write `text` to `path` whole or not at all; '-' is standard output."""
-    fileio.write_atomic(path, text)
-
-
-def _json_text(diagnoses: list[Diagnosis]) -> str:
-    docs = [d.to_dict() for d in diagnoses]
-    return json.dumps(docs[0] if len(docs) == 1 else docs, indent=2, default=_default) + "\n"
-
-
-def _default(value: Any) -> Any:
-    if hasattr(value, "item"):
-        return value.item()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)
 
 
 def _failed_error(path: str, exc: Exception) -> Diagnosis:
@@ -134,7 +115,7 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     diagnoses += _campaign(profiles, config, baselines)
 
     if json_out:
-        write_atomic(json_out, _json_text(diagnoses))
+        fileio.write_atomic(json_out, diagnoses_json(diagnoses))
     if html_out and diagnoses:
         write_html(Path(html_out), diagnoses)
     if json_out != "-":

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from advisor.findings import SEVERITY_RANK, Diagnosis
+from advisor.findings import SEVERITY_RANK, Diagnosis, diagnoses_json
 from advisor.hooks import writer
 from advisor.hooks.child import ChildResult, run_as_user
 from advisor.hooks.job import JobContext
@@ -87,9 +87,7 @@ def render(diagnoses: list[Diagnosis], formats: list[str]) -> tuple[dict[str, by
         else:
             contents["html"] = render_html(usable).encode()
     if "json" in formats:
-        from advisor.commands.diagnose import _json_text  # the same document `diagnose --json` writes
-
-        contents["json"] = _json_text(usable).encode()
+        contents["json"] = diagnoses_json(usable).encode()  # the document `diagnose --json` writes
     return contents, notes
 
 
