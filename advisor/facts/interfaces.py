@@ -1,8 +1,8 @@
-"""Interfaces: STDIO share, MPI-IO use, collective vs independent, blocking MPI-IO, hints."""
+"""Interfaces: STDIO share, MPI-IO use, collective vs independent, blocking MPI-IO, aggregators."""
 
 from __future__ import annotations
 
-import re
+import numpy as np
 
 from advisor.facts import FactContext, Missing, fact
 from advisor.facts._darshan import data_files, maybe, nprocs, records, summary, total
@@ -106,20 +106,38 @@ def mpiio_indep_time_s(ctx: FactContext) -> float:
     return float((seconds * share)[rec.ranks == -1].sum()) / nprocs(ctx)
 
 
-@fact("mpiio_hints", "text", "MPI-IO hints recorded in the log's metadata (key=value;...).")
-def mpiio_hints(ctx: FactContext) -> str:
-    hints = ctx.profile.job.metadata.get("h", "")
-    if not hints:
-        raise Missing("the log records no MPI-IO hints")
-    return hints
+def _aggregators(ctx: FactContext) -> dict[int, str | None]:
+    """Ranks (and their hosts) that did POSIX I/O on the files accessed with collective MPI-IO.
+
+    With collective buffering only the aggregators touch the file system, so DXT shows the
+    aggregators ROMIO really used. The log's "h" metadata cannot say: those are the hints
+    Darshan used to write its own log (DARSHAN_LOGHINTS), not the application's.
+    """
+    from advisor.facts._darshan import col, dxt
+
+    rec = records(ctx, "MPI-IO")
+    collective = rec.ids[(col(rec, "COLL_READS") + col(rec, "COLL_WRITES")) > 0]
+    if len(collective) == 0:
+        raise Missing("no file was accessed with collective MPI-IO")
+    trace = dxt(ctx, "DXT_POSIX")
+    ranks = np.unique(trace.rank[np.isin(trace.record_id, collective)])
+    if len(ranks) == 0:
+        raise Missing("the DXT trace has no POSIX I/O on the collectively accessed files")
+    return {int(r): trace.hostnames.get(int(r)) for r in ranks}
 
 
-@fact("cb_nodes", "count", "Collective-buffering aggregators (cb_nodes hint) recorded in the log.")
+@fact("cb_nodes", "count", "Collective-buffering aggregators the job used: ranks with POSIX I/O (DXT) "
+      "on the files it accessed with collective MPI-IO.")
 def cb_nodes(ctx: FactContext) -> int:
-    m = re.search(r"(?:^|;)\s*cb_nodes=(\d+)", ctx.get("mpiio_hints"))
-    if not m:
-        raise Missing("no cb_nodes hint in the log")
-    return int(m.group(1))
+    return len(ctx.memo("aggregators", lambda: _aggregators(ctx)))
+
+
+@fact("aggregator_nodes", "count", "Distinct hosts of the collective-buffering aggregators (DXT host names).")
+def aggregator_nodes(ctx: FactContext) -> int:
+    hosts = set(ctx.memo("aggregators", lambda: _aggregators(ctx)).values())
+    if None in hosts:
+        raise Missing("the DXT trace does not name the host of every aggregator rank")
+    return len(hosts)
 
 
 @fact("compute_nodes", "count", "Distinct hosts of the job's ranks (from the DXT trace).")
