@@ -39,7 +39,8 @@ class Plot:
         return sum(str(self.svg).count(f"<{t} ") for t in ("rect", "line", "circle", "polyline", "path"))
 
 
-def _table(plot: Plot, headers: list[str], rows: list[list[str]]) -> Plot:
+def with_table(plot: Plot, headers: list[str], rows: list[list[str]]) -> Plot:
+    """`plot` with its data table: the first TABLE_ROWS rows and how many were left out."""
     plot.headers = headers
     plot.rows = rows[:TABLE_ROWS]
     plot.more_rows = max(0, len(rows) - TABLE_ROWS)
@@ -53,7 +54,8 @@ def _legend(svg: Svg, items: list[tuple[str, str]], x: float, y: float) -> None:
         x += 24 + 7 * len(label)
 
 
-def _x_axis(svg: Svg, xs: Scale, y: float, label: str, fmt, ticks: list[float]) -> None:
+def x_axis(svg: Svg, xs: Scale, y: float, label: str, fmt, ticks: list[float]) -> None:
+    """The time or value axis at height `y`: grid lines up to the top, tick labels and `label`."""
     for t in ticks:
         svg.line(xs(t), TOP, xs(t), y, "grid")
         svg.text(xs(t), y + 14, fmt(t), "tick", "middle")
@@ -78,7 +80,7 @@ def _stacked_hbars(plot_id: str, title: str, labels: list[str], tips: list[str],
     svg = Svg(WIDTH, height, title, desc)
     totals = [sum(s[2][i] for s in stacks) for i in range(len(labels))]
     xs = Scale(0, nice_max(max(totals, default=0)), label_w, WIDTH - RIGHT)
-    _x_axis(svg, xs, TOP + row_h * len(labels), xlabel, tick_seconds, nice_ticks(xs.lo, xs.hi))
+    x_axis(svg, xs, TOP + row_h * len(labels), xlabel, tick_seconds, nice_ticks(xs.lo, xs.hi))
     for i, label in enumerate(labels):
         y, x = TOP + i * row_h + 3, 0.0
         svg.text(label_w - 6, y + 13, label, "tick", "end", tip=tips[i])
@@ -108,7 +110,7 @@ def io_time_plot(fig: dict) -> Plot:
     svg = _stacked_hbars("io-time", title, modules, modules, stacks, f"time (s), {basis}", alt)
     rows = [[m, fmt_secs(r), fmt_secs(w), fmt_secs(x), fmt_secs(r + w + x)]
             for m, r, w, x in zip(modules, read, write, meta)]
-    return _table(Plot("io-time", title, svg.markup("io-time"), alt),
+    return with_table(Plot("io-time", title, svg.markup("io-time"), alt),
                   ["module", "read", "write", "metadata", "total"], rows)
 
 
@@ -151,7 +153,7 @@ def _size_plot(module: str, bins: list[str], read: list[int], write: list[int]) 
     svg.text((LEFT + WIDTH) / 2, height - 8, "request size (bytes)", "label", "middle")
     _legend(svg, [("reads", "c-read"), ("writes", "c-write")], LEFT + 8, 16)
     rows = [[b, fmt_num(r), fmt_num(w)] for b, r, w in zip(bins, read, write)]
-    return _table(Plot(pid, title, svg.markup(pid), alt), ["size (bytes)", "reads", "writes"], rows)
+    return with_table(Plot(pid, title, svg.markup(pid), alt), ["size (bytes)", "reads", "writes"], rows)
 
 
 def rank_plot(fig: dict) -> Plot:
@@ -199,7 +201,7 @@ def rank_plot(fig: dict) -> Plot:
     rows = [[lab, fmt_bytes(r), fmt_bytes(w) if split else "", fmt_secs(t), "yes" if i in hot else ""]
             for i, (lab, r, w, t) in enumerate(zip(labels, read, written, time_max))]
     rows.sort(key=lambda r: r[4] != "yes")  # stragglers first in the text alternative
-    return _table(Plot("ranks", title, svg.markup("ranks"), alt),
+    return with_table(Plot("ranks", title, svg.markup("ranks"), alt),
                   ["rank(s)", "read" if split else "bytes", "written", "I/O time", "straggler"], rows)
 
 
@@ -248,7 +250,7 @@ def ost_plot(fig: dict) -> Plot:
     svg.text((LEFT + WIDTH) / 2, height - 8, "OST index", "label", "middle")
     rows = [[str(o), fmt_rate(b), fmt_bytes(n), "yes" if o in outliers else ""]
             for o, b, n in zip(osts, bw, nbytes)]
-    return _table(Plot("osts", title, svg.markup("osts"), alt), ["OST", "bandwidth", "bytes", "outlier"], rows)
+    return with_table(Plot("osts", title, svg.markup("osts"), alt), ["OST", "bandwidth", "bytes", "outlier"], rows)
 
 
 def top_files_plot(fig: dict) -> Plot:
@@ -267,7 +269,7 @@ def top_files_plot(fig: dict) -> Plot:
     rows = [[p, fmt_secs(_file_total(f)), fmt_bytes(float(f.get("bytes_read", 0))),
              fmt_bytes(float(f.get("bytes_written", 0))), fmt_num(float(f.get("ranks", 0)))]
             for p, f in zip(paths, files)]
-    return _table(Plot("top-files", title, svg.markup("top-files"), alt),
+    return with_table(Plot("top-files", title, svg.markup("top-files"), alt),
                   ["file", "I/O time", "read", "written", "ranks"], rows)
 
 
@@ -290,7 +292,7 @@ def verification_plot(v: dict, plot_id: str) -> Plot:
                                                     if ci else "") + ".")
     svg = Svg(WIDTH / 1.5, 118, title, alt)
     xs = Scale(0, nice_max(max(before, after, hi_s)), 92, WIDTH / 1.5 - 16)
-    _x_axis(svg, xs, 70, "replay time, median (s)", tick_seconds, nice_ticks(xs.lo, xs.hi, 4))
+    x_axis(svg, xs, 70, "replay time, median (s)", tick_seconds, nice_ticks(xs.lo, xs.hi, 4))
     after_cls = {"improved": "c-after", "regressed": "c-hot"}.get(str(v.get("verdict")), "c-before")
     for i, (label, value, cls) in enumerate((("before", before, "c-before"), ("after fix", after, after_cls))):
         y = TOP + 2 + i * 21
@@ -303,7 +305,7 @@ def verification_plot(v: dict, plot_id: str) -> Plot:
             svg.line(x, y - 5, x, y + 5, "whisker")
     rows = [[label, fmt_secs(float(run["median_s"])), _bw(run), _runs(run)]
             for label, run in (("before", v["baseline"]), ("after fix", v["fixed"]))]
-    return _table(Plot(plot_id, title, svg.markup(plot_id), alt),
+    return with_table(Plot(plot_id, title, svg.markup(plot_id), alt),
                   ["replay", "median time", "bandwidth", "each repetition"], rows)
 
 
@@ -365,7 +367,7 @@ def _campaign_plot(fig: dict, op: str, curves: list[dict]) -> Plot:
     _line_legend(svg, legend[:6], LEFT + 8, 16)
     rows = [[("baseline: " if c["baseline"] else "") + str(c["label"]), fmt_num(float(x)), fmt_num(float(y))]
             for c in curves for x, y in zip(c["tasks"], c["bw_mib_s"])]
-    return _table(Plot(pid, title, svg.markup(pid), alt), ["curve", xlabel, ylabel], rows)
+    return with_table(Plot(pid, title, svg.markup(pid), alt), ["curve", xlabel, ylabel], rows)
 
 
 def _campaign_series(svg: Svg, xs: Scale, ys: Scale, c: dict, cls: str, xlabel: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace, JobProfile
-from advisor.report.plots import WIDTH, Plot, _table, _x_axis
+from advisor.report.plots import WIDTH, Plot, with_table, x_axis
 from advisor.report.svg import Scale, Svg, nice_ticks
 from advisor.report.units import fmt_bytes, fmt_num, fmt_pct, fmt_secs, tick_seconds
 
@@ -108,7 +108,7 @@ def timeline_plot(fig: dict) -> Plot:
     xs = Scale(0.0, t1, left, WIDTH - 16)
     pitch = 2 * lane + (0.75 if len(rows) > 8 else 2)
     bottom = top + pitch * len(rows)
-    _x_axis(svg, xs, bottom, "time since job start (s)", tick_seconds, nice_ticks(0, t1, 6))
+    x_axis(svg, xs, bottom, "time since job start (s)", tick_seconds, nice_ticks(0, t1, 6))
     svg.text(14, (top + bottom) / 2, "rank (writes above reads)", "label", "middle", rotate=True)
     width = t1 / bins
     for r, row in enumerate(rows):
@@ -124,7 +124,7 @@ def timeline_plot(fig: dict) -> Plot:
                      f"rank {rank}: {op} of {fmt_bytes(nbytes)} took {fmt_secs(end - start)} "
                      f"at {fmt_secs(start)} ({path})")
     _timeline_legend(svg, left)
-    return _table(Plot("timeline", title, svg.markup("timeline"), alt),
+    return with_table(Plot("timeline", title, svg.markup("timeline"), alt),
                   ["rank(s)", "written", "write ops", "read", "read ops", "busy (write+read)", "first I/O",
                    "last I/O"], [_row_summary(row, width) for row in rows])
 
