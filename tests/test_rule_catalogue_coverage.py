@@ -1,0 +1,27 @@
+"""Every rule of the catalogue is named in a test: adding a rule means adding its test."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from advisor.engine.rules import load_catalogue
+
+TESTS = Path(__file__).parent
+
+
+def _codes_named_in_tests() -> set[str]:
+    me = Path(__file__).resolve()
+    text = "\n".join(p.read_text(errors="replace") for p in TESTS.rglob("*.py") if p.resolve() != me)
+    return set(re.findall(r"\b[A-Z]{2,4}\d{3}\b", text))
+
+
+def test_every_rule_has_a_test():
+    codes = [r.code for r in load_catalogue().rules]
+    missing = sorted(set(codes) - _codes_named_in_tests())
+    assert not missing, (f"rules without a test that names them: {', '.join(missing)} "
+                         "(add a test that makes each fire and checks its evidence, and one where it stays silent)")
+
+
+def test_catalogue_is_not_empty():
+    assert len(load_catalogue().rules) > 50
