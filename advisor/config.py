@@ -235,4 +235,5 @@ def _threshold_value(value: Any, where: str) -> Any:
 
 
 # Sections other parts own, registered on import so every command accepts the whole site file.
+import advisor.fleet.settings  # noqa: E402,F401  [fleet]
 import advisor.hooks.settings  # noqa: E402,F401  [hook]

@@ -53,7 +53,7 @@ def _day(ctx, param, value: str | None) -> date | None:
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False),
               help="Dataset folder (created, or resumed when it already holds a fleet dataset).")
 @click.option("--workers", type=click.IntRange(1), default=None,
-              help="Local worker processes, one thread each [default: cores].")
+              help="Local worker processes, one thread each [default: [fleet] workers, or cores].")
 @click.option("--scheduler", metavar="ADDRESS", help="An existing Dask scheduler (tcp://host:8786).")
 @click.option("--slurm-jobs", type=click.IntRange(1), metavar="K",
               help="Start K single-worker Slurm batch jobs with dask-jobqueue.")
@@ -61,15 +61,16 @@ def _day(ctx, param, value: str | None) -> date | None:
 @click.option("--slurm-account", help="Slurm account for --slurm-jobs.")
 @click.option("--slurm-walltime", metavar="HH:MM:SS", help="Wall time of each worker job.")
 @click.option("--slurm-memory", metavar="SIZE", help="Memory of each worker job (e.g. 4GiB).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=120.0, show_default=True,
-              help="Seconds allowed to parse one log.")
-@click.option("--batch", type=click.IntRange(1), default=200, show_default=True,
-              help="Logs per committed part (an interruption loses at most one batch).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=None,
+              help="Seconds allowed to parse one log [default: [fleet] timeout_s, 120].")
+@click.option("--batch", type=click.IntRange(1), default=None,
+              help="Logs per committed part (an interruption loses at most one batch) [default: 200].")
 @click.option("--glob", "globs", multiple=True, metavar="PATTERN",
               help="File names to take when walking folders (repeatable) [default: Darshan logs and dumps].")
 @click.option("--since", callback=_day, metavar="YYYY-MM-DD", help="Only <Y>/<M>/<D> folders from this day.")
 @click.option("--until", callback=_day, metavar="YYYY-MM-DD", help="Only <Y>/<M>/<D> folders up to this day.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Site config (TOML).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="Site config (TOML); its [fleet] section gives the defaults of these flags.")
 @click.option("--retry-errors", is_flag=True,
               help="Analyse again the logs recorded with an error (e.g. after upgrading ioadvisor).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
@@ -82,21 +83,42 @@ def run(paths, out, workers, scheduler, slurm_jobs, slurm_queue, slurm_account, 
     """
     from advisor.config import load_config
     from advisor.fleet.progress import progress_bar, summary_line
-    from advisor.fleet.run import FleetOptions, run_fleet
-    from advisor.fleet.walk import DEFAULT_PATTERNS
+    from advisor.fleet.run import run_fleet
 
     if sum(x is not None for x in (workers, scheduler, slurm_jobs)) > 1:
         raise click.UsageError("give at most one of --workers, --scheduler, --slurm-jobs")
     _check_inputs(paths)
-    slurm = {k: v for k, v in (("queue", slurm_queue), ("account", slurm_account),
-                                ("walltime", slurm_walltime), ("memory", slurm_memory)) if v}
-    options = FleetOptions(workers=workers or os.cpu_count() or 1, scheduler=scheduler,
-                           slurm_jobs=slurm_jobs, timeout_s=timeout_s, batch=batch,
-                           patterns=tuple(globs) or DEFAULT_PATTERNS, since=since, until=until,
-                           config=load_config(config_path), slurm=slurm, retry_errors=retry_errors)
+    config = load_config(config_path)
+    flags = {"workers": workers, "scheduler": scheduler, "slurm_jobs": slurm_jobs, "timeout_s": timeout_s,
+             "batch": batch, "patterns": tuple(globs), "slurm_queue": slurm_queue,
+             "slurm_account": slurm_account, "slurm_walltime": slurm_walltime, "slurm_memory": slurm_memory}
+    options = fleet_options(config, flags, since=since, until=until, retry_errors=retry_errors)
     with progress_bar(enabled=not quiet) as progress:
         stats = run_fleet(paths, out, options, progress)
     click.echo(summary_line(stats, out), err=True)
+
+
+def fleet_options(config, flags: dict, **rest):
+    """FleetOptions from the command line's `flags` (None or empty: not given) over the site
+    config's [fleet] section over the built-in defaults."""
+    from advisor.fleet.run import FleetOptions
+    from advisor.fleet.settings import validate
+    from advisor.fleet.walk import DEFAULT_PATTERNS
+
+    site = validate(config.section("fleet"), config.path or "site config")
+
+    def pick(name: str, default):
+        given = flags.get(name)
+        return given if given not in (None, ()) else (getattr(site, name, None) or default)
+
+    cluster_given = any(flags.get(k) is not None for k in ("workers", "scheduler", "slurm_jobs"))
+    slurm_jobs = flags.get("slurm_jobs") or (None if cluster_given else site.slurm_jobs or None)
+    slurm = {key: value for key in ("queue", "account", "walltime", "memory")
+             if (value := pick(f"slurm_{key}", ""))}
+    return FleetOptions(workers=pick("workers", os.cpu_count() or 1), scheduler=flags.get("scheduler"),
+                        slurm_jobs=slurm_jobs, timeout_s=float(pick("timeout_s", 120.0)),
+                        batch=pick("batch", 200), patterns=tuple(pick("patterns", DEFAULT_PATTERNS)),
+                        config=config, slurm=slurm, **rest)
 
 
 def _check_inputs(paths) -> None:
