@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 
 from advisor.fileio import write_atomic
-from advisor import __version__
 from advisor.errors import AdvisorError
 from advisor.findings import Diagnosis
 from advisor.fleet.aggregate import FleetSummary, summarise
@@ -34,23 +33,20 @@ def write_fleet_html(dataset: str | Path, html_path: str | Path, top: int = 20, 
     wanted |= {(s.path, s.content_hash) for s in expectations.slow[:top]}
     links = _write_job_pages(FleetStore(dataset, create=False), wanted, jobs_dir)
     page = render_fleet(summary, expectations, links, str(dataset), top)
-    _write_text_atomic(html_path, page)
+    write_atomic(html_path, page)  # readers never see half a page
     return len(set(links.values()))
 
 
 def render_fleet(summary: FleetSummary, expectations: Expectations, links: dict[str, str],
                  dataset: str, top: int, generated: _dt.datetime | None = None) -> str:
     """The page; `links` maps a content hash to its per-job page (a relative URL)."""
-    from advisor.report.html import _asset, _environment, content_security_policy
+    from advisor.report.html import render_page
 
-    css, js = _asset("report.css"), _asset("report.js")
-    generated = generated or _dt.datetime.now(_dt.timezone.utc)
     plots = [ranking_chart("by-category", "Core-hours lost by problem category", summary.categories, "categories"),
              ranking_chart("by-app", "Core-hours lost by application", summary.apps, "applications"),
              ranking_chart("by-user", "Core-hours lost by user", summary.users, "users")]
-    return _environment().get_template("fleet.html.j2").render(
-        css=css, js=js, csp=content_security_policy(css, js), version=__version__,
-        generated=generated.strftime("%Y-%m-%d %H:%M UTC"), title=f"ioadvisor fleet: {Path(dataset).name}",
+    return render_page(
+        "fleet.html.j2", generated, title=f"ioadvisor fleet: {Path(dataset).name}",
         dataset=dataset, top=top, headline=_headline(summary), plots=plots,
         weekly=(weekly_chart("weekly", summary.weeks, summary.weekly, summary.weeks_left_out)
                 if summary.weeks else None),
@@ -119,7 +115,3 @@ def _figures(path: str, digest: str) -> dict:
     except (OSError, AdvisorError, ImportError):
         return {}
 
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    """Readers never see half a page (same rule as the per-job report)."""
-    write_atomic(path, text)

@@ -15,6 +15,7 @@ import hashlib
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from markupsafe import Markup
@@ -58,15 +59,20 @@ def content_security_policy(css: str, js: str) -> str:
             "frame-src 'none'; worker-src 'none'; manifest-src 'none'; base-uri 'none'; form-action 'none'")
 
 
-def render_html(diagnoses: list[Diagnosis], *, generated: _dt.datetime | None = None) -> str:
-    """The report page for one or more diagnoses (one section per job, in the given order)."""
+def render_page(template: str, generated: _dt.datetime | None = None, **context: Any) -> str:
+    """A self-contained page from `template`: our stylesheet and script inline, a policy that
+    allows only them, the version and the time (UTC) it was generated."""
     css, js = _asset("report.css"), _asset("report.js")
     generated = generated or _dt.datetime.now(_dt.timezone.utc)
+    return _environment().get_template(template).render(
+        css=css, js=js, csp=content_security_policy(css, js),
+        version=__version__, generated=generated.strftime("%Y-%m-%d %H:%M UTC"), **context)
+
+
+def render_html(diagnoses: list[Diagnosis], *, generated: _dt.datetime | None = None) -> str:
+    """The report page for one or more diagnoses (one section per job, in the given order)."""
     jobs = [job_view(d, i) for i, d in enumerate(diagnoses)]
-    return _environment().get_template("report.html.j2").render(
-        jobs=jobs, css=css, js=js, csp=content_security_policy(css, js),
-        version=__version__, generated=generated.strftime("%Y-%m-%d %H:%M UTC"),
-        title=_page_title(jobs))
+    return render_page("report.html.j2", generated, jobs=jobs, title=_page_title(jobs))
 
 
 def _page_title(jobs: list[dict]) -> str:
