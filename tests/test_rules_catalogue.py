@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +107,15 @@ def test_corpus_sweep_has_no_traceback(tmp_path):
     docs = json.loads((tmp_path / "all.json").read_text())
     failed = [line for line in out.stderr.splitlines() if line.startswith("ioadvisor: error:")]
     assert len(docs) + len(failed) == len(logs)
+
+
+def test_docs_rules_md_is_current():
+    """docs/rules.md holds every rule's page as `ioadvisor rules CODE` prints it."""
+    from advisor.commands.rules import docs_page
+    from advisor.engine.rules import load_catalogue
+
+    docs = Path(__file__).parents[1] / "docs" / "rules.md"
+    current = docs.read_text(encoding="utf-8")
+    rules = sorted(load_catalogue().rules, key=lambda r: r.code)
+    assert docs_page(current, rules) == current, "run `ioadvisor rules --write-docs docs/rules.md`"
+    assert all(f"# {r.code} " in current for r in rules)

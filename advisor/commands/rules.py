@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import click
 from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
-from advisor.errors import ConfigError
+from advisor.errors import ConfigError, InputError
 
 
 class _RulesGroup(click.Group):
@@ -21,8 +24,10 @@ class _RulesGroup(click.Group):
 
 @click.group(name="rules", cls=_RulesGroup, invoke_without_command=True)
 @click.option("--category", default=None, help="Only rules of this category.")
+@click.option("--write-docs", "docs_path", type=click.Path(dir_okay=False), hidden=True,
+              help="Regenerate the catalogue part of this Markdown file (docs/rules.md).")
 @click.pass_context
-def command(ctx, category):
+def command(ctx, category, docs_path):
     """List the rule catalogue, or explain one rule: `ioadvisor rules CODE`."""
     if ctx.invoked_subcommand is not None:
         return
@@ -30,6 +35,15 @@ def command(ctx, category):
     from advisor.report.terminal import STYLE, console
 
     rules = sorted(load_catalogue().rules, key=lambda r: r.code)
+    if docs_path:
+        from advisor.fileio import write_atomic
+
+        try:
+            current = Path(docs_path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(docs_path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+        write_atomic(docs_path, docs_page(current, rules))
+        return
     if category:
         rules = [r for r in rules if r.category == category]
     table = Table(box=None, header_style="bold", pad_edge=False)
@@ -56,13 +70,37 @@ def explain(code):
     console().print(Markdown(markdown(rule)))
 
 
+DOCS_MARKER = "<!-- generated below by `ioadvisor rules --write-docs docs/rules.md`: do not edit -->"
+
+
+def docs_page(current: str, rules) -> str:
+    """`current` (docs/rules.md) with everything below DOCS_MARKER rebuilt from `rules`: an index
+    table, then every rule's page (what `ioadvisor rules CODE` prints)."""
+    if DOCS_MARKER not in current:
+        raise ConfigError(f"the docs page has no marker line {DOCS_MARKER!r}")
+    index = ["| code | name | reads | category | severity up to |", "|---|---|---|---|---|"]
+    index += [f"| [{r.code}](#{_anchor(_heading(r))}) | {r.name} | {', '.join(r.inputs)} | {r.category} "
+              f"| {r.severity} |" for r in rules]
+    pages = "\n\n".join(markdown(r) for r in rules)
+    return f"{current.split(DOCS_MARKER)[0]}{DOCS_MARKER}\n\n" + "\n".join(index) + f"\n\n{pages}"
+
+
+def _heading(rule) -> str:
+    return f"{rule.code} {rule.name}: {rule.title}"
+
+
+def _anchor(heading: str) -> str:
+    """The id GitHub's Markdown gives a heading (lower case, punctuation dropped, spaces to '-')."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
 def markdown(rule) -> str:
     """The rule's documentation page (also used to build docs/rules.md)."""
     thresholds = ", ".join(f"`{k} = {v}`" for k, v in rule.thresholds.items()) or "none"
     fix = "none (advice only)" if not rule.fix else "`" + ", ".join(
         f"{k}: {v if not hasattr(v, 'pos') else '(computed)'}" for k, v in rule.fix.items()) + "`"
     commands = "\n".join(f"    {c}" for c in rule.recommendation["commands"])
-    return f"""# {rule.code} {rule.name}: {rule.title}
+    return f"""# {_heading(rule)}
 
 Category `{rule.category}`, severity up to `{rule.severity}`
 {"(lowered when the time it costs is a small share of the run)" if rule.cost is not None else ""}.
