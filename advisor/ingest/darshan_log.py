@@ -23,7 +23,7 @@ _VERSION = re.compile(rb"(\d)\.(\d{1,2})\x00")
 _GZIP = b"\x1f\x8b"
 
 # Modules ioadvisor knows but does not read, and why.
-_NOT_READ = {
+NOT_READ = {
     "APMPI": "AutoPerf MPI profiling counters; not used for I/O diagnosis",
     "APXC": "AutoPerf Cray XC network counters; not used for I/O diagnosis",
     "MDHIM": "MDHIM key-value store module; no reader in pydarshan",
@@ -121,10 +121,10 @@ def _read_module(log: DarshanLog, profile: JobProfile, name: str, meta: dict) ->
     from advisor.ingest import darshan_dxt, darshan_records
 
     info = ModuleInfo(name=name, version=meta["ver"], partial=meta["partial"])
-    if name in _NOT_READ or not (name in darshan_records.GENERIC or name in ("LUSTRE", "HEATMAP")
+    if name in NOT_READ or not (name in darshan_records.GENERIC or name in ("LUSTRE", "HEATMAP")
                                  or name.startswith("DXT_")):
         info.supported = False
-        info.note = _NOT_READ.get(name, "module unknown to ioadvisor; its records are not used")
+        info.note = NOT_READ.get(name, "module unknown to ioadvisor; its records are not used")
         return info
     try:
         if name.startswith("DXT_"):

@@ -27,9 +27,10 @@ _FILE_REC_ID = {"H5D": "H5D_FILE_REC_ID", "PNETCDF_VAR": "PNETCDF_VAR_FILE_REC_I
 _NAME_KEY = {"MPI-IO": "MPIIO", "BG/Q": "BGQ"}
 
 # lustreapi.h LLAPI_LAYOUT_* pattern values, as darshan-parser names them.
-_PATTERNS = {0: "raid0", 2: "mdt", 4: "raid0,overstriped", 8: "foreign"}
-_LUSTRE_COMP = ("STRIPE_SIZE", "STRIPE_COUNT", "STRIPE_PATTERN", "FLAGS", "EXT_START",
-                "EXT_END", "MIRROR_ID")
+LUSTRE_PATTERNS = {0: "raid0", 2: "mdt", 4: "raid0,overstriped", 8: "foreign"}
+# The counters of one Lustre layout component, in darshan_lustre_component order.
+LUSTRE_COMP_COUNTERS = ("STRIPE_SIZE", "STRIPE_COUNT", "STRIPE_PATTERN", "FLAGS", "EXT_START",
+                        "EXT_END", "MIRROR_ID")
 
 
 def _names(module: str, n: int, floats: bool) -> list[str]:
@@ -69,18 +70,18 @@ def read_generic(log: DarshanLog, module: str, idx: int) -> ModuleRecords:
 
 
 def _component(ffi, comp, ost_ids: list[int]) -> LustreComponent:
-    c = dict(zip(_LUSTRE_COMP, np.frombuffer(ffi.buffer(comp.counters), dtype=np.int64).tolist()))
+    c = dict(zip(LUSTRE_COMP_COUNTERS, np.frombuffer(ffi.buffer(comp.counters), dtype=np.int64).tolist()))
+    return lustre_component(c, ost_ids, text(ffi, comp.pool_name))
+
+
+def lustre_component(v: dict[str, int], osts: list[int], pool: str) -> LustreComponent:
+    """One layout component from its LUSTRE_COMP_COUNTERS values, OST ids and pool name."""
+    pattern = v["STRIPE_PATTERN"]
     return LustreComponent(
-        extent_start=max(c["EXT_START"], 0),
-        extent_end=c["EXT_END"],
-        stripe_size=c["STRIPE_SIZE"],
-        stripe_count=c["STRIPE_COUNT"],
-        stripe_offset=ost_ids[0] if ost_ids else -1,
-        pattern=_PATTERNS.get(c["STRIPE_PATTERN"], "unknown" if c["STRIPE_PATTERN"] < 0
-                              else f"pattern {c['STRIPE_PATTERN']:#x}"),
-        pool=text(ffi, comp.pool_name),
-        ost_ids=ost_ids,
-    )
+        extent_start=max(v["EXT_START"], 0), extent_end=v["EXT_END"], stripe_size=v["STRIPE_SIZE"],
+        stripe_count=v["STRIPE_COUNT"], stripe_offset=osts[0] if osts else -1,
+        pattern=LUSTRE_PATTERNS.get(pattern, "unknown" if pattern < 0 else f"pattern {pattern:#x}"),
+        pool=pool, ost_ids=osts)
 
 
 def read_lustre(log: DarshanLog, idx: int) -> tuple[ModuleRecords, dict[int, LustreLayout]]:
@@ -102,7 +103,7 @@ def read_lustre(log: DarshanLog, idx: int) -> tuple[ModuleRecords, dict[int, Lus
             count = max(int(counters[1]), 0)
             comps.append(_component(ffi, rec.comps[k], osts[used:used + count]))
             used += count
-            for name, value in zip(_LUSTRE_COMP, counters.tolist()):
+            for name, value in zip(LUSTRE_COMP_COUNTERS, counters.tolist()):
                 row[f"LUSTRE_COMP{k + 1}_{name}"] = value
         row["LUSTRE_NUM_COMPONENTS"], row["LUSTRE_NUM_STRIPES"] = len(comps), nstripes
         rid = int(rec.base_rec.id)

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.ingest.darshan_records import _LUSTRE_COMP as COMP_COUNTERS
-from advisor.ingest.darshan_records import _PATTERNS as PATTERN_NAMES
+from advisor.ingest.darshan_records import LUSTRE_COMP_COUNTERS, LUSTRE_PATTERNS, lustre_component
 from advisor.ingest.dxt_dump import DumpFormatError
-from advisor.profile import LustreComponent, LustreLayout, ModuleRecords
+from advisor.profile import LustreLayout, ModuleRecords
 
-_PATTERN_VALUES = {name: value for value, name in PATTERN_NAMES.items()}
+_PATTERN_VALUES = {name: value for value, name in LUSTRE_PATTERNS.items()}
 # darshan-util's flag words, bit 0 first (lustreapi LCME_FL_*).
 _FLAG_BITS = ("stale", "prefrd", "prefwr", "offline", "init", "nosync", "extension",
               "parity", "compress", "partial", "nocompr", "neg")
@@ -54,35 +53,26 @@ def _record(rid: int, c: dict[str, str]) -> tuple[dict[str, int], LustreLayout]:
     layout = LustreLayout(record_id=rid)
     for k in range(1, row["LUSTRE_NUM_COMPONENTS"] + 1):
         pre = f"LUSTRE_COMP{k}_"
-        values = {name: _value(name, c[pre + name]) for name in COMP_COUNTERS}
+        values = {name: _value(name, c[pre + name]) for name in LUSTRE_COMP_COUNTERS}
         row.update({pre + name: v for name, v in values.items()})
         osts = [int(c[f"{pre}OST_ID_{j}"]) for j in range(max(values["STRIPE_COUNT"], 0))]
         pool = c.get(pre + "POOL_NAME", "N/A")
-        layout.components.append(_component(values, osts, "" if pool == "N/A" else pool))
+        layout.components.append(lustre_component(values, osts, "" if pool == "N/A" else pool))
     return row, layout
 
 
 def _old_form(rid: int, c: dict[str, str]) -> tuple[dict[str, int], LustreLayout]:
     """Pre-3.4.6 darshan-util output, up-converted the way libdarshan-util does."""
     width = int(c["LUSTRE_STRIPE_WIDTH"])
-    values = dict(zip(COMP_COUNTERS, (int(c["LUSTRE_STRIPE_SIZE"]), width, _NOT_SET, _NOT_SET,
-                                      0, _NOT_SET, _NOT_SET)))
+    values = dict(zip(LUSTRE_COMP_COUNTERS, (int(c["LUSTRE_STRIPE_SIZE"]), width, _NOT_SET, _NOT_SET,
+                                             0, _NOT_SET, _NOT_SET)))
     row = {"LUSTRE_NUM_COMPONENTS": 1, "LUSTRE_NUM_STRIPES": width}
     row.update({f"LUSTRE_COMP1_{name}": v for name, v in values.items()})
     osts = [int(c[f"LUSTRE_OST_ID_{j}"]) for j in range(width)]
-    layout = LustreLayout(record_id=rid, components=[_component(values, osts, "")])
+    layout = LustreLayout(record_id=rid, components=[lustre_component(values, osts, "")])
     layout.osts = _count(c.get("LUSTRE_OSTS"))
     layout.mdts = _count(c.get("LUSTRE_MDTS"))
     return row, layout
-
-
-def _component(v: dict[str, int], osts: list[int], pool: str) -> LustreComponent:
-    pattern = v["STRIPE_PATTERN"]
-    return LustreComponent(
-        extent_start=max(v["EXT_START"], 0), extent_end=v["EXT_END"], stripe_size=v["STRIPE_SIZE"],
-        stripe_count=v["STRIPE_COUNT"], stripe_offset=osts[0] if osts else -1,
-        pattern=PATTERN_NAMES.get(pattern, "unknown" if pattern < 0 else f"pattern {pattern:#x}"),
-        pool=pool, ost_ids=osts)
 
 
 def _value(name: str, text: str) -> int:
