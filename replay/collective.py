@@ -21,7 +21,8 @@ AGGREGATE_BYTES = 16 * MiB  # an aggregator's writes are merged up to this size
 SEC_OPEN, SEC_WRITE, SEC_READ, SEC_RECV, SEC_MERGED, SEC_FSYNC, SEC_CLOSE = range(7)  # 3 bits
 
 
-def _subkey(file: np.ndarray, section: np.ndarray | int, k: np.ndarray | int) -> np.ndarray:
+def subkey(file: np.ndarray, section: np.ndarray | int, k: np.ndarray | int) -> np.ndarray:
+    """Where an appended row sorts within its (rank, phase): by file, then section (SEC_*), then k."""
     return (np.asarray(file, np.int64) << 35) | (np.asarray(section, np.int64) << 32) | np.asarray(k, np.int64)
 
 
@@ -84,7 +85,7 @@ def _batches(rows: dict[str, np.ndarray], batch_bytes: int) -> dict[str, np.ndar
     k = batch - batch[gstart][gid]  # call number within (rank, phase, file, op)
     return {"rank": r["rank"], "op": r["op"], "file": r["file"], "offset": r["offset"],
             "length": r["length"], "api": np.full(n, MPIIO_COLL, np.int8), "phase": r["phase"],
-            "batch": batch, "flags": np.zeros(n, np.int8), "sub": _subkey(r["file"], sec, k),
+            "batch": batch, "flags": np.zeros(n, np.int8), "sub": subkey(r["file"], sec, k),
             "k": k, "section": sec}
 
 
@@ -132,7 +133,7 @@ def _pads(b: dict[str, np.ndarray], nranks: int) -> dict[str, np.ndarray]:
     return {"rank": ranks, "op": np.where(sec == SEC_WRITE, WRITE, READ).astype(np.int8), "file": file,
             "offset": np.zeros(m, np.int64), "length": np.zeros(m, np.int64),
             "api": np.full(m, MPIIO_COLL, np.int8), "phase": phase, "batch": base + np.arange(m),
-            "flags": np.full(m, FLAG_PAD, np.int8), "sub": _subkey(file, sec, k)}
+            "flags": np.full(m, FLAG_PAD, np.int8), "sub": subkey(file, sec, k)}
 
 
 def _frame(nranks: int, used: np.ndarray, synced: np.ndarray) -> dict[str, np.ndarray]:
@@ -149,7 +150,7 @@ def _frame(nranks: int, used: np.ndarray, synced: np.ndarray) -> dict[str, np.nd
         cols["op"].append(np.full(int(sel.sum()), code, np.int8))
         cols["file"].append(files[sel])
         cols["phase"].append(phases[sel])
-        cols["sub"].append(_subkey(files[sel], sec, 0))
+        cols["sub"].append(subkey(files[sel], sec, 0))
     out = {k: np.concatenate(v) for k, v in cols.items()}
     m = len(out["op"])
     out.update(offset=np.zeros(m, np.int64), length=np.zeros(m, np.int64),
@@ -215,7 +216,7 @@ def aggregate(plan: Plan, aggregators: int) -> Plan:
     recv = {"rank": agg[send], "op": np.full(int(send.sum()), RECV, np.int8), "file": recv_rows["file"],
             "offset": np.zeros(int(send.sum()), np.int64), "length": recv_rows["length"],
             "api": recv_rows["api"], "phase": recv_rows["phase"], "peer": recv_rows["rank"],
-            "sub": _subkey(recv_rows["file"], SEC_RECV, seq * nr + recv_rows["rank"])}
+            "sub": subkey(recv_rows["file"], SEC_RECV, seq * nr + recv_rows["rank"])}
     pieces = take(ops, w)
     pieces["rank"] = agg[w]
     merged = _merge_pieces(pieces)
@@ -262,7 +263,7 @@ def _merge_pieces(p: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     first = np.flatnonzero(brk)
     out = take(r, first)
     out["length"] = np.add.reduceat(r["length"], first) if n else r["length"]
-    out["sub"] = _subkey(out["file"], SEC_MERGED, np.arange(len(first)))  # after the receives
+    out["sub"] = subkey(out["file"], SEC_MERGED, np.arange(len(first)))  # after the receives
     out["op"] = np.full(len(first), WRITE, np.int8)
     return out
 
@@ -287,7 +288,7 @@ def open_close_frame(rows: dict[str, np.ndarray], synced: np.ndarray | None = No
     out = {k: np.concatenate([v[sel] for _, _, sel in parts]) for k, v in
            (("rank", rank), ("phase", phase), ("file", fid), ("api", api))}
     out["op"] = np.concatenate([np.full(int(sel.sum()), code, np.int8) for code, _, sel in parts])
-    out["sub"] = np.concatenate([_subkey(fid[sel], sec, 0) for _, sec, sel in parts])
+    out["sub"] = np.concatenate([subkey(fid[sel], sec, 0) for _, sec, sel in parts])
     m = len(out["op"])
     out.update(offset=np.zeros(m, np.int64), length=np.zeros(m, np.int64))
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from replay.collective import SEC_READ, _subkey, independent, open_close_frame
+from replay.collective import SEC_READ, independent, open_close_frame, subkey
 from replay.edit import add_transform, data_mask, merge, phase_end_anchor, take
 from replay.plan import COMM_WORLD, FLAG_PAD, FSYNC, MPIIO_COLL, OPEN, POSIX, READ, STDIO, WRITE, Plan
 
@@ -203,7 +203,7 @@ def neighbour_reads(plan: Plan, shift: int) -> Plan:
     rows = take(ops, moved)
     rows["rank"] = ((rows["rank"].astype(np.int64) + shift) % N).astype(np.int32)
     frame = open_close_frame(rows)
-    rows_sub = _subkey(rows["file"], SEC_READ, np.arange(len(rows["op"])))
+    rows_sub = subkey(rows["file"], SEC_READ, np.arange(len(rows["op"])))
     new = {k: np.concatenate([rows[k], frame[k]]) for k in ("rank", "op", "file", "offset", "length",
                                                          "api", "phase")}
     sub = np.concatenate([rows_sub, frame["sub"]])
