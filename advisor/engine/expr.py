@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import math
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 MAX_LENGTH = 4000
 MAX_DEPTH = 60
@@ -205,14 +206,20 @@ class _Parser:
             raise ExprError(f"unexpected {self.tok.text!r}", self.tok.pos + 1)
         return node
 
-    def expr(self) -> Node:
+    @contextmanager
+    def deeper(self, pos: int) -> Iterator[None]:
+        """One nesting level more; refused past MAX_DEPTH, well before Python's recursion limit."""
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise ExprError("condition nested too deeply", self.tok.pos + 1)
+            raise ExprError("condition nested too deeply", pos + 1)
         try:
-            return self.boolop("or", self.and_)
+            yield
         finally:
             self.depth -= 1
+
+    def expr(self) -> Node:
+        with self.deeper(self.tok.pos):
+            return self.boolop("or", self.and_)
 
     def and_(self) -> Node:
         return self.boolop("and", self.not_)
@@ -227,13 +234,8 @@ class _Parser:
     def not_(self) -> Node:
         tok = self.accept("not")
         if tok:
-            self.depth += 1
-            if self.depth > MAX_DEPTH:
-                raise ExprError("condition nested too deeply", tok.pos + 1)
-            try:
+            with self.deeper(tok.pos):
                 return Unary(tok.pos, "not", self.not_())
-            finally:
-                self.depth -= 1
         return self.compare()
 
     def compare(self) -> Node:
@@ -263,13 +265,8 @@ class _Parser:
     def unary(self) -> Node:
         tok = self.accept("-")
         if tok:
-            self.depth += 1
-            if self.depth > MAX_DEPTH:
-                raise ExprError("condition nested too deeply", tok.pos + 1)
-            try:
+            with self.deeper(tok.pos):
                 return Unary(tok.pos, "-", self.unary())
-            finally:
-                self.depth -= 1
         return self.postfix()
 
     def postfix(self) -> Node:
