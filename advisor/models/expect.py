@@ -37,19 +37,19 @@ class JobExpectation:
 
     @property
     def measured_mib_s(self) -> float:
-        return self.bytes / self.measured_s / MiB if self.measured_s > 0 else math.nan
+        return _mib_s(self.bytes, self.measured_s)
 
     @property
     def expected_mib_s(self) -> float:
-        return self.bytes / self.expected_s / MiB if self.expected_s > 0 else math.nan
+        return _mib_s(self.bytes, self.expected_s)
 
     @property
     def expected_low_mib_s(self) -> float:
-        return self.bytes / self.expected_slow_s / MiB if self.expected_slow_s > 0 else math.nan
+        return _mib_s(self.bytes, self.expected_slow_s)
 
     @property
     def expected_high_mib_s(self) -> float:
-        return self.bytes / self.expected_fast_s / MiB if self.expected_fast_s > 0 else math.nan
+        return _mib_s(self.bytes, self.expected_fast_s)
 
     @property
     def shortfall(self) -> float:
@@ -103,3 +103,8 @@ def expectation(model: Model, profile: JobProfile) -> JobExpectation:
 def mount_differences(model: Model, target) -> list[str]:
     """How the mount at `target` differs from the one the model learned ([] when the same)."""
     return mount.differences(model.meta.get("identity") or {}, mount.identity(target))
+
+
+def _mib_s(nbytes: float, seconds: float) -> float:
+    """Bandwidth in MiB/s; NaN when there is no time to divide by."""
+    return nbytes / seconds / MiB if seconds > 0 else math.nan
