@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.engine import expr
-from advisor.engine.expr import ExprError, evaluate, parse
+from advisor.engine.evaluator import evaluate
+from advisor.engine.expr import ExprError, parse
 
 
 @pytest.mark.parametrize("text,values,expected", [

@@ -16,6 +16,7 @@ import numpy as np
 
 from advisor.config import SiteConfig
 from advisor.engine import expr, render
+from advisor.engine.evaluator import Evaluator
 from advisor.engine.rules import Catalogue, Rule
 from advisor.facts import PARAMS, FactContext, Missing, NotApplicable, param
 from advisor.findings import SEVERITY_RANK, Finding, NotChecked, Recommendation
@@ -62,7 +63,7 @@ def run(catalogue: Catalogue, ctx: FactContext, kind: str, runtime_s: float) -> 
         if kind not in rule.inputs:
             continue
         scope = _RuleScope(rule, ctx, ctx.config)
-        evaluator = expr.Evaluator(scope.lookup, fired.__contains__)
+        evaluator = Evaluator(scope.lookup, fired.__contains__)
         try:
             holds = evaluator.evaluate(rule.condition)
         except expr.ExprError as exc:
@@ -97,7 +98,7 @@ def _unknown(rule: Rule, scope: _RuleScope, out: Outcome) -> None:
     out.not_checked.append(NotChecked(_label(rule), "; ".join(reasons)))
 
 
-def _finding(rule: Rule, scope: _RuleScope, ev: expr.Evaluator, runtime_s: float) -> Finding | None:
+def _finding(rule: Rule, scope: _RuleScope, ev: Evaluator, runtime_s: float) -> Finding | None:
     cost = ev.evaluate(rule.cost) if rule.cost is not None else None
     cost_s = float(cost) if isinstance(cost, (int, float)) and math.isfinite(cost) and cost > 0 else 0.0
     share = cost_s / runtime_s if runtime_s > 0 else None
@@ -143,7 +144,7 @@ def _severity_for(rule: Rule, share: float, scope: _RuleScope) -> str | None:
     return max(rule.severity, by_cost, key=SEVERITY_RANK.__getitem__)
 
 
-def _fix(rule: Rule, ev: expr.Evaluator) -> dict[str, Any] | None:
+def _fix(rule: Rule, ev: Evaluator) -> dict[str, Any] | None:
     if rule.fix is None:
         return None
     fix: dict[str, Any] = {}

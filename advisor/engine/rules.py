@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.engine import expr, render
+from advisor.engine.evaluator import FUNCTIONS
 from advisor.errors import ConfigError
 from advisor.facts import PARAMS, registry
 from advisor.findings import CATEGORIES, SEVERITIES
@@ -242,7 +243,7 @@ def _check_expr(rule: Rule, key: str, node: expr.Node | None, at: dict[str, str]
             if not (isinstance(arg, expr.Const) and isinstance(arg.value, str)):
                 raise ConfigError(f"{at[key]}: fired() takes one rule code in quotes")
             rule.depends_on.add(arg.value)
-        elif call.func not in expr.FUNCTIONS:
+        elif call.func not in FUNCTIONS:
             raise ConfigError(f"{at[key]}: unknown function '{call.func}' in {key}")
 
 
