@@ -24,20 +24,18 @@ def _nullsafe(fn):
     return wrapped
 
 
-def _min(*args):
-    vals = [a for a in (args[0] if len(args) == 1 and isinstance(args[0], list) else args)]
-    return None if not vals or any(v is None for v in vals) else min(vals)
-
-
-def _max(*args):
-    vals = [a for a in (args[0] if len(args) == 1 and isinstance(args[0], list) else args)]
-    return None if not vals or any(v is None for v in vals) else max(vals)
+def _over_values(fn):
+    """`fn` of its arguments or of one list argument; unknown when there is none or one is unknown."""
+    def wrapped(*args):
+        vals = [a for a in (args[0] if len(args) == 1 and isinstance(args[0], list) else args)]
+        return None if not vals or any(v is None for v in vals) else fn(vals)
+    return wrapped
 
 
 FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
     # name: (function, min args, max args)
-    "min": (_min, 1, 8),
-    "max": (_max, 1, 8),
+    "min": (_over_values(min), 1, 8),
+    "max": (_over_values(max), 1, 8),
     "abs": (_nullsafe(abs), 1, 1),
     "len": (_len, 1, 1),
     "log2": (_nullsafe(lambda x: math.log2(x) if x > 0 else None), 1, 1),
