@@ -10,6 +10,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from advisor.fixes import FixSummary, fix_summaries
+
 SCHEMA_ID = "ioadvisor/diagnosis/v1"
 
 SEVERITIES = ("high", "warn", "info")
@@ -80,9 +82,14 @@ class Diagnosis:
         predicts the fix saves when it made a prediction, else the rule's estimate of time lost."""
         return sorted(self.findings, key=lambda f: (SEVERITY_RANK[f.severity], -_time_at_stake(f), f.code))
 
+    def fixes(self) -> list[FixSummary]:
+        """The distinct fixes the findings propose, best first (advisor.fixes)."""
+        return fix_summaries(self.sorted_findings())
+
     def to_dict(self) -> dict[str, Any]:
         doc = asdict(self)
         doc["findings"] = [asdict(f) for f in self.sorted_findings()]
+        doc["summary"]["fixes"] = [asdict(s) for s in self.fixes()]
         return {"schema": SCHEMA_ID, **doc}
 
     @classmethod
@@ -97,7 +104,8 @@ class Diagnosis:
             job=doc["job"],
             findings=findings,
             not_checked=[NotChecked(**n) for n in doc.get("not_checked", [])],
-            summary=doc.get("summary", {}),
+            # derived from the findings: recomputed, never read back
+            summary={k: v for k, v in doc.get("summary", {}).items() if k != "fixes"},
             tool=doc.get("tool", {}),
             figures=doc.get("figures", {}),
             error=doc.get("error"),

@@ -9,7 +9,6 @@ with a fix gets ``finding.verification`` (the dict agreed in INTERFACES.md).
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from advisor.errors import AdvisorError, InputError
 from advisor.findings import Diagnosis
+from advisor.fixes import fix_key
 from advisor.profile import JobProfile
 from advisor.replay_plan import build_plan
 from replay import safety, stats
@@ -47,10 +47,6 @@ def default_np(plan_ranks: int) -> int:
     """Replay ranks when not given: the job's ranks, at most the CPUs (or Slurm tasks) here."""
     slots = int(os.environ.get("SLURM_NTASKS", "0") or 0) or len(os.sched_getaffinity(0))
     return max(1, min(plan_ranks, slots))
-
-
-def fix_key(fix: dict[str, Any]) -> str:
-    return json.dumps(fix, sort_keys=True)
 
 
 def verify_findings(profile: JobProfile, diagnosis: Diagnosis, target: Path, repeat: int = 5,

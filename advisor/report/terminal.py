@@ -1,5 +1,5 @@
 """The concise terminal report of a Diagnosis (rich): job header, findings by severity with
-evidence, cost and fix, and a footer of what could not be checked.
+evidence, cost and fix, the distinct fixes best first, and a footer of what could not be checked.
 
 Colour follows rich's rules (NO_COLOR, not a TTY -> plain text); the width follows the
 terminal (80 columns when not a TTY, or $COLUMNS).
@@ -15,10 +15,12 @@ from rich.console import Console, Group
 from rich.markup import escape
 from rich.padding import Padding
 from rich.panel import Panel
+from rich.table import Table
 from rich.text import Text
 
 from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs
 from advisor.findings import Diagnosis, Finding
+from advisor.fixes import FixSummary, caution
 
 STYLE = {"high": "bold red", "warn": "yellow", "info": "cyan"}
 LABEL = {"high": "HIGH", "warn": "WARN", "info": "INFO"}
@@ -46,6 +48,9 @@ def print_report(diagnosis: Diagnosis, out: Console | None = None, verbose: bool
         out.print(Text("  No problems found by the rules that could run.", style="green"))
     for finding in findings:
         out.print(_finding(finding, verbose))
+    fixes = diagnosis.fixes()
+    if fixes:
+        out.print(_fixes(fixes))
     footer = _footer(diagnosis, verbose)
     if footer is not None:
         out.print(footer)
@@ -84,7 +89,10 @@ def _finding(f: Finding, verbose: bool) -> Padding:
     if verbose and f.evidence:
         ev = "  ".join(f"{k}={_value(v)}" for k, v in list(f.evidence.items())[:MAX_EVIDENCE])
         parts.append(Padding(Text(f"evidence: {ev}", style="dim"), (0, 0, 0, 7)))
-    parts.append(Padding(Text.assemble(("fix: ", "green"), f.recommendation.text), (0, 0, 0, 7)))
+    fix = Text.assemble(("fix: ", "green"), f.recommendation.text)
+    if caution(f.verification):
+        fix.append(f" ({caution(f.verification)})", style="bold red")
+    parts.append(Padding(fix, (0, 0, 0, 7)))
     for command in f.recommendation.commands[: None if verbose else 2]:
         parts.append(Padding(Text(command, style="bold"), (0, 0, 0, 12)))
     if f.verification:
@@ -107,6 +115,27 @@ def _predicted(p: dict) -> str:
     if p.get("extrapolated"):
         text += " - outside the model's training data"
     return text
+
+
+def _fixes(fixes: list[FixSummary]) -> Padding:
+    """One line per distinct fix, best first: what it is, who proposes it, what it measured."""
+    table = Table.grid(padding=(0, 1))
+    table.add_column(justify="right", min_width=4)
+    table.add_column()
+    for i, fix in enumerate(fixes, 1):
+        line = Text.assemble((fix.action, "bold"), " ", (f"({', '.join(fix.codes)})", "dim"), " - ",
+                             (fix.outcome(), _outcome_style(fix)))
+        table.add_row(f"{i}.", line)
+    parts: list[Any] = [Text("Fixes, best first:", style="bold"), table]
+    if not any(fix.measured for fix in fixes):
+        parts.append(Text("  (diagnose --verify --target DIR measures them on a mount)", style="dim"))
+    return Padding(Group(*parts), (1, 0, 0, 0))
+
+
+def _outcome_style(fix: FixSummary) -> str:
+    if fix.slower:
+        return "bold red"
+    return "green" if fix.verdict == "improved" else "magenta"
 
 
 def _footer(d: Diagnosis, verbose: bool) -> Padding | None:

@@ -1,0 +1,177 @@
+"""The distinct fixes of a diagnosis, best first: what to apply first, read by every reporter.
+
+Several findings often propose one fix (IO001 and IO002 both coalesce to 4 MiB). A fix is
+summarised once, with the codes that propose it, what its replay measured and what a
+learned model predicted. Best first: fixes with a speedup (measured when the replay
+measured one, else predicted) of at least 1, largest first; then the fixes nothing measured
+or predicted, by the time their findings lose; then the fixes that make the job slower.
+Kept free of heavy imports: the hook and fleet workers serialize diagnoses.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from advisor.formatting import fmt_bytes, fmt_secs
+
+if TYPE_CHECKING:
+    from advisor.findings import Finding
+
+MEASURED = ("improved", "no-change", "regressed")  # verdicts with a measured speedup
+LAYOUTS = {"shared": "one shared file for all ranks", "fpp": "one file per process"}
+
+
+def fix_key(fix: dict[str, Any]) -> str:
+    """The identity of a fix dict: findings with equal keys propose the same replay transform."""
+    return json.dumps(fix, sort_keys=True)
+
+
+@dataclass
+class FixSummary:
+    """One distinct fix: who proposes it, what it measured and what a model predicts."""
+
+    fix: dict[str, Any]
+    action: str  # the fix in words: "coalesce requests to 4 MiB"
+    codes: list[str] = field(default_factory=list)
+    cost_s: float = 0.0  # the largest time lost among the findings proposing it (rule estimate)
+    verdict: str | None = None  # of the replay, when one ran
+    speedup: float | None = None  # measured
+    ci95: list[float] | None = None
+    target: str | None = None  # where it was measured
+    fstype: str | None = None
+    reason: str | None = None  # why it could not be measured, or the replay's summary
+    predicted_speedup: float | None = None
+    predicted_interval: list[float] | None = None
+    time_saved_s: float | None = None  # predicted by the model for the job as recorded
+
+    @property
+    def measured(self) -> bool:
+        return self.verdict in MEASURED and isinstance(self.speedup, (int, float))
+
+    @property
+    def slower(self) -> bool:
+        """The replay measured the job slower with this fix."""
+        return self.measured and self.verdict == "regressed"
+
+    def merit(self) -> float | None:
+        """The speedup that ranks the fix: measured when measured, else predicted."""
+        return self.speedup if self.measured else self.predicted_speedup
+
+    def outcome(self) -> str:
+        """What is known of the fix's effect, in one line."""
+        parts = [measured_text(self)] if self.measured else []
+        if self.verdict == "not-verifiable":
+            parts.append(self.reason or "not verifiable")
+        if isinstance(self.predicted_speedup, (int, float)):
+            parts.append(predicted_text(self))
+        return "; ".join(parts) or "not verified"
+
+
+def measured_text(s: FixSummary) -> str:
+    where = f" on {place(s.target, s.fstype)}" if s.target else " here"
+    ci = f" (95 % CI {s.ci95[0]:.2f}-{s.ci95[1]:.2f})" if _pair(s.ci95) else ""
+    if s.verdict == "improved":
+        return f"measured x{s.speedup:.2f} faster{ci}{where}"
+    if s.verdict == "regressed":
+        return f"measured x{s.speedup:.2f}{ci}: slower{where}, do not apply as is"
+    return f"measured x{s.speedup:.2f}{ci}: no measurable difference{where}"
+
+
+def predicted_text(s: FixSummary) -> str:
+    text = f"predicted x{s.predicted_speedup:.2f}"
+    if _pair(s.predicted_interval):
+        text += f" ({s.predicted_interval[0]:.2f}-{s.predicted_interval[1]:.2f})"
+    if isinstance(s.time_saved_s, (int, float)):
+        text += f", saves ~{fmt_secs(s.time_saved_s)}" if s.time_saved_s > 0 else ", saves nothing"
+    return text
+
+
+def place(target: str | None, fstype: str | None) -> str:
+    """'/scratch/t (ext4)': where a replay ran."""
+    return f"{target} ({fstype})" if fstype else str(target)
+
+
+def caution(verification: dict[str, Any] | None) -> str:
+    """The warning a finding's fix carries when its replay measured the job slower, else ''."""
+    v = verification if isinstance(verification, dict) else {}
+    if v.get("verdict") != "regressed":
+        return ""
+    where = f" on {place(v['target'], v.get('fstype'))}" if v.get("target") else ""
+    return f"measured slower{where}: do not apply as is"
+
+
+def fix_summaries(findings: list[Finding]) -> list[FixSummary]:
+    """The distinct fixes of `findings`, best first."""
+    by_key: dict[str, FixSummary] = {}
+    for f in findings:
+        if not f.fix:
+            continue
+        key = fix_key(f.fix)
+        if key not in by_key:
+            by_key[key] = _summary(f)
+        s = by_key[key]
+        s.codes.append(f.code)
+        s.cost_s = max(s.cost_s, float(f.cost_s or 0.0))
+    return sorted(by_key.values(), key=_rank)
+
+
+def _rank(s: FixSummary) -> tuple:
+    merit = s.merit()
+    if merit is None:
+        return (1, 0.0, -s.cost_s, fix_key(s.fix))
+    return (0 if merit >= 1 else 2, -merit, -s.cost_s, fix_key(s.fix))
+
+
+def _summary(f: Finding) -> FixSummary:
+    """A fix's summary from the first finding proposing it (the replay and model see one fix)."""
+    v, p = f.verification or {}, f.prediction or {}
+    return FixSummary(
+        fix=dict(f.fix or {}), action=describe(f.fix or {}),
+        verdict=v.get("verdict"), speedup=_number(v.get("speedup")),
+        ci95=v.get("ci95") if _pair(v.get("ci95")) else None,
+        target=v.get("target"), fstype=v.get("fstype"), reason=v.get("reason"),
+        predicted_speedup=_number(p.get("speedup")),
+        predicted_interval=p.get("interval") if _pair(p.get("interval")) else None,
+        time_saved_s=_number(p.get("time_saved_s")))
+
+
+def describe(fix: dict[str, Any]) -> str:
+    """A fix dict in words: {"transform": "coalesce", "transfer_size": 4194304} ->
+    'coalesce requests to 4 MiB'."""
+    match fix.get("transform"):
+        case "coalesce":
+            return f"coalesce requests to {_size(fix.get('transfer_size'))}"
+        case "collective":
+            return f"collective MPI-IO with {_count(fix.get('cb_nodes'), 'aggregator')}"
+        case "aggregate":
+            return f"aggregate I/O through {_count(fix.get('aggregators'), 'rank')}"
+        case "stripe":
+            return f"stripe over {_count(fix.get('count'), 'OST')} in {_size(fix.get('size'))} stripes"
+        case "fsync" if fix.get("mode") == "at-close":
+            return "fsync once at close"
+        case "align":
+            return f"align requests to {_size(fix.get('boundary'))} boundaries"
+        case "layout" if str(fix.get("mode")) in LAYOUTS:
+            return LAYOUTS[str(fix["mode"])]
+        case "sequential":
+            return "access files sequentially"
+    params = ", ".join(f"{k}={v}" for k, v in sorted(fix.items()) if k != "transform")
+    return f"{fix.get('transform')} ({params})" if params else str(fix.get("transform"))
+
+
+def _size(n: Any) -> str:
+    return fmt_bytes(n) if isinstance(n, (int, float)) else "?"
+
+
+def _count(n: Any, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _number(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _pair(x: Any) -> bool:
+    return isinstance(x, (list, tuple)) and len(x) == 2 and all(_number(v) is not None for v in x)
