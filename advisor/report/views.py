@@ -13,6 +13,7 @@ import re
 from pathlib import PurePath
 
 from advisor.findings import Diagnosis, Finding
+from advisor.fixes import FixSummary, caution
 from advisor.report.plots import Plot, verification_plot
 from advisor.report.units import fmt_bytes, fmt_num, fmt_pct, fmt_secs, fmt_value
 
@@ -35,6 +36,7 @@ def job_view(d: Diagnosis, index: int) -> dict:
         "facts": _header_facts(d, runtime),
         "error": d.error,
         "findings": findings,
+        "fixes": fixes_view(d.fixes(), findings),
         "counts": {s: sum(f["severity"] == s for f in findings) for s in ("high", "warn", "info")},
         "lost": fmt_secs(lost) if lost else "",
         "lost_share": fmt_pct(lost / runtime) if lost and runtime else "",
@@ -137,11 +139,28 @@ def finding_view(f: Finding, rank: int, runtime: float, job_id: str) -> dict:
         "fix_short": first_sentence(str(f.recommendation.text)),
         "commands": [str(c) for c in f.recommendation.commands],
         "fix": json.dumps(f.fix, sort_keys=True) if f.fix else "",
+        "caution": caution(f.verification),
         "verification": verification_view(f.verification, f"{job_id}-f{rank}") if f.verification else None,
         "prediction": _prediction(f.prediction),
         "predicted": _predicted_speedup(f.prediction),
         "references": [reference(r) for r in f.references],
     }
+
+
+def fixes_view(fixes: list[FixSummary], findings: list[dict]) -> list[dict]:
+    """Rows of the 'Fixes, best first' table; each code links to its finding's card."""
+    card = {}
+    for f in findings:
+        card.setdefault(f["code"], f["id"])
+    return [{
+        "rank": i,
+        "action": str(s.action),
+        "codes": [(str(code), card.get(code, "")) for code in s.codes],
+        "verdict": str(s.verdict or ""),
+        "slower": s.slower,
+        "outcome": s.outcome(),
+        "cost": fmt_secs(s.cost_s) if s.cost_s else "",
+    } for i, s in enumerate(fixes, 1)]
 
 
 def first_sentence(text: str, most: int = 160) -> str:
