@@ -1,0 +1,244 @@
+"""The distinct fixes of a diagnosis, best first (advisor.fixes), and how every reporter shows them:
+the order on findings built here, then the JSON (schema), terminal and HTML reports of one real
+`diagnose --verify --model default` run of the demo trace (one replay serves every test)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from advisor.findings import Diagnosis, Finding, Recommendation
+from advisor.fixes import MEASURED, caution, describe, fix_summaries
+from advisor.report.html import render_html
+from advisor.report.terminal import console, print_report
+from replay.transforms import FIXES
+from tests.helpers import require
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "traces" / "ior-small-shared-4k.darshan"  # the Makefile's demo trace
+SCHEMA = json.loads((REPO / "advisor/schemas/diagnosis-v1.json").read_text())
+HOSTILE = "/scratch/<script>alert(1)</script>"
+
+COALESCE = {"transform": "coalesce", "transfer_size": 4 << 20}
+COLLECTIVE = {"transform": "collective", "cb_nodes": 4}
+FSYNC = {"transform": "fsync", "mode": "at-close"}
+AGGREGATE = {"transform": "aggregate", "aggregators": 8}
+STRIPE = {"transform": "stripe", "count": 8, "size": 4 << 20}
+SEQUENTIAL = {"transform": "sequential"}
+
+
+def measured(verdict: str, speedup: float, target: str = "/scratch/t") -> dict:
+    return {"verdict": verdict, "speedup": speedup, "ci95": [speedup * 0.8, speedup * 1.2],
+            "target": target, "fstype": "ext4", "reason": "r"}
+
+
+def finding(code: str, fix: dict | None, cost_s: float = 1.0, verification=None, prediction=None) -> Finding:
+    return Finding(code=code, category="small-io", severity="warn", title=f"{code} title", message="m",
+                   cost_s=cost_s, recommendation=Recommendation(f"Fix {code}."), fix=fix,
+                   verification=verification, prediction=prediction)
+
+
+# -- the order, on findings built here -------------------------------------------------------
+def test_fixes_are_distinct_and_best_first():
+    fixes = fix_summaries([
+        finding("IO003", COLLECTIVE, 5.0, measured("regressed", 0.62)),
+        finding("IO001", COALESCE, 1.0, measured("improved", 2.74)),
+        finding("IO002", COALESCE, 3.0, measured("improved", 2.74)),
+        finding("MD010", FSYNC, 0.1, prediction={"speedup": 3.81, "interval": [2.0, 7.3], "time_saved_s": 0.06}),
+        finding("LUS002", STRIPE, 9.0, {"verdict": "not-verifiable", "speedup": None, "ci95": None,
+                                         "reason": "not verifiable on ext4: no stripe layout control"}),
+        finding("IO009", SEQUENTIAL, 2.0),
+        finding("MPI003", AGGREGATE, 1.0, measured("no-change", 1.05)),
+        finding("IMB001", None, 50.0),  # no fix: not a fix summary
+    ])
+    # speedups >= 1 (measured, else predicted) first, then unknown by time lost, then slower
+    assert [f.fix["transform"] for f in fixes] == ["fsync", "coalesce", "aggregate", "stripe", "sequential",
+                                                   "collective"]
+    coalesce = fixes[1]
+    assert coalesce.codes == ["IO001", "IO002"] and coalesce.cost_s == 3.0
+    assert coalesce.outcome() == "measured x2.74 faster (95 % CI 2.19-3.29) on /scratch/t (ext4)"
+    assert fixes[0].outcome() == "predicted x3.81 (2.00-7.30), saves ~60.0 ms"
+    assert fixes[3].outcome() == "not verifiable on ext4: no stripe layout control"
+    assert fixes[4].outcome() == "not verified"
+    assert fixes[5].slower and "slower on /scratch/t (ext4), do not apply as is" in fixes[5].outcome()
+
+
+def test_a_measured_speedup_outranks_the_prediction_of_the_same_fix():
+    slow = finding("IO001", COALESCE, 1.0, measured("regressed", 0.7), prediction={"speedup": 5.0})
+    unknown = finding("IO009", SEQUENTIAL, 0.5)
+    assert [f.fix["transform"] for f in fix_summaries([slow, unknown])] == ["sequential", "coalesce"]
+
+
+def test_every_transform_is_described_in_words():
+    samples = {"coalesce": COALESCE, "collective": COLLECTIVE, "fsync": FSYNC, "aggregate": AGGREGATE,
+               "stripe": STRIPE, "sequential": SEQUENTIAL, "align": {"transform": "align", "boundary": 1 << 20},
+               "layout": {"transform": "layout", "mode": "fpp"}}
+    assert set(samples) == set(FIXES)
+    words = {name: describe(fix) for name, fix in samples.items()}
+    assert words["coalesce"] == "coalesce requests to 4 MiB"
+    assert words["stripe"] == "stripe over 8 OSTs in 4 MiB stripes"
+    assert words["layout"] == "one file per process"
+    assert all("=" not in text and text != name for name, text in words.items())
+    assert describe({"transform": "new", "depth": 2}) == "new (depth=2)"
+
+
+def test_caution_only_when_measured_slower():
+    assert caution(measured("regressed", 0.6)) == "measured slower on /scratch/t (ext4): do not apply as is"
+    assert caution(measured("improved", 2.0)) == caution(None) == ""
+
+
+# -- one real verified run of the demo trace -------------------------------------------------
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory) -> dict:
+    """`ioadvisor diagnose DEMO --verify --model default` once: JSON, HTML and terminal text."""
+    require((Path(sys.executable).parent / "mpiexec").exists(), "no mpiexec in the venv (pip install mpich)")
+    from advisor.commands.diagnose import command
+
+    tmp = tmp_path_factory.mktemp("demo")
+    (tmp / "target").mkdir()
+    args = [str(DEMO), "--verify", "--target", str(tmp / "target"), "--repeat", "3", "--np", "2",
+            "--model", "default", "--json", str(tmp / "demo.json"), "--html", str(tmp / "demo.html")]
+    done = CliRunner().invoke(command, args, env={"COLUMNS": "400"}, catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    return {"doc": json.loads((tmp / "demo.json").read_text()), "page": (tmp / "demo.html").read_text(),
+            "text": done.stdout}
+
+
+def test_json_fixes_validate_and_match_the_findings(demo_run):
+    doc = demo_run["doc"]
+    jsonschema.Draft202012Validator(SCHEMA).validate(doc)
+    fixes = doc["summary"]["fixes"]
+    codes = {f["fix"]["transform"]: set(f["codes"]) for f in fixes}
+    assert codes["coalesce"] >= {"IO001", "IO002"} and codes["collective"] >= {"IO003", "IO004", "MPI002"}
+    for fix in fixes:
+        proposing = [f for f in doc["findings"] if f["code"] in fix["codes"]]
+        assert all(f["fix"] == fix["fix"] for f in proposing) and len(proposing) == len(fix["codes"])
+        v, p = proposing[0]["verification"], proposing[0]["prediction"]
+        assert fix["verdict"] in MEASURED and (fix["speedup"], fix["ci95"]) == (v["speedup"], v["ci95"])
+        assert fix["predicted_speedup"] == p["speedup"] and fix["time_saved_s"] == p.get("time_saved_s")
+        assert fix["cost_s"] == max(f["cost_s"] for f in proposing)
+    merits = [f["speedup"] for f in fixes]  # all measured here: faster first, then slower
+    assert merits == sorted(merits, key=lambda m: (m < 1, -m))
+
+
+def test_saved_fixes_are_recomputed_from_the_findings(demo_run):
+    doc = json.loads(json.dumps(demo_run["doc"]))
+    doc["summary"]["fixes"] = [{"stale": True}]
+    again = Diagnosis.from_dict(doc).to_dict()
+    assert again["summary"]["fixes"] == demo_run["doc"]["summary"]["fixes"]
+
+
+def test_schema_keeps_fixes_optional_and_checks_them(demo_run):
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    doc = json.loads(json.dumps(demo_run["doc"]))
+    del doc["summary"]["fixes"]
+    validator.validate(doc)  # v1 documents written before the field stay valid
+    doc["summary"]["fixes"] = [{"fix": COALESCE, "action": "x", "codes": []}]
+    assert not validator.is_valid(doc)
+
+
+def test_terminal_lists_the_fixes_after_the_findings(demo_run):
+    text, fixes = demo_run["text"], demo_run["doc"]["summary"]["fixes"]
+    block = text[text.index("Fixes, best first:"):text.index("Not checked")]
+    assert text.rindex("fix: ") < text.index("Fixes, best first:")
+    lines = [line.strip() for line in block.splitlines()[1:] if line.strip()]
+    assert len(lines) == len(fixes)
+    for i, (line, fix) in enumerate(zip(lines, fixes), 1):
+        assert line.startswith(f"{i}. {describe(fix['fix'])} ({', '.join(fix['codes'])}) - measured x")
+        assert f"x{fix['speedup']:.2f}" in line and f"predicted x{fix['predicted_speedup']:.2f}" in line
+        assert ("do not apply as is" in line) == (fix["verdict"] == "regressed")
+    regressed = [f for f in demo_run["doc"]["findings"] if (f["verification"] or {}).get("verdict") == "regressed"]
+    assert text.count(": do not apply as is)") == len(regressed)  # on each of their fix lines
+
+
+def test_html_table_follows_the_result_model(demo_run):
+    page, fixes = demo_run["page"], demo_run["doc"]["summary"]["fixes"]
+    rows = _fix_rows(page)
+    assert [r["cells"][1] for r in rows] == [describe(f["fix"]) for f in fixes]
+    for row, fix in zip(rows, fixes):
+        assert row["codes"] == fix["codes"] and ("slower" in row["class"]) == (fix["verdict"] == "regressed")
+        for code, href in zip(row["codes"], row["hrefs"]):  # each code links to its finding's card
+            assert re.search(rf'<article [^>]*id="{href[1:]}"[^>]*>\s*<header>.*?<span class="code">{code}</span>',
+                             page, re.S)
+    assert page.index('id="job0-fixes"') < page.index('id="job0-findings"')
+
+
+# -- a regressed fix reads as a warning, and hostile text stays text -----------------------
+def _regressed_diagnosis() -> Diagnosis:
+    hostile_fix = {"transform": "<img src=x onerror=alert(2)>"}
+    return Diagnosis(source={"path": "x.darshan", "format": "darshan"},
+                     job={"jobid": "1", "nprocs": 4, "runtime_s": 10.0, "exe": "a.out"},
+                     findings=[finding("IO003", COLLECTIVE, 2.0, measured("regressed", 0.62, HOSTILE)),
+                               finding("IO001", COALESCE, 1.0, measured("improved", 2.74, HOSTILE)),
+                               finding("IO005", hostile_fix, 0.5)])
+
+
+def test_terminal_warns_on_a_fix_measured_slower(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")
+    buffer = io.StringIO()
+    print_report(_regressed_diagnosis(), console(buffer))
+    text = buffer.getvalue()
+    assert f"fix: Fix IO003. (measured slower on {HOSTILE} (ext4): do not apply as is)" in text
+    (improved,) = [line for line in text.splitlines() if "fix: Fix IO001." in line]
+    assert "measured slower" not in improved  # an improved fix reads as plain advice
+    assert (f"3. collective MPI-IO with 4 aggregators (IO003) - measured x0.62 (95 % CI 0.50-0.74): "
+            f"slower on {HOSTILE} (ext4), do not apply as is") in text
+
+
+def test_html_warns_on_a_fix_measured_slower_and_escapes_it():
+    page = render_html([_regressed_diagnosis()])
+    rows = _fix_rows(page)
+    assert [r["codes"] for r in rows] == [["IO001"], ["IO005"], ["IO003"]]
+    assert "slower" in rows[2]["class"] and "do not apply as is" in rows[2]["cells"][5]
+    escaped = "measured slower on /scratch/&lt;script&gt;alert(1)&lt;/script&gt; (ext4): do not apply as is"
+    assert page.count(escaped) == 2  # the finding's summary row and its card
+    assert "<img" not in page and "<script>alert" not in page and page.count("<script") == 1
+
+
+class _FixRows(HTMLParser):
+    """The rows of the page's 'fixes' table: class, cell texts, code texts and links."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows: list[dict] = []
+        self.depth = 0  # inside table.fixes
+        self.in_cell = self.in_code = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table" and attrs.get("class") == "fixes":
+            self.depth = 1
+        elif self.depth and tag == "tr":
+            self.rows.append({"class": attrs.get("class") or "", "cells": [], "codes": [], "hrefs": []})
+        elif self.depth and tag == "td":
+            self.rows[-1]["cells"].append("")
+            self.in_cell = True
+        elif self.depth and tag == "a":
+            self.rows[-1]["hrefs"].append(attrs.get("href"))
+        self.in_code = self.depth and "code" in (attrs.get("class") or "")
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.depth = 0
+        self.in_cell = self.in_cell and tag != "td"
+        self.in_code = False
+
+    def handle_data(self, data):
+        if self.depth and self.in_cell:
+            self.rows[-1]["cells"][-1] += data
+            if self.in_code:
+                self.rows[-1]["codes"].append(data)
+
+
+def _fix_rows(page: str) -> list[dict]:
+    parser = _FixRows()
+    parser.feed(page)
+    return [r for r in parser.rows if r["cells"]]  # the header row has no <td>
