@@ -65,7 +65,8 @@ class FixSummary:
         if self.verdict == "not-verifiable":
             parts.append(self.reason or "not verifiable")
         if isinstance(self.predicted_speedup, (int, float)):
-            parts.append(predicted_text(self))
+            parts.append("predicted " + predicted_text(self.predicted_speedup, self.predicted_interval,
+                                                       self.time_saved_s))
         return "; ".join(parts) or "not verified"
 
 
@@ -79,12 +80,13 @@ def measured_text(s: FixSummary) -> str:
     return f"measured x{s.speedup:.2f}{ci}: no measurable difference{where}"
 
 
-def predicted_text(s: FixSummary) -> str:
-    text = f"predicted x{s.predicted_speedup:.2f}"
-    if _pair(s.predicted_interval):
-        text += f" ({s.predicted_interval[0]:.2f}-{s.predicted_interval[1]:.2f})"
-    if isinstance(s.time_saved_s, (int, float)):
-        text += f", saves ~{fmt_secs(s.time_saved_s)}" if s.time_saved_s > 0 else ", saves nothing"
+def predicted_text(speedup: float, interval: Any = None, time_saved_s: Any = None) -> str:
+    """'x3.81 (1.98-7.31), saves ~60.7 ms': a learned model's prediction of a fix."""
+    text = f"x{speedup:.2f}"
+    if _pair(interval):
+        text += f" ({interval[0]:.2f}-{interval[1]:.2f})"
+    if isinstance(time_saved_s, (int, float)):
+        text += f", saves ~{fmt_secs(time_saved_s)}" if time_saved_s > 0 else ", saves nothing"
     return text
 
 

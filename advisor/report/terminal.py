@@ -20,7 +20,7 @@ from rich.text import Text
 
 from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs
 from advisor.findings import Diagnosis, Finding
-from advisor.fixes import FixSummary, caution
+from advisor.fixes import FixSummary, caution, predicted_text
 
 STYLE = {"high": "bold red", "warn": "yellow", "info": "cyan"}
 LABEL = {"high": "HIGH", "warn": "WARN", "info": "INFO"}
@@ -107,11 +107,7 @@ def _finding(f: Finding, verbose: bool) -> Padding:
 
 def _predicted(p: dict) -> str:
     """The learned model's prediction of a fix, in one line (advisor.models.predict)."""
-    text = f"predicted: x{p['speedup']:.2f}"
-    if p.get("interval"):
-        text += f" ({p['interval'][0]:.2f}-{p['interval'][1]:.2f})"
-    if isinstance(p.get("time_saved_s"), (int, float)):
-        text += f", saves ~{fmt_secs(p['time_saved_s'])}" if p["time_saved_s"] > 0 else ", saves nothing"
+    text = "predicted: " + predicted_text(p["speedup"], p.get("interval"), p.get("time_saved_s"))
     if p.get("extrapolated"):
         text += " - outside the model's training data"
     return text
