@@ -3,8 +3,8 @@
 What the fixture builds (root only):
 
 - a venv made from the system ``/usr/bin/python3`` with this tree pip-installed into it
-  (``/var/tmp/ioadvisor-hook-venv/<deps hash>``: dependencies kept between sessions, the
-  project itself reinstalled once per session), so root and the job user can both run it;
+  (``/var/tmp/ioadvisor-hook-venv/proj-<tree hash>``, dependencies in ``deps-<hash>``; see
+  :func:`hook_venv`), so root and the job user can both run it;
 - munged as the munge user (reused when one already answers);
 - slurmctld and slurmd in the foreground on free ports, state, spool and logs under a
   temporary directory, ``Epilog=`` the wrapper made by ``ioadvisor hook install-wrapper``;
@@ -53,36 +53,86 @@ def dev_null_problem() -> str:
 
 
 def hook_venv() -> Path:
-    """A world-usable venv (system Python) with this tree pip-installed into it.
+    """A world-usable venv (system Python) running exactly this tree; never changed once made.
 
-    Kept between sessions: dependencies are installed again only when setup.cfg or
-    pyproject.toml change; otherwise only the project is reinstalled, offline.
+    Slurm epilogs of a running cluster execute this venv's Python at any moment, and other
+    test sessions on the host start clusters of their own: reinstalling the project into a
+    shared venv left a window in which ``python -m advisor`` failed and jobs silently got no
+    report and no site-log line. So the dependencies live in a venv keyed by their hash
+    and the project in a small venv keyed by the hash of the tree (``proj-<hash>``), which
+    reads the dependencies through a ``.pth`` file. Both are built once, under a lock, and
+    only then marked complete.
     """
-    deps = hashlib.sha256((REPO / "setup.cfg").read_bytes() + (REPO / "pyproject.toml").read_bytes()).hexdigest()
-    venv = VENV_ROOT / "py3"
     VENV_ROOT.mkdir(mode=0o755, exist_ok=True)
-    with open(VENV_ROOT / ".lock", "w") as lock:
+    os.chmod(VENV_ROOT, 0o755)
+    with tempfile.TemporaryDirectory(prefix="ioadvisor-src-") as src, \
+            open(VENV_ROOT / ".lock", "w") as lock:
+        _copy_tree(Path(src))
+        deps_key = _hash_files(Path(src), ["setup.cfg", "pyproject.toml"])
+        tree_key = _hash_files(Path(src), sorted(str(f.relative_to(src)) for f in Path(src).rglob("*")
+                                                 if f.is_file()))
         fcntl.flock(lock, fcntl.LOCK_EX)
-        stamp = venv / ".deps"
-        if not (venv / "bin" / "python").exists():
-            _run([SYSTEM_PYTHON, "-m", "venv", str(venv)])
-            _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "setuptools>=68", "wheel"])
-        if not stamp.exists() or stamp.read_text() != deps:
-            _pip(venv)
-            stamp.write_text(deps)
-        else:
-            _pip(venv, "--no-deps", "--no-index", "--no-build-isolation")
+        deps = _deps_venv(VENV_ROOT / f"deps-{deps_key[:16]}", src)
+        proj = _project_venv(VENV_ROOT / f"proj-{tree_key[:16]}", deps, src)
+        _prune_old(keep={deps, proj})
+    return proj
+
+
+VENV_COMPLETE = ".complete"
+VENV_MAX_AGE_S = 2 * 86400  # unused this long: no session can still be running it
+
+
+def _copy_tree(dest: Path) -> None:
+    # Build from a copy: the tree's build/ and egg-info belong to the developer's editable install.
+    shutil.copytree(REPO, dest, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__",
+                                                  ".pytest_cache", "out"))
+
+
+def _hash_files(root: Path, names: list[str]) -> str:
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _purelib(venv: Path) -> Path:
+    return Path(_run([str(venv / "bin" / "python"), "-c",
+                      "import sysconfig; print(sysconfig.get_path('purelib'))"]).stdout.strip())
+
+
+def _deps_venv(venv: Path, src: str) -> Path:
+    """The dependencies (and pip) without the project; made once per setup.cfg/pyproject.toml."""
+    if (venv / VENV_COMPLETE).exists():
+        os.utime(venv)
+        return venv
+    shutil.rmtree(venv, ignore_errors=True)  # a build that died half-way
+    _run([SYSTEM_PYTHON, "-m", "venv", str(venv)])
+    python = str(venv / "bin" / "python")
+    _run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "setuptools>=68", "wheel", src])
+    _run([python, "-m", "pip", "uninstall", "-q", "-y", "ioadvisor"])  # the tree goes in proj-<hash>
+    (venv / VENV_COMPLETE).touch()
     return venv
 
 
-def _pip(venv: Path, *options: str) -> None:
-    # Build from a copy: the tree's build/ and egg-info belong to the developer's editable install.
-    with tempfile.TemporaryDirectory(prefix="ioadvisor-src-") as src:
-        shutil.copytree(REPO, src, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__",
-                                                      ".pytest_cache", "out"))
-        _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *options, src])
-    os.chmod(venv, 0o755)
+def _project_venv(venv: Path, deps: Path, src: str) -> Path:
+    """This tree installed (not editable) in a venv that sees `deps`'s packages; made once per tree."""
+    if not (venv / VENV_COMPLETE).exists():
+        shutil.rmtree(venv, ignore_errors=True)
+        _run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(venv)])
+        (_purelib(venv) / "_ioadvisor_deps.pth").write_text(f"{_purelib(deps)}\n")
+        _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+              "--no-deps", "--no-index", "--no-build-isolation", src])
+        (venv / VENV_COMPLETE).touch()
+    os.utime(venv)  # in use: not pruned
+    return venv
+
+
+def _prune_old(keep: set[Path]) -> None:
+    """Remove venvs of earlier trees nobody has used for VENV_MAX_AGE_S (caller holds the lock)."""
+    for venv in [*VENV_ROOT.glob("proj-*"), *VENV_ROOT.glob("deps-*")]:
+        if venv not in keep and time.time() - venv.stat().st_mtime > VENV_MAX_AGE_S:
+            shutil.rmtree(venv, ignore_errors=True)
 
 
 def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
@@ -295,10 +345,17 @@ PartitionName=debug Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
                 f"mv $name.darshan_partial $name.darshan")
 
     def job_state(self, jobid: str) -> str:
-        run = subprocess.run([BIN["scontrol"], "show", "job", "-o", jobid], capture_output=True,
-                             text=True, env=self.env(), timeout=30)
+        """The job's state; "GONE" once slurmctld has forgotten it, "UNKNOWN" when it did not answer
+        (a busy slurmctld times out: that must mean "ask again", never "finished")."""
+        try:
+            run = subprocess.run([BIN["scontrol"], "show", "job", "-o", jobid], capture_output=True,
+                                 text=True, env=self.env(), timeout=60)
+        except subprocess.TimeoutExpired:
+            return "UNKNOWN"
+        if run.returncode != 0:
+            return "GONE" if "Invalid job id" in run.stderr else "UNKNOWN"
         fields = dict(f.split("=", 1) for f in run.stdout.split() if "=" in f)
-        return fields.get("JobState", "GONE")
+        return fields.get("JobState", "UNKNOWN")
 
     def wait_jobs(self, jobids: list[str], timeout_s: float = 120) -> dict[str, str]:
         """Wait until every job has finished and its epilog has run; their final states."""
@@ -306,8 +363,11 @@ PartitionName=debug Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
         pending = set(jobids)
         states: dict[str, str] = {}
         while pending:
-            out = subprocess.run([BIN["squeue"], "-h", "-o", "%i %T", "-t", "all"], capture_output=True,
-                                 text=True, env=self.env(), timeout=30).stdout
+            try:
+                out = subprocess.run([BIN["squeue"], "-h", "-o", "%i %T", "-t", "all"], capture_output=True,
+                                     text=True, env=self.env(), timeout=60).stdout
+            except subprocess.TimeoutExpired:
+                out = ""  # slurmctld busy: job_state asks about each job below
             active = {line.split()[0] for line in out.splitlines()
                       if line.split()[1] not in TERMINAL}
             for jobid in sorted(pending - active):
