@@ -29,6 +29,9 @@ LOGS = {
     "mpiio": f"{GEN}/e_mpiio_collective_256k/case.darshan",
 }
 MARK = "__ioadvisor_pwned"
+# Every wait (navigation, locators, wait_for_function) polls until this deadline: Playwright's
+# 30 s default is too short while the other xdist worker loads the 2-core CI machine.
+PAGE_TIMEOUT_MS = 120_000
 PAYLOAD = (f'"><script>window.{MARK}=1;alert(1)</script><img src=x onerror="window.{MARK}=2">'
            f"<svg onload=alert(3)><iframe src=https://example.org/></iframe>")
 
@@ -78,6 +81,7 @@ class Visit:
 
     def __init__(self, browser, path: Path, **context):
         self.context = browser.new_context(**context)
+        self.context.set_default_timeout(PAGE_TIMEOUT_MS)
         self.page = self.context.new_page()
         self.requests, self.errors, self.dialogs = [], [], []
         self.page.on("request", lambda r: self.requests.append(r.url))

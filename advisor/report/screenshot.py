@@ -17,6 +17,7 @@ from pathlib import Path
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+LAUNCH_TIMEOUT_MS = 120_000  # Playwright's 30 s default is too short on a loaded 2-core machine
 
 
 def chromium_path() -> str | None:
@@ -33,7 +34,7 @@ def launch(playwright):
     path = chromium_path()
     if path is None:
         raise FileNotFoundError("chromium not found (apt-get install chromium, or set CHROMIUM)")
-    return playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+    return playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS, timeout=LAUNCH_TIMEOUT_MS)
 
 
 def screenshot(page_path: Path, out: Path, *, width: int = 1200, height: int = 2400, dark: bool = False) -> None:
