@@ -59,9 +59,8 @@ def hook_venv() -> Path:
     test sessions on the host start clusters of their own: reinstalling the project into a
     shared venv left a window in which ``python -m advisor`` failed and jobs silently got no
     report and no site-log line. So the dependencies live in a venv keyed by their hash
-    and the project in a small venv keyed by the hash of the tree (``proj-<hash>``), which
-    reads the dependencies through a ``.pth`` file. Both are built once, under a lock, and
-    only then marked complete.
+    and the project in a hard-linked copy of it keyed by the hash of the tree
+    (``proj-<hash>``). Both are built once, under a lock, and only then marked complete.
     """
     VENV_ROOT.mkdir(mode=0o755, exist_ok=True)
     os.chmod(VENV_ROOT, 0o755)
@@ -96,11 +95,6 @@ def _hash_files(root: Path, names: list[str]) -> str:
     return digest.hexdigest()
 
 
-def _purelib(venv: Path) -> Path:
-    return Path(_run([str(venv / "bin" / "python"), "-c",
-                      "import sysconfig; print(sysconfig.get_path('purelib'))"]).stdout.strip())
-
-
 def _deps_venv(venv: Path, src: str) -> Path:
     """The dependencies (and pip) without the project; made once per setup.cfg/pyproject.toml."""
     if (venv / VENV_COMPLETE).exists():
@@ -116,11 +110,15 @@ def _deps_venv(venv: Path, src: str) -> Path:
 
 
 def _project_venv(venv: Path, deps: Path, src: str) -> Path:
-    """This tree installed (not editable) in a venv that sees `deps`'s packages; made once per tree."""
+    """A copy of `deps` (hard links: seconds, no space) with this tree installed; made once per tree.
+
+    A whole venv, not a small one reading `deps` through a ``.pth`` file: the mpich wheel's
+    libmpi and mpiexec are found under ``sys.prefix``.
+    """
     if not (venv / VENV_COMPLETE).exists():
         shutil.rmtree(venv, ignore_errors=True)
-        _run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(venv)])
-        (_purelib(venv) / "_ioadvisor_deps.pth").write_text(f"{_purelib(deps)}\n")
+        shutil.copytree(deps, venv, symlinks=True, copy_function=os.link,
+                        ignore=shutil.ignore_patterns(VENV_COMPLETE))
         _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
               "--no-deps", "--no-index", "--no-build-isolation", src])
         (venv / VENV_COMPLETE).touch()
