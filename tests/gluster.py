@@ -161,9 +161,19 @@ def gluster_volume(base: Path, bricks: int = 4) -> Iterator[Path]:
         if created:
             _gluster("volume", "stop", name, "force")
             _gluster("volume", "delete", name)
-        if glusterd is not None:
+        if glusterd is not None and not _other_volumes():
             _stop(glusterd)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _other_volumes() -> bool:
+    """Whether started volumes of another test session live on glusterd (which that session found
+    running and used): stopping glusterd under them would break it, so glusterd is left running."""
+    try:
+        info = _gluster("volume", "info", timeout=PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return False
+    return info.returncode == 0 and any(line.strip() == "Status: Started" for line in info.stdout.splitlines())
 
 
 @pytest.fixture(scope="module")
