@@ -143,6 +143,16 @@ def test_job_context_template_values():
     assert job.template_values() == {"jobid": "9.pbs01", "user": "bob", "uid": "5", "workdir": "/w"}
 
 
+def test_wrapper_says_when_the_hook_cannot_start_and_still_exits_0(tmp_path):
+    """A Python that is gone (or mid-upgrade) must not drain the node, nor lose the job unseen."""
+    wrapper = tmp_path / "epilog"
+    wrapper.write_text(render_wrapper(str(tmp_path / "gone" / "python"), "/etc/site.toml", str(wrapper)))
+    done = subprocess.run(["/bin/sh", str(wrapper)], env={"SLURM_JOB_ID": "4242"}, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0
+    assert "ioadvisor hook did not run for job 4242: its Python exited with status 127" in done.stderr
+
+
 def test_messages_for_syslog_cannot_forge_lines():
     from advisor.hooks.postjob import printable
 

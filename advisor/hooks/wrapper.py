@@ -21,6 +21,16 @@ TEMPLATE = """#!/bin/sh
 # slurmd runs it as root on every node of a job, with no PATH and no HOME. It always
 # exits 0: a failing Epilog would drain the node. Errors go to stderr, syslog and the site log.
 {python} -I -m advisor hook slurm-epilog --config {config} "$@" </dev/null
+status=$?
+# The hook itself exits 0 whatever happens; any other status means Python or ioadvisor did
+# not start (removed, or being upgraded in place): say so, or the job's report is lost unseen.
+if [ "$status" -ne 0 ]; then
+    msg="ioadvisor hook did not run for job ${{SLURM_JOB_ID:-?}}: its Python exited with status $status"
+    echo "$msg" >&2
+    for logger in /usr/bin/logger /bin/logger; do
+        [ -x "$logger" ] && "$logger" -t ioadvisor-hook -p user.err "$msg" && break
+    done
+fi
 exit 0
 """
 
