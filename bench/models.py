@@ -89,8 +89,11 @@ def compare_cases(model_path: str, target: Path, repeat: int, cases: list[str]) 
         print(f"  ({case}: {time.monotonic() - t0:.0f} s)", file=sys.stderr)
     med = median_error(rows)
     n = sum(c.error is not None for c in rows)
+    inside = sum(c.error is not None and c.interval is not None and c.interval[0] <= c.measured <= c.interval[1]
+                 for c in rows)
     print(f"median absolute error of the predicted speedup: {med:.1%} over {n} fixes "
-          f"(target < 25 %; * = outside the training ranges)")
+          f"(target < 25 %; * = outside the training ranges); measured inside the predicted "
+          f"interval: {inside} of {n}")
     return 0
 
 
