@@ -53,20 +53,22 @@ def random_files(ctx: FactContext) -> list[str]:
 
 @fact("file_misaligned_share", "ratio", "Share of POSIX requests not aligned to the file alignment.")
 def file_misaligned_share(ctx: FactContext) -> float:
-    s = _posix(ctx)
-    if s.file_not_aligned is None:
-        raise Missing("the log does not record file alignment")
-    n = s.reads + s.writes
-    return min(s.file_not_aligned / n, 1.0) if n else 0.0
+    return _request_share(ctx, "file_not_aligned", "file alignment")
 
 
 @fact("mem_misaligned_share", "ratio", "Share of POSIX requests on buffers not aligned in memory.")
 def mem_misaligned_share(ctx: FactContext) -> float:
+    return _request_share(ctx, "mem_not_aligned", "memory alignment")
+
+
+def _request_share(ctx: FactContext, counted: str, what: str) -> float:
+    """The POSIX summary's `counted` requests as a share of all reads and writes."""
     s = _posix(ctx)
-    if s.mem_not_aligned is None:
-        raise Missing("the log does not record memory alignment")
+    count = getattr(s, counted)
+    if count is None:
+        raise Missing(f"the log does not record {what}")
     n = s.reads + s.writes
-    return min(s.mem_not_aligned / n, 1.0) if n else 0.0
+    return min(count / n, 1.0) if n else 0.0
 
 
 @fact("file_alignment", "bytes", "The file alignment Darshan checked requests against (st_blksize or stripe size).")
