@@ -41,11 +41,12 @@ def _dump(folder: Path, stem: str) -> Path | None:
     return next((p for p in (folder / f"{stem}.txt", folder / f"{stem}.txt.gz") if p.exists()), None)
 
 
-def _cases() -> list[str]:
+def _cases(*dumps: str) -> list[str]:
+    """Generated cases with a log and each of the `dumps` (parametrized, never skipped)."""
     if not GENERATED.is_dir():
         return ["<corpus missing>"]
     return sorted(p.name for p in GENERATED.iterdir()
-                  if (p / "case.darshan").exists() and _dump(p, "darshan-parser"))
+                  if (p / "case.darshan").exists() and all(_dump(p, stem) for stem in dumps))
 
 
 @lru_cache(maxsize=4)
@@ -149,7 +150,7 @@ def assert_same_profile(log: JobProfile, dump: JobProfile) -> None:
 
 
 # -- generated corpus: real darshan-parser dumps ------------------------------------------------
-@pytest.mark.parametrize("case", _cases())
+@pytest.mark.parametrize("case", _cases("darshan-parser"))
 def test_generated_log_and_parser_dump(corpus, case):
     folder = GENERATED / case
     dump_path = _dump(folder, "darshan-parser")
@@ -162,13 +163,11 @@ def test_generated_log_and_parser_dump(corpus, case):
     assert_same_profile(_log(folder / "case.darshan"), dump)
 
 
-@pytest.mark.parametrize("case", _cases())
+@pytest.mark.parametrize("case", _cases("darshan-parser", "darshan-dxt-parser"))
 def test_generated_log_and_dxt_dump(corpus, case):
     folder = GENERATED / case
     log = _log(folder / "case.darshan")
     path = _dump(folder, "darshan-dxt-parser")
-    if path is None:
-        pytest.skip("no darshan-dxt-parser dump in this case")
     try:
         dump = load_dump(path)
     except InputError as exc:  # a partial DXT module darshan-dxt-parser refused to print
