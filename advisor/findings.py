@@ -88,8 +88,9 @@ class Diagnosis:
 
     def to_dict(self) -> dict[str, Any]:
         doc = asdict(self)
-        doc["findings"] = [asdict(f) for f in self.sorted_findings()]
-        doc["summary"]["fixes"] = [asdict(s) for s in self.fixes()]
+        ordered = self.sorted_findings()
+        doc["findings"] = [asdict(f) for f in ordered]
+        doc["summary"]["fixes"] = [asdict(s) for s in fix_summaries(ordered)]
         return {"schema": SCHEMA_ID, **doc}
 
     @classmethod

@@ -28,6 +28,15 @@ def fix_key(fix: dict[str, Any]) -> str:
     return json.dumps(fix, sort_keys=True)
 
 
+def proposed_fixes(findings: list[Finding]) -> dict[str, tuple[dict[str, Any], list[str]]]:
+    """fix key -> (the fix, the codes of the findings proposing it), in the findings' order."""
+    out: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    for f in findings:
+        if f.fix:
+            out.setdefault(fix_key(f.fix), (f.fix, []))[1].append(f.code)
+    return out
+
+
 @dataclass
 class FixSummary:
     """One distinct fix: who proposes it, what it measured and what a model predicts."""
@@ -108,14 +117,13 @@ def fix_summaries(findings: list[Finding]) -> list[FixSummary]:
     """The distinct fixes of `findings`, best first."""
     by_key: dict[str, FixSummary] = {}
     for f in findings:
-        if not f.fix:
-            continue
-        key = fix_key(f.fix)
-        if key not in by_key:
-            by_key[key] = _summary(f)
-        s = by_key[key]
-        s.codes.append(f.code)
-        s.cost_s = max(s.cost_s, float(f.cost_s or 0.0))
+        if f.fix:
+            key = fix_key(f.fix)
+            if key not in by_key:
+                by_key[key] = _summary(f)  # the replay and the model saw one fix: the first says it
+            s = by_key[key]
+            s.codes.append(f.code)
+            s.cost_s = max(s.cost_s, float(f.cost_s or 0.0))
     return sorted(by_key.values(), key=_rank)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from advisor.errors import AdvisorError, InputError
 from advisor.findings import Diagnosis
-from advisor.fixes import fix_key
+from advisor.fixes import fix_key, proposed_fixes
 from advisor.profile import JobProfile
 from advisor.replay_plan import build_plan
 from replay import safety, stats
@@ -53,7 +53,7 @@ def verify_findings(profile: JobProfile, diagnosis: Diagnosis, target: Path, rep
                     np: int | None = None, scale: float | None = None, *, odirect: bool = False,
                     think_time: bool = False, keep: bool = False, source: str = "auto") -> None:
     """Fill ``finding.verification`` for every finding with a fix (in place)."""
-    fixes = {fix_key(f.fix): f.fix for f in diagnosis.findings if f.fix}
+    fixes = {key: fix for key, (fix, _) in proposed_fixes(diagnosis.findings).items()}
     if not fixes:
         return
     result = measure(profile, list(fixes.values()), target, repeat=repeat, np=np, scale=scale,

@@ -8,13 +8,8 @@ from pathlib import Path
 
 import click
 
-from advisor.fileio import write_atomic
 from advisor.errors import InputError
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same directory (never half-written)."""
-    write_atomic(path, text)
+from advisor.fileio import write_atomic
 
 
 @click.command(name="collect")
@@ -41,6 +36,6 @@ def command(out: Path | None, dirs: tuple[Path, ...]) -> None:
         return
     if out.parent and not out.parent.is_dir():
         raise InputError(str(out), "its directory does not exist")
-    write_atomically(out, text)
+    write_atomic(out, text)  # never half-written
     click.echo(f"snapshot of {doc['host']['hostname']} written to {out} "
                f"({len(doc['block_devices'])} block devices, {len(doc['notes'])} notes)", err=True)

@@ -15,7 +15,7 @@ def _fixes(profile, spec: str | None) -> tuple[list[dict], dict[str, list[str]]]
 
     `spec`: a finding code (IO001), ``all`` (every finding with a fix), or a transform with
     parameters (``coalesce:transfer_size=4194304``, ``fsync``)."""
-    from advisor.verify import fix_key
+    from advisor.fixes import fix_key, proposed_fixes
     from replay.transforms import FIXES, check_fix
 
     if not spec:
@@ -40,12 +40,9 @@ def _fixes(profile, spec: str | None) -> tuple[list[dict], dict[str, list[str]]]
         raise click.UsageError(f"--fix {spec}: no finding with that code has a fix "
                                f"(findings with fixes here: {', '.join(codes) or 'none'}; "
                                f"transforms: {', '.join(FIXES)})")
-    fixes = list({fix_key(f.fix): f.fix for f in chosen}.values())
-    by_key: dict[str, list[str]] = {}  # every finding that proposes a measured fix
-    for f in diagnosis.findings:
-        if f.fix and fix_key(f.fix) in {fix_key(x) for x in fixes}:
-            by_key.setdefault(fix_key(f.fix), []).append(f.code)
-    return fixes, by_key
+    measured = proposed_fixes(chosen)
+    every = proposed_fixes(diagnosis.findings)  # every finding that proposes a measured fix
+    return [fix for fix, _ in measured.values()], {key: every[key][1] for key in measured}
 
 
 def _number(text: str) -> Any:
@@ -110,7 +107,7 @@ def command(path, plan_only, json_out, target, fix_spec, repeat, nprocs, scale, 
 
 def _document(path: str, profile, result: dict, proposers: dict[str, list[str]]) -> dict:
     from advisor.replay_plan.fidelity import compare
-    from advisor.verify import fix_key
+    from advisor.fixes import fix_key
 
     base = result["baseline"]
     record = base["record"] if base else None

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from advisor.engine.expr import (Attr, BoolOp, Binary, Call, Compare, Const, ExprError, Index, ListExpr, Name,
                                  Node, Unary, parse)
 
+
 def _len(x):
     return None if x is None else len(x)
 
@@ -27,7 +28,7 @@ def _nullsafe(fn):
 def _over_values(fn):
     """`fn` of its arguments or of one list argument; unknown when there is none or one is unknown."""
     def wrapped(*args):
-        vals = [a for a in (args[0] if len(args) == 1 and isinstance(args[0], list) else args)]
+        vals = list(args[0] if len(args) == 1 and isinstance(args[0], list) else args)
         return None if not vals or any(v is None for v in vals) else fn(vals)
     return wrapped
 

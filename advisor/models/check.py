@@ -45,16 +45,12 @@ def compare(model: Model, profile, target: Path, repeat: int = 3, np_: int | Non
     """Predict and replay every distinct fix of the job's diagnosis on `target`."""
     from advisor import api
     from advisor.models.predict import max_ranks
-    from advisor.verify import fix_key, replay_plan
+    from advisor.fixes import fix_key, proposed_fixes
+    from advisor.verify import replay_plan
 
-    diagnosis = api.diagnose_profile(profile)
-    codes: dict[str, list[str]] = {}
-    fixes: dict[str, dict] = {}
-    for f in diagnosis.findings:
-        if f.fix:
-            key = fix_key(f.fix)
-            fixes.setdefault(key, f.fix)
-            codes.setdefault(key, []).append(f.code)
+    proposed = proposed_fixes(api.diagnose_profile(profile).findings)
+    fixes = {key: fix for key, (fix, _) in proposed.items()}
+    codes = {key: found for key, (_, found) in proposed.items()}
     if not fixes:
         return []
     ranks = np_ or min(max(profile.job.nprocs, 1), max_ranks(model))

@@ -95,7 +95,8 @@ def predict_fixes(model: Model, profile: JobProfile, fixes: list[dict], np_: int
                   scale: float | None = None, fstype: str | None = None) -> dict[str, dict]:
     """fix key -> prediction dict, from the job's replay plan before and after each fix."""
     from advisor.models.sources.plan import plan_parts
-    from advisor.verify import fix_key, replay_plan
+    from advisor.fixes import fix_key
+    from advisor.verify import replay_plan
     from replay.transforms import apply_fix
 
     fstype = fstype if fstype is not None else (model.meta.get("identity") or {}).get("fstype", "")
@@ -145,9 +146,9 @@ def apply_model(model_path: str | Path, profile: JobProfile, diagnosis: Diagnosi
 
 
 def _fix_predictions(model: Model, profile: JobProfile, diagnosis: Diagnosis, exp: JobExpectation) -> None:
-    from advisor.verify import fix_key
+    from advisor.fixes import fix_key, proposed_fixes
 
-    fixes = {fix_key(f.fix): f.fix for f in diagnosis.findings if f.fix}
+    fixes = {key: fix for key, (fix, _) in proposed_fixes(diagnosis.findings).items()}
     if not fixes:
         return
     try:

@@ -90,8 +90,8 @@ def _finding(f: Finding, verbose: bool) -> Padding:
         ev = "  ".join(f"{k}={_value(v)}" for k, v in list(f.evidence.items())[:MAX_EVIDENCE])
         parts.append(Padding(Text(f"evidence: {ev}", style="dim"), (0, 0, 0, 7)))
     fix = Text.assemble(("fix: ", "green"), f.recommendation.text)
-    if caution(f.verification):
-        fix.append(f" ({caution(f.verification)})", style="bold red")
+    if warning := caution(f.verification):
+        fix.append(f" ({warning})", style="bold red")
     parts.append(Padding(fix, (0, 0, 0, 7)))
     for command in f.recommendation.commands[: None if verbose else 2]:
         parts.append(Padding(Text(command, style="bold"), (0, 0, 0, 12)))

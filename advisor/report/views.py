@@ -222,8 +222,8 @@ def _predicted_speedup(p) -> str:
     """A model's predicted speedup of the fix ('1.80x'), when it gives one."""
     if not isinstance(p, dict):
         return ""
-    value = next((p[k] for k in ("speedup", "predicted_speedup") if isinstance(p.get(k), (int, float))), None)
-    if value is None:
+    value = p.get("speedup")
+    if not isinstance(value, (int, float)):
         return ""
     text = f"{float(value):.2f}x"
     band = p.get("interval")
