@@ -160,8 +160,21 @@ def _munge_works() -> bool:
         return False
 
 
+MUNGE_LOCK = Path("/var/tmp/ioadvisor-munge.lock")
+
+
 def start_munge() -> int | None:
-    """munged as the munge user (left running); its pid when we started it, None when one already runs."""
+    """munged as the munge user (left running); its pid when we started it, None when one already runs.
+
+    Under a lock: two sessions (or workers) that both find no munged and both start one leave
+    the loser failing on munged's socket lock.
+    """
+    with open(MUNGE_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _start_munge_unlocked()
+
+
+def _start_munge_unlocked() -> int | None:
     if _munge_works():
         return None
     if dev_null_problem():
