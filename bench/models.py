@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -36,7 +37,7 @@ def regenerate(target: Path, data: list[Path], budget_min: float) -> None:
     """Calibrate `target` (resuming the first data directory), train on every data directory, and
     write the shipped default model with all their rows."""
     from advisor.models.build import build_model
-    from advisor.models.calibrate import DATA_FILE, Dataset, calibrate
+    from advisor.models.calibrate import DATA_FILE, MOUNT_FILE, Dataset, calibrate
     from advisor.models.store import describe, save
     from advisor.verify import default_np
 
@@ -55,6 +56,8 @@ def regenerate(target: Path, data: list[Path], budget_min: float) -> None:
             with open(d / DATA_FILE, "rb") as src:
                 lines = src.read().splitlines(keepends=True)
             dst.writelines(lines if i == 0 else lines[1:])  # one header
+    # the mount record makes the directory a calibration `ioadvisor train` rebuilds the model from
+    shutil.copyfile(data[0] / MOUNT_FILE, DEFAULT_DIR / MOUNT_FILE)
     save(model, DEFAULT_DIR / "model.skops")
     print(f"default model: {describe(model.meta)}")
 

@@ -56,6 +56,40 @@ def test_calibrate_resume_and_train(tmp_path):
     assert 0 < loaded.meta["cv"]["mdape"] and loaded.meta["cv"]["r2"] <= 1
 
 
+def test_the_default_model_is_what_its_shipped_calibration_trains(tmp_path):
+    """advisor/models/default holds the rows and the mount record: `train` rebuilds the model."""
+    import numpy as np
+    import sklearn
+
+    from advisor.models.features import matrix
+    from advisor.models.predict import DEFAULT_MODEL
+    from advisor.models.rows import collect
+
+    rebuilt_path = tmp_path / "rebuilt.skops"
+    done = _run("train", str(DEFAULT_MODEL.parent), "--out", str(rebuilt_path))
+    assert done.returncode == 0, done.stderr
+    shipped, rebuilt = store.load(DEFAULT_MODEL), store.load(rebuilt_path)
+    assert rebuilt.meta["identity"] == shipped.meta["identity"] and rebuilt.meta["rows"] == shipped.meta["rows"]
+    x = matrix(collect([str(DEFAULT_MODEL.parent)]).rows, shipped.features)
+    gap = max(np.max(np.abs(a - b)) for a, b in zip(shipped.predict_log(x), rebuilt.predict_log(x)))
+    if shipped.meta["versions"]["scikit-learn"] == sklearn.__version__:
+        assert gap == 0.0  # the same library trains the same trees
+    else:
+        assert abs(rebuilt.meta["cv"]["mdape"] - shipped.meta["cv"]["mdape"]) < 0.03
+
+
+def test_a_shipped_calibration_is_read_never_resumed(tmp_path):
+    from advisor.models.predict import DEFAULT_MODEL
+
+    data = tmp_path / "shipped"
+    data.mkdir()
+    for name in ("calibration.csv.gz", MOUNT_FILE):
+        (data / name).write_bytes((DEFAULT_MODEL.parent / name).read_bytes())
+    done = _run("calibrate", "--target", str(tmp_path), "--out", str(data), "--budget", "0.1", "--quiet")
+    assert done.returncode == 2 and "holds a finished calibration" in done.stderr, done.stderr
+    assert sorted(p.name for p in data.iterdir()) == ["calibration.csv.gz", MOUNT_FILE]
+
+
 def test_calibrate_refuses_data_of_another_mount_and_a_bad_target(tmp_path):
     target, data = tmp_path / "scratch", tmp_path / "data"
     target.mkdir()

@@ -13,6 +13,7 @@ and an ``ioadvisor collect`` snapshot, and a resume on another mount is refused.
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import math
 import statistics
@@ -28,6 +29,7 @@ from advisor.models.features import FEATURES_VERSION, features, names
 from advisor.models.sources.plan import plan_parts
 
 DATA_FILE, MOUNT_FILE, FAILED_FILE = "calibration.csv", "mount.json", "failed.csv"
+SHIPPED_DATA_FILE = DATA_FILE + ".gz"  # a finished calibration, compressed to ship: read, never resumed
 SCHEMA = "ioadvisor/calibration/v1"
 BATCH = 6  # points per MPI job: fewer launches, yet rows reach the disk often
 FACTORS = ("op", "transfer", "layout", "nprocs", "api", "fsync", "order", "aligned", "volume", "stripe_count")
@@ -90,11 +92,15 @@ def stripe_counts(snapshot: dict, fstype: str) -> list[int]:
 
 
 class Dataset:
-    """``DATA/``: calibration.csv (append-only rows) and mount.json (identity + snapshot)."""
+    """``DATA/``: calibration.csv (append-only rows) and mount.json (identity + snapshot).
+
+    A directory holding ``calibration.csv.gz`` instead (the default model's data) is read-only.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.csv = self.path / DATA_FILE
+        self.shipped_csv = self.path / SHIPPED_DATA_FILE
         self.meta_path = self.path / MOUNT_FILE
         self.failed_path = self.path / FAILED_FILE
 
@@ -102,6 +108,9 @@ class Dataset:
         """Create the data set, or check that an existing one was measured on this mount."""
         if self.path.exists() and not self.path.is_dir():
             raise InputError(str(self.path), "exists and is not a calibration directory")
+        if self.shipped_csv.exists() and not self.csv.exists():
+            raise InputError(str(self.path), f"holds a finished calibration ({SHIPPED_DATA_FILE}): "
+                                             "calibrate into a new directory")
         if self.meta_path.exists():
             meta = self.meta()
             if meta.get("features_version") != FEATURES_VERSION:
@@ -145,10 +154,16 @@ class Dataset:
             writer.writerow({"key": key, "reason": reason})
 
     def rows(self) -> list[dict[str, str]]:
-        if not self.csv.exists():
-            return []
-        with open(self.csv, newline="") as fh:
-            return list(csv.DictReader(fh))
+        if self.csv.exists():
+            with open(self.csv, newline="") as fh:
+                return list(csv.DictReader(fh))
+        if self.shipped_csv.exists():
+            try:
+                with gzip.open(self.shipped_csv, "rt", newline="") as fh:
+                    return list(csv.DictReader(fh))
+            except (OSError, EOFError, UnicodeDecodeError) as exc:
+                raise InputError(str(self.shipped_csv), f"not a readable gzip CSV: {exc}") from None
+        return []
 
     def append(self, rows: list[dict]) -> None:
         new = not self.csv.exists()

@@ -1,6 +1,7 @@
 """Training rows from what `ioadvisor train` is given: calibration data, IOR logs, Darshan logs.
 
-- a calibration directory (``calibration.csv`` + ``mount.json``): one row per timed phase,
+- a calibration directory (``calibration.csv`` or a shipped ``calibration.csv.gz``, with
+  ``mount.json``): one row per timed phase,
   features as measured, rows of one pattern in one group;
 - an IOR output: one row per test and operation (IOR's mean bandwidth);
 - a Darshan log or parser dump: one row per direction that moved at least
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from advisor.errors import AdvisorError, InputError
-from advisor.models.calibrate import DATA_FILE, MOUNT_FILE, Dataset
+from advisor.models.calibrate import DATA_FILE, MOUNT_FILE, SHIPPED_DATA_FILE, Dataset
 from advisor.models.features import FEATURES_VERSION, features, names
 from advisor.models.train import TrainingSet
 
@@ -57,7 +58,7 @@ def collect(paths: list[str]) -> Collected:
     out = Collected()
     for path in paths:
         p = Path(path)
-        if (p / MOUNT_FILE).exists() or (p / DATA_FILE).exists():
+        if any((p / name).exists() for name in (MOUNT_FILE, DATA_FILE, SHIPPED_DATA_FILE)):
             _calibration(p, out)
         elif p.is_dir():
             for file in _files(p):
