@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from advisor.formatting import fmt_bytes, fmt_secs
+from advisor.formatting import fmt_bytes, fmt_secs, fmt_speedup, fmt_speedup_range
 
 if TYPE_CHECKING:
     from advisor.findings import Finding
@@ -81,19 +81,19 @@ class FixSummary:
 
 def measured_text(s: FixSummary) -> str:
     where = f" on {place(s.target, s.fstype)}" if s.target else " here"
-    ci = f" (95 % CI {s.ci95[0]:.2f}-{s.ci95[1]:.2f})" if _pair(s.ci95) else ""
+    ci = f" (95 % CI {fmt_speedup_range(s.ci95)})" if fmt_speedup_range(s.ci95) else ""
     if s.verdict == "improved":
-        return f"measured x{s.speedup:.2f} faster{ci}{where}"
+        return f"measured {fmt_speedup(s.speedup)} faster{ci}{where}"
     if s.verdict == "regressed":
-        return f"measured x{s.speedup:.2f}{ci}: slower{where}, do not apply as is"
-    return f"measured x{s.speedup:.2f}{ci}: no measurable difference{where}"
+        return f"measured {fmt_speedup(s.speedup)}{ci}: slower{where}, do not apply as is"
+    return f"measured {fmt_speedup(s.speedup)}{ci}: no measurable difference{where}"
 
 
 def predicted_text(speedup: float, interval: Any = None, time_saved_s: Any = None) -> str:
-    """'x3.81 (1.98-7.31), saves ~60.7 ms': a learned model's prediction of a fix."""
-    text = f"x{speedup:.2f}"
-    if _pair(interval):
-        text += f" ({interval[0]:.2f}-{interval[1]:.2f})"
+    """'3.81x (1.98x-7.31x), saves ~60.7 ms': a learned model's prediction of a fix."""
+    text = fmt_speedup(speedup)
+    if band := fmt_speedup_range(interval):
+        text += f" ({band})"
     if isinstance(time_saved_s, (int, float)):
         text += f", saves ~{fmt_secs(time_saved_s)}" if time_saved_s > 0 else ", saves nothing"
     return text

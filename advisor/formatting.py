@@ -65,6 +65,18 @@ def fmt_rate(x: Any) -> str:
     return f"{mib / 1024:.1f} GiB/s" if mib >= 1024 else f"{mib:.1f} MiB/s"
 
 
+def fmt_speedup(x: float) -> str:
+    """'3.54x': a speedup (time before / time after), as every reporter writes it."""
+    return f"{float(x):.2f}x"
+
+
+def fmt_speedup_range(pair: Any) -> str:
+    """'2.30x-5.45x' for an interval of two speedups, '' for anything else."""
+    if isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(v, (int, float)) for v in pair):
+        return f"{fmt_speedup(pair[0])}-{fmt_speedup(pair[1])}"
+    return ""
+
+
 def fmt_list(items: Iterable[Any] | None, limit: int = 3) -> str:
     """'a, b and 3 more'."""
     items = [str(i) for i in (items or [])]

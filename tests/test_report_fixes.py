@@ -64,8 +64,8 @@ def test_fixes_are_distinct_and_best_first():
                                                    "collective"]
     coalesce = fixes[1]
     assert coalesce.codes == ["IO001", "IO002"] and coalesce.cost_s == 3.0
-    assert coalesce.outcome() == "measured x2.74 faster (95 % CI 2.19-3.29) on /scratch/t (ext4)"
-    assert fixes[0].outcome() == "predicted x3.81 (2.00-7.30), saves ~60.0 ms"
+    assert coalesce.outcome() == "measured 2.74x faster (95 % CI 2.19x-3.29x) on /scratch/t (ext4)"
+    assert fixes[0].outcome() == "predicted 3.81x (2.00x-7.30x), saves ~60.0 ms"
     assert fixes[3].outcome() == "not verifiable on ext4: no stripe layout control"
     assert fixes[4].outcome() == "not verified"
     assert fixes[5].slower and "slower on /scratch/t (ext4), do not apply as is" in fixes[5].outcome()
@@ -152,8 +152,8 @@ def test_terminal_lists_the_fixes_after_the_findings(demo_run):
     lines = [line.strip() for line in block.splitlines()[1:] if line.strip()]
     assert len(lines) == len(fixes)
     for i, (line, fix) in enumerate(zip(lines, fixes), 1):
-        assert line.startswith(f"{i}. {describe(fix['fix'])} ({', '.join(fix['codes'])}) - measured x")
-        assert f"x{fix['speedup']:.2f}" in line and f"predicted x{fix['predicted_speedup']:.2f}" in line
+        assert line.startswith(f"{i}. {describe(fix['fix'])} ({', '.join(fix['codes'])}) - measured ")
+        assert f"measured {fix['speedup']:.2f}x" in line and f"predicted {fix['predicted_speedup']:.2f}x" in line
         assert ("do not apply as is" in line) == (fix["verdict"] == "regressed")
     regressed = [f for f in demo_run["doc"]["findings"] if (f["verification"] or {}).get("verdict") == "regressed"]
     assert text.count(": do not apply as is)") == len(regressed)  # on each of their fix lines
@@ -189,7 +189,7 @@ def test_terminal_warns_on_a_fix_measured_slower(monkeypatch):
     assert f"fix: Fix IO003. (measured slower on {HOSTILE} (ext4): do not apply as is)" in text
     (improved,) = [line for line in text.splitlines() if "fix: Fix IO001." in line]
     assert "measured slower" not in improved  # an improved fix reads as plain advice
-    assert (f"3. collective MPI-IO with 4 aggregators (IO003) - measured x0.62 (95 % CI 0.50-0.74): "
+    assert (f"3. collective MPI-IO with 4 aggregators (IO003) - measured 0.62x (95 % CI 0.50x-0.74x): "
             f"slower on {HOSTILE} (ext4), do not apply as is") in text
 
 

@@ -329,6 +329,6 @@ def test_predicted_speedup_shown_where_a_model_gave_one():
     model = {"model": "bandwidth-rf", "measured_mib_s": 210.0, "expected_mib_s": 350.0,
              "expected_interval_mib_s": [250.0, 480.0]}
     page = render_html([_diagnosis(findings=[f], summary={"model": model})])
-    assert "predicted 1.80x (1.20x to 2.60x)" in page and "bandwidth-rf" in page
+    assert "predicted 1.80x (1.20x-2.60x)" in page and "bandwidth-rf" in page
     assert "measured 210 MiB/s, expected 350 MiB/s (250 to 480)" in page
     assert "predicted" not in render_html([_diagnosis()]).split("<main>")[1]

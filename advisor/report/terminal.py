@@ -18,7 +18,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs
+from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs, fmt_speedup
 from advisor.findings import Diagnosis, Finding
 from advisor.fixes import FixSummary, caution, predicted_text
 
@@ -98,7 +98,7 @@ def _finding(f: Finding, verbose: bool) -> Padding:
     if f.verification:
         v = f.verification
         parts.append(Padding(Text(f"verified: {v.get('verdict')} "
-                                  f"{'x%.2f' % v['speedup'] if v.get('speedup') else ''}".rstrip(),
+                                  f"{fmt_speedup(v['speedup']) if v.get('speedup') else ''}".rstrip(),
                                   style="magenta"), (0, 0, 0, 7)))
     if f.prediction and f.prediction.get("speedup"):
         parts.append(Padding(Text(_predicted(f.prediction), style="magenta"), (0, 0, 0, 7)))

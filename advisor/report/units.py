@@ -12,7 +12,7 @@ import functools
 import math
 from typing import Callable
 
-from advisor.formatting import fmt_bytes, fmt_num, fmt_pct, fmt_rate, fmt_secs
+from advisor.formatting import fmt_bytes, fmt_num, fmt_pct, fmt_rate, fmt_secs, fmt_speedup
 
 # The names other reporters import from here (advisor/report/show.py).
 fmt_seconds, fmt_share, fmt_count = fmt_secs, fmt_pct, fmt_num
@@ -94,7 +94,7 @@ def fmt_value(key: str, value) -> str:
     if isinstance(value, (int, float)):
         k = key.lower()
         if "speedup" in k:
-            return f"{float(value):.2f}x"
+            return fmt_speedup(value)
         if k.endswith(("mib_s", "mib_per_s", "mibs")):
             return f"{fmt_num(value)} MiB/s"
         if k.endswith(("_bw", "_bandwidth", "bytes_per_s", "_rate")):

@@ -13,8 +13,9 @@ import re
 from pathlib import PurePath
 
 from advisor.findings import Diagnosis, Finding
-from advisor.fixes import FixSummary, caution
+from advisor.fixes import FixSummary, caution, predicted_text
 from advisor.report.plots import Plot, verification_plot
+from advisor.formatting import fmt_speedup, fmt_speedup_range
 from advisor.report.units import fmt_bytes, fmt_num, fmt_pct, fmt_secs, fmt_value
 
 MAX_FILES = 20
@@ -205,8 +206,8 @@ def verification_view(v: dict, fid: str) -> dict:
             details.append((label, str(v[key])))
     return {
         "verdict": str(v.get("verdict", "not-verifiable")),
-        "speedup": f"{float(speedup):.2f}x" if isinstance(speedup, (int, float)) else "",
-        "ci": f"{float(ci[0]):.2f}x to {float(ci[1]):.2f}x" if ci else "",
+        "speedup": fmt_speedup(speedup) if isinstance(speedup, (int, float)) else "",
+        "ci": fmt_speedup_range(ci),
         "reason": str(v.get("reason") or ""),
         "details": details,
         "plot": plot,
@@ -219,17 +220,10 @@ def _has_timings(v: dict) -> bool:
 
 
 def _predicted_speedup(p) -> str:
-    """A model's predicted speedup of the fix ('1.80x'), when it gives one."""
-    if not isinstance(p, dict):
+    """A model's predicted speedup of the fix ('1.80x (1.20x-2.70x)'), when it gives one."""
+    if not isinstance(p, dict) or not isinstance(p.get("speedup"), (int, float)):
         return ""
-    value = p.get("speedup")
-    if not isinstance(value, (int, float)):
-        return ""
-    text = f"{float(value):.2f}x"
-    band = p.get("interval")
-    if isinstance(band, list) and len(band) == 2 and all(isinstance(b, (int, float)) for b in band):
-        text += f" ({float(band[0]):.2f}x to {float(band[1]):.2f}x)"
-    return text + (", extrapolated" if p.get("extrapolated") else "")
+    return predicted_text(p["speedup"], p.get("interval")) + (", extrapolated" if p.get("extrapolated") else "")
 
 
 def _prediction(p) -> list[tuple[str, str]]:
