@@ -77,6 +77,33 @@ def test_mpi006_ignores_darshans_own_log_hints(tmp_path):
     assert (f.evidence["cb_nodes"], f.evidence["compute_nodes"]) == (1, 2)
 
 
+# ---- the collective fixes ask for one aggregator per compute node -------------------------------
+
+def _independent_dump(hosts: dict[int, str], with_dxt: bool = True) -> str:
+    """IOR -a MPIIO (independent) on 4 ranks of one VM, with DXT host names replaced."""
+    case = CORPUS / "generated" / "d_mpiio_independent_256k"
+    text = _corpus(case / "darshan-parser.txt").read_text()
+    if with_dxt:
+        dxt = (case / "darshan-dxt-parser.txt").read_text()
+        for rank, host in hosts.items():
+            dxt = re.sub(rf"^(# DXT, rank: {rank}, hostname: )\S+$", rf"\g<1>{host}", dxt, flags=re.M)
+        text += dxt
+    return text
+
+
+@pytest.mark.parametrize("hosts, with_dxt, expected", [
+    ({}, True, 1),                                   # the real run: 4 ranks on one node
+    ({2: "vm2", 3: "vm2"}, True, 2),                 # two nodes named by DXT
+    ({1: "b", 2: "c", 3: "d"}, True, 4),             # a rank per node
+    ({}, False, 4),                                  # no host names: min(ranks, 8)
+])
+def test_collective_fix_asks_for_one_aggregator_per_node(tmp_path, hosts, with_dxt, expected):
+    f = _findings(_independent_dump(hosts, with_dxt), tmp_path)["MPI003"]
+    assert f.fix == {"transform": "collective", "cb_nodes": expected}
+    assert f.evidence["suggested_cb_nodes"] == expected
+    assert f'"cb_nodes", "{expected}"' in f.recommendation.commands[0]
+
+
 # ---- LUS003: file per process striped over several OSTs -----------------------------------
 
 def _goodost_dump() -> str:

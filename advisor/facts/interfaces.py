@@ -148,3 +148,14 @@ def compute_nodes(ctx: FactContext) -> int:
     if not hosts:
         raise Missing("the number of compute nodes is unknown (no DXT host names)")
     return len(hosts)
+
+
+FALLBACK_CB_NODES = 8  # without host names: few enough aggregators to write large blocks
+
+
+@fact("suggested_cb_nodes", "count", "Collective-buffering aggregators to ask for: one per compute node "
+      "(ROMIO's default) when DXT names the hosts, else min(ranks, 8); never more than the ranks.")
+def suggested_cb_nodes(ctx: FactContext) -> int:
+    ranks = nprocs(ctx)
+    nodes = ctx.value("compute_nodes")
+    return max(1, min(ranks, nodes if nodes else FALLBACK_CB_NODES))
