@@ -105,3 +105,32 @@ def test_arbitrary_text_never_crashes(text):
         evaluate(text, {"x": 1})
     except ExprError:
         pass
+
+
+def _catalogue_exprs() -> list[str]:
+    from advisor.engine.rules import load_catalogue
+
+    found = []
+    for rule in load_catalogue().rules:
+        found += [v for v in (rule.fix or {}).values() if isinstance(v, expr.Node)]
+        found += [n for n in (rule.condition, rule.cost) if isinstance(n, expr.Node)]
+    return found
+
+
+def test_unparse_gives_text_that_parses_to_the_same_expression():
+    """Rule docs print computed fix values with unparse: the text must mean what the rule means."""
+    nodes = _catalogue_exprs()
+    assert len(nodes) > 60
+    for node in nodes:
+        text = expr.unparse(node)
+        assert expr.unparse(parse(text)) == text  # a fixed point: nothing lost or reordered
+    assert expr.unparse(parse("max(1, min(nprocs, 8))")) == "max(1, min(nprocs, 8))"
+    assert expr.unparse(parse("not a and b >= 10% or -x < 'q'")) == "((not a and (b >= 0.1)) or (-x < 'q'))"
+
+
+@pytest.mark.parametrize("text,values,expected", [
+    ("1 + 2 * 3", {}, 7), ("1 < x < 3", {"x": 2}, True), ("xs[0] == 'a'", {"xs": ["a"]}, True),
+    ("x.share > 0.5", {"x": {"share": 0.9}}, True), ("default(x, 7)", {"x": None}, 7),
+    ("[1, 2][1] - -3", {}, 5), ("null == null and true", {}, None), ("not false", {}, True)])
+def test_unparsed_text_evaluates_alike(text, values, expected):
+    assert evaluate(expr.unparse(parse(text)), values) == evaluate(text, values) == expected

@@ -10,6 +10,7 @@ from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
+from advisor.engine.expr import Node, unparse
 from advisor.errors import ConfigError, InputError
 
 
@@ -98,7 +99,7 @@ def markdown(rule) -> str:
     """The rule's documentation page (also used to build docs/rules.md)."""
     thresholds = ", ".join(f"`{k} = {v}`" for k, v in rule.thresholds.items()) or "none"
     fix = "none (advice only)" if not rule.fix else "`" + ", ".join(
-        f"{k}: {v if not hasattr(v, 'pos') else '(computed)'}" for k, v in rule.fix.items()) + "`"
+        f"{k}: {'=' + unparse(v) if isinstance(v, Node) else v}" for k, v in rule.fix.items()) + "`"
     commands = "\n".join(f"    {c}" for c in rule.recommendation["commands"])
     return f"""# {_heading(rule)}
 

@@ -362,3 +362,35 @@ def _children(node: Node) -> tuple[Node, ...]:
     if isinstance(node, BoolOp):
         return node.items
     return ()
+
+
+def unparse(node: Node) -> str:
+    """The expression as source text (every operation parenthesised): for rule docs."""
+    match node:
+        case Const(value=bool() as value):
+            return "true" if value else "false"
+        case Const(value=None):
+            return "null"
+        case Const(value=str() as value):
+            return repr(value)
+        case Const(value=value):
+            return str(value)
+        case Name(name=name):
+            return name
+        case Call(func=func, args=args):
+            return f"{func}({', '.join(map(unparse, args))})"
+        case Attr(base=base, name=name):
+            return f"{unparse(base)}.{name}"
+        case Index(base=base, index=index):
+            return f"{unparse(base)}[{unparse(index)}]"
+        case ListExpr(items=items):
+            return f"[{', '.join(map(unparse, items))}]"
+        case Unary(op=op, operand=operand):
+            return f"{op} {unparse(operand)}" if op == "not" else f"{op}{unparse(operand)}"
+        case Binary(op=op, left=left, right=right):
+            return f"({unparse(left)} {op} {unparse(right)})"
+        case Compare(first=first, ops=ops, rest=rest):
+            return "(" + unparse(first) + "".join(f" {op} {unparse(x)}" for op, x in zip(ops, rest)) + ")"
+        case BoolOp(op=op, items=items):
+            return "(" + f" {op} ".join(map(unparse, items)) + ")"
+    raise TypeError(f"not an expression node: {node!r}")
