@@ -116,7 +116,7 @@ def test_cli004_directory_left_at_one_stripe(tmp_path):
     (entry,) = f.evidence["layout_mismatch_dirs"]
     assert (entry["stripe_count"], entry["stripe_size"], entry["want_count"], entry["want_size"]) == (1, MiB, 4, MiB)
     assert f"{path} stripe count 1, stripe size 1 MiB (site: 4 x 1 MiB)" in f.message
-    assert f"lfs setstripe -c 4 -S {MiB} {path}" in f.recommendation.commands
+    assert f"lfs setstripe -c 4 -S 1M {path}" in f.recommendation.commands
 
 
 def test_cli004_silent_after_setstripe(tmp_path):

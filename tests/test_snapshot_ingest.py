@@ -44,6 +44,9 @@ def test_newer_schema_is_refused_clearly(doc, tmp_path):
 @pytest.mark.parametrize("mutate, words", [
     (lambda d: d.pop("cpu"), "'cpu' is a required property"),
     (lambda d: d["block_devices"].append({"name": 3}), "block_devices"),
+    # a device name goes into suggested shell commands and udev rules
+    (lambda d: d["block_devices"].append({"name": "sda; rm -rf /", "read_ahead_kb": 128, "max_sectors_kb": 512,
+                                          "nr_requests": 64}), "does not match"),
 ])
 def test_invalid_snapshot_names_the_place(doc, tmp_path, mutate, words):
     bad = json.loads(json.dumps(doc))

@@ -123,9 +123,15 @@ def _finding(rule: Rule, scope: _RuleScope, ev: Evaluator, runtime_s: float) -> 
         cost_s=round(cost_s, 6),
         recommendation=Recommendation(
             text=render.render(rule.recommendation["text"], values),
-            commands=[render.render(c, values) for c in rule.recommendation["commands"]]),
+            commands=_commands(rule, values)),
         fix=fix, references=list(rule.references),
     )
+
+
+def _commands(rule: Rule, values: dict[str, Any]) -> list[str]:
+    """The rule's commands as rendered; one whose condition left it blank does not apply here."""
+    rendered = (render.render(c, values) for c in rule.recommendation["commands"])
+    return [c for c in rendered if c.strip()]
 
 
 def _severity_for(rule: Rule, share: float, scope: _RuleScope) -> str | None:

@@ -9,6 +9,7 @@ are kept across runs in Jinja2's own bytecode cache, in the per-user cache direc
 from __future__ import annotations
 
 import hashlib
+import shlex
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,8 +32,23 @@ def environment() -> ImmutableSandboxedEnvironment:
                                         loader=jinja2.FunctionLoader(_TEXTS.get),
                                         bytecode_cache=_bytecode_cache(jinja2.__version__))
     env.filters.update(bytes=fmt_bytes, pct=fmt_pct, secs=fmt_secs, num=fmt_num, rate=fmt_rate,
-                       names=fmt_list)
+                       names=fmt_list, shell=_shell_word, lfs_size=lfs_size)
     return env
+
+
+def _shell_word(value: Any) -> str:
+    """One shell word: a path from a trace may hold `;`, `$(...)` or quotes, and users paste
+    the commands a finding suggests."""
+    return shlex.quote(str(value))
+
+
+def lfs_size(n: int) -> str:
+    """A byte count as `lfs setstripe -S` takes it: '4M', '192K', '1G' (exact, never rounded)."""
+    n = int(n)
+    for suffix, unit in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= unit and n % unit == 0:
+            return f"{n // unit}{suffix}"
+    return str(n)
 
 
 def _bytecode_cache(jinja2_version: str):

@@ -134,10 +134,13 @@ def suggested_stripe_size(ctx: FactContext) -> int:
     return max(size, 4 * MiB) if size <= MiB else size
 
 
-@fact("lustre_dir", "text", "Directory of the job's largest file on Lustre (where to set the layout).")
+@fact("lustre_dir", "text", "Directory of the job's largest file on Lustre (where to set the layout); "
+      "'DIR' when that is a file system's root, whose default layout every new file there would inherit.")
 def lustre_dir(ctx: FactContext) -> str:
     files = sorted(layouts(ctx), key=lambda f: -f.bytes)
-    return os.path.dirname(files[0].path) or "."
+    directory = os.path.dirname(files[0].path) or "."
+    roots = {os.path.normpath(m.path) for m in ctx.profile.mounts} | {"/"}
+    return "DIR" if os.path.normpath(directory) in roots else directory
 
 
 @fact("fpp_wide_files", "count", "Files of one rank each striped over several OSTs while writers >= OSTs.")
@@ -236,6 +239,25 @@ def stripe_straddle_cost_s(ctx: FactContext) -> float:
     stripe = s["stripe_size"] or 1
     crossing = min(1.0, s["transfer"] / stripe) if s["transfer"] < stripe else 1.0
     return s["seconds"] / nprocs(ctx) * crossing * 0.3
+
+
+FITTING_STRIPES = [n << 20 for n in (4, 2, 1)]  # smaller stripes would split Lustre's 1 MiB RPCs
+
+
+@fact("fitting_stripe_size", "bytes", "Largest stripe size of 4, 2 or 1 MiB the common request size is a whole "
+      "multiple of; 0 when there is none (a smaller stripe would split 1 MiB RPCs: the request has to change).")
+def fitting_stripe_size(ctx: FactContext) -> int:
+    size = int(ctx.get("common_access_size"))
+    return next((s for s in FITTING_STRIPES if size % s == 0), 0)
+
+
+@fact("fitting_request_size", "bytes", "The common request size rounded to the nearest whole number of stripes "
+      "(at least one) of the files it straddles.")
+def fitting_request_size(ctx: FactContext) -> int:
+    stripe = ctx.get("straddle_stripe_size")
+    if stripe <= 0:
+        raise Missing("no file's requests straddle its stripes")
+    return max(1, round(ctx.get("common_access_size") / stripe)) * stripe
 
 
 def _pfl(ctx: FactContext) -> list[dict]:

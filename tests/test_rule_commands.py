@@ -1,0 +1,86 @@
+"""The shell commands a finding suggests: paths from traces and snapshots are quoted (users paste
+these), stripe sizes are ones `lfs setstripe -S` accepts, and a command that does not apply is left out."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from advisor import api
+from advisor.config import SiteConfig
+from advisor.engine import diagnose, render
+from advisor.engine.rules import load_catalogue
+from tests.conftest import CORPUS
+
+HOSTILE = "/lus/scratch/run 1; rm -rf ~ $(touch pwned) `id` 'q\"\n"
+E3SM = CORPUS / "darshan-logs/darshan_logs/e3sm_io_heatmaps_and_dxt/e3sm_io_heatmap_only.darshan"
+IMBALANCED = CORPUS / "darshan-logs/darshan_logs/imbalanced_io/imbalanced-io.darshan"
+
+
+def _shell_words(command: str) -> list[str]:
+    """The words and operators (`;`) a POSIX shell sees."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    return list(lexer)
+
+
+def _commands(code: str, values: dict) -> list[str]:
+    return [render.render(c, values) for c in load_catalogue().get(code).recommendation["commands"]]
+
+
+@pytest.mark.parametrize("code", ["LUS001", "LUS002"])
+def test_a_hostile_directory_stays_one_shell_word(code):
+    (command, *_) = _commands(code, {"suggested_stripe_count": 8, "suggested_stripe_size": 4 << 20,
+                                     "lustre_dir": HOSTILE})
+    assert shlex.split(command) == ["lfs", "setstripe", "-c", "8", "-S", "4M", HOSTILE]
+
+
+def test_hostile_file_and_directory_names_from_a_snapshot_stay_quoted():
+    lus004 = _commands("LUS004", {"files": [HOSTILE], "suggested_stripe_count": 8})
+    assert [shlex.split(c) for c in lus004] == [["lfs", "getstripe", "-d", HOSTILE],
+                                                ["lfs", "setstripe", "-c", "8", HOSTILE]]
+    values = {"layout_mismatch_paths": [HOSTILE, "/lus/b"], "layout_mismatch_dirs": [
+        {"path": HOSTILE, "want_count": 4, "want_size": 4 << 20}, {"path": "/lus/b", "want_count": 2, "want_size": 1 << 20}]}
+    get, put = _commands("CLI004", values)[:2]
+    assert shlex.split(get, comments=True) == ["lfs", "getstripe", "-d", HOSTILE, "/lus/b"]
+    assert _shell_words(put) == ["lfs", "setstripe", "-c", "4", "-S", "4M", HOSTILE, ";",
+                                "lfs", "setstripe", "-c", "2", "-S", "1M", "/lus/b"]
+
+
+@pytest.mark.parametrize("n, text", [(1 << 20, "1M"), (4 << 20, "4M"), (192 << 10, "192K"), (1 << 30, "1G"),
+                                     (3 << 29, "1536M"), (1000000, "1000000")])
+def test_lfs_size_is_exact(n, text):
+    assert render.lfs_size(n) == text
+
+
+def test_the_file_system_root_is_never_the_directory_to_restripe():
+    """imbalanced-io.darshan's big file sits directly in /lus/theta-fs0, the mount point."""
+    found = {f.code: f for f in diagnose(api.load(IMBALANCED), SiteConfig()).findings}
+    command = found["LUS002"].recommendation.commands[0]
+    assert found["LUS002"].evidence["lustre_dir"] == "DIR"
+    assert command.startswith("lfs setstripe -c 55 -S 4M DIR  # ") and "/lus/theta-fs0" not in command
+
+
+def test_a_request_no_stripe_size_fits_gets_no_setstripe():
+    """E3SM-IO's 782.2 KiB requests on 1 MiB stripes: only changing the request size helps."""
+    (f,) = [f for f in diagnose(api.load(E3SM), SiteConfig()).findings if f.code == "LUS005"]
+    assert f.evidence["fitting_request_size"] == 1 << 20 and f.evidence["fitting_stripe_size"] == 0
+    assert f.recommendation.commands == []
+    assert "1 MiB instead of 782.2 KiB" in f.recommendation.text and "has to change" in f.recommendation.text
+    misaligned = [g for g in diagnose(api.load(E3SM), SiteConfig()).findings if g.code == "IO020"]
+    assert misaligned and not any("setstripe" in c for c in misaligned[0].recommendation.commands)
+
+
+@pytest.mark.parametrize("request_size, stripe, fitting_request, fitting_stripe, command", [
+    (3 << 20, 2 << 20, 4 << 20, 1 << 20, "lfs setstripe -S 1M DIR  # new files in DIR"),
+    (6 << 20, 4 << 20, 8 << 20, 2 << 20, "lfs setstripe -S 2M DIR  # new files in DIR"),
+    (192 << 10, 1 << 20, 1 << 20, 0, None),  # a 64 KiB stripe would fit but splits 1 MiB RPCs
+])
+def test_lus005_stripe_suggestions(request_size, stripe, fitting_request, fitting_stripe, command):
+    from advisor.facts.lustre import FITTING_STRIPES
+
+    assert next((s for s in FITTING_STRIPES if request_size % s == 0), 0) == fitting_stripe
+    assert max(1, round(request_size / stripe)) * stripe == fitting_request
+    commands = [c for c in _commands("LUS005", {"fitting_stripe_size": fitting_stripe}) if c.strip()]
+    assert commands == ([command] if command else [])
