@@ -37,7 +37,7 @@ def test_a_hostile_directory_stays_one_shell_word(code):
 
 
 def test_hostile_file_and_directory_names_from_a_snapshot_stay_quoted():
-    lus004 = _commands("LUS004", {"files": [HOSTILE], "suggested_stripe_count": 8})
+    lus004 = _commands("LUS004", {"single_stripe_dir": HOSTILE, "single_stripe_dir_stripe_count": 8})
     assert [shlex.split(c) for c in lus004] == [["lfs", "getstripe", "-d", HOSTILE],
                                                 ["lfs", "setstripe", "-c", "8", HOSTILE]]
     values = {"layout_mismatch_paths": [HOSTILE, "/lus/b"], "layout_mismatch_dirs": [

@@ -153,6 +153,31 @@ def test_lus003_silent_when_files_are_fewer_than_osts(goodost_dump, tmp_path):
     assert "LUS003" not in _findings(_stripe_over_four(goodost_dump), tmp_path, config)
 
 
+# ---- LUS004: large files of one directory all on one stripe -----------------------------------
+
+WIDE_SITE = {"system": {"osts": 200}}  # the site says what the log cannot: 200 OSTs, not the 24 seen
+
+
+def test_lus004_per_process_files_left_at_one_stripe_on_a_wide_file_system(goodost_dump, tmp_path):
+    """48 single-stripe files use at most 48 of 200 OSTs: 5 stripes each cover them all (not 48)."""
+    f = _findings(goodost_dump, tmp_path, from_dict(WIDE_SITE))["LUS004"]
+    assert f.evidence["single_stripe_dir_files"] == 48 and f.evidence["single_stripe_dir_stripe_count"] == 5
+    assert f.recommendation.commands == ["lfs getstripe -d /scratch1/scratchdirs/glock",
+                                         "lfs setstripe -c 5 /scratch1/scratchdirs/glock"]
+    assert f.fix == {"transform": "stripe", "count": 5, "size": 4 * MiB}
+
+
+def test_lus004_silent_when_the_files_already_cover_the_osts(goodost_dump, tmp_path):
+    assert "LUS004" not in _findings(goodost_dump, tmp_path)  # 48 files on the 24 OSTs seen
+
+
+def test_lus004_never_restripes_the_file_system_root(goodost_dump, tmp_path):
+    """The same files directly in /scratch1, the Lustre mount point."""
+    dump = goodost_dump.replace("/scratch1/scratchdirs/glock/", "/scratch1/")
+    f = _findings(dump, tmp_path, from_dict(WIDE_SITE))["LUS004"]
+    assert f.evidence["single_stripe_dir"] == "DIR" and "/scratch1" not in " ".join(f.recommendation.commands)
+
+
 # ---- LUS006: data in the narrow components of a PFL layout --------------------------------
 
 def _pfl(boundary: int) -> str:

@@ -138,7 +138,11 @@ def suggested_stripe_size(ctx: FactContext) -> int:
       "'DIR' when that is a file system's root, whose default layout every new file there would inherit.")
 def lustre_dir(ctx: FactContext) -> str:
     files = sorted(layouts(ctx), key=lambda f: -f.bytes)
-    directory = os.path.dirname(files[0].path) or "."
+    return _restripable(ctx, os.path.dirname(files[0].path) or ".")
+
+
+def _restripable(ctx: FactContext, directory: str) -> str:
+    """`directory`, or 'DIR' when it is a file system's root (an admin's decision, not a job's)."""
     roots = {os.path.normpath(m.path) for m in ctx.profile.mounts} | {"/"}
     return "DIR" if os.path.normpath(directory) in roots else directory
 
@@ -198,14 +202,31 @@ def single_stripe_dirs(ctx: FactContext) -> list[str]:
     return [d["dir"] for d in ctx.memo("inherit", lambda: _inherit(ctx))]
 
 
+@fact("single_stripe_dir", "text", "The first of those directories, where to set the layout; 'DIR' when it "
+      "is a file system's root.")
+def single_stripe_dir(ctx: FactContext) -> str:
+    dirs = ctx.get("single_stripe_dirs")
+    if not dirs:
+        raise Missing("no directory holds only single-stripe large files")
+    return _restripable(ctx, dirs[0])
+
+
 @fact("single_stripe_dir_files", "count", "Large single-stripe files in those directories.")
 def single_stripe_dir_files(ctx: FactContext) -> int:
     return sum(d["files"] for d in ctx.memo("inherit", lambda: _inherit(ctx)))
 
 
-@fact("single_stripe_dir_cost_s", "s", "Seconds per process on those files beyond what the suggested stripe count would take.")
+@fact("single_stripe_dir_stripe_count", "count", "Stripe count for those directories: enough for their large "
+      "files together to cover the OSTs (OSTs / files, rounded up), at most the suggested stripe count.")
+def single_stripe_dir_stripe_count(ctx: FactContext) -> int:
+    files = max(ctx.get("single_stripe_dir_files"), 1)
+    # a per-process file has one writer: 48 such files on 200 OSTs want 5 stripes each, not 48
+    return max(1, min(ctx.get("suggested_stripe_count"), -(-ctx.get("fs_osts") // files)))
+
+
+@fact("single_stripe_dir_cost_s", "s", "Seconds per process on those files beyond what the directory's stripe count would take.")
 def single_stripe_dir_cost_s(ctx: FactContext) -> float:
-    target = ctx.get("suggested_stripe_count")
+    target = ctx.get("single_stripe_dir_stripe_count")
     return sum(d["seconds"] for d in ctx.memo("inherit", lambda: _inherit(ctx))) / nprocs(ctx) * (1 - 1 / target)
 
 
