@@ -84,3 +84,15 @@ def test_lus005_stripe_suggestions(request_size, stripe, fitting_request, fittin
     assert max(1, round(request_size / stripe)) * stripe == fitting_request
     commands = [c for c in _commands("LUS005", {"fitting_stripe_size": fitting_stripe}) if c.strip()]
     assert commands == ([command] if command else [])
+
+
+def test_an_ior_test_label_cannot_break_out_of_a_shell_comment():
+    from advisor.facts.ior import label
+    from advisor.ingest.ior.model import IorParams, IorTest
+
+    test = IorTest(test_id=0, params=IorParams(api="POSIX\nrm -rf ~", access="shared"))
+    assert label(test) == "test 0 (shared file, POSIX rm -rf ~)"
+    (command,) = _commands("BEN001", {"ior_cache_tests": [{"test": label(test), "suggest_block": "8g"},
+                                                          {"test": "test 1", "suggest_block": "8g"}]})[:1]
+    assert [shlex.split(line, comments=True) for line in command.splitlines()] == [
+        ["ior", "...", "-b", "8g", "-e", "-C"]] * 2

@@ -28,7 +28,8 @@ def label(test: IorTest) -> str:
     """``test 0 (file per process, POSIX, 64 tasks)``: how findings name a test."""
     p = test.params
     access = {FPP: "file per process", SHARED: "shared file"}.get(p.access, "access unknown")
-    parts = [access] + ([p.api] if p.api else []) + ([f"{p.tasks} tasks"] if p.tasks else [])
+    api = " ".join(p.api.split())  # from the log: a newline would end the shell comment it goes in
+    parts = [access] + ([api] if api else []) + ([f"{p.tasks} tasks"] if p.tasks else [])
     return f"test {test.test_id} ({', '.join(parts)})"
 
 
