@@ -89,6 +89,9 @@ def test_bad_ost_found_and_good_twin_clean():
     (finding,) = [f for f in bad.findings if f.code == "LUS010"]
     assert finding.severity == "high" and finding.evidence["slow_osts"] == [14]
     assert finding.ranks and finding.files
+    assert "lfs df -h | grep OST000e" in finding.recommendation.commands  # OST names are hex
+    assert any(c.startswith("lctl set_param osp.*-OST000e-osc-MDT*.max_create_count=0")
+               for c in finding.recommendation.commands)
     assert "LUS010" not in codes(f"{PYDARSHAN}/sample-goodost.darshan")
 
 
