@@ -9,6 +9,8 @@ test can use; and the result means most as a share of the sustainable peak.
 
 from __future__ import annotations
 
+import re
+
 from advisor.facts import FactContext, Missing, NotApplicable, fact, param
 from advisor.ingest.ior.model import FPP, SHARED, IorRun, IorTest
 
@@ -140,9 +142,30 @@ def _stripe_size(ctx: FactContext, test: IorTest) -> int | None:
     return test.params.stripe_size or ctx.config.system.default_stripe_size
 
 
+IO500_PATH = re.compile(r"(?:^|/)ior[-_](hard|easy)(?:/|$)|ior_file_(hard|easy)")
+IO500_HARD_TRANSFER = 47008  # ior-hard's fixed record: the benchmark's definition
+
+
+def _io500_phase(test: IorTest) -> str:
+    """'ior-hard' or 'ior-easy' when the test is an IO500 phase (its file path says so), else ''."""
+    p = test.params
+    for text in (p.test_file, test.command_line):
+        m = IO500_PATH.search(text or "")
+        if m:
+            return f"ior-{m.group(1) or m.group(2)}"
+    return "ior-hard" if p.transfer_size == IO500_HARD_TRANSFER == p.block_size else ""
+
+
+@fact("io500_phases", "list", "IO500 phases (ior-easy, ior-hard) among the run's tests, from their file paths.")
+def io500_phases(ctx: FactContext) -> list[str]:
+    return sorted({phase for t in _run(ctx).tests if (phase := _io500_phase(t))})
+
+
 @fact("ior_transfer_issues", "list", "Tests whose transfer size is below the RPC size ([system] rpc_size) "
-      "or neither a multiple nor a divisor of the stripe size.")
+      "or neither a multiple nor a divisor of the stripe size (IO500 ior-hard excepted: its size is fixed).")
 def ior_transfer_issues(ctx: FactContext) -> list[dict]:
+    if "ior-hard" in ctx.get("io500_phases"):
+        raise Missing("an IO500 ior-hard run: its 47,008-byte transfers are the benchmark's definition")
     rpc = int(ctx.config.system.rpc_size)
     out = []
     for test in _run(ctx).tests:
@@ -174,6 +197,8 @@ def ior_transfer_fix_arg(ctx: FactContext) -> str:
 
 @fact("ior_min_repetitions", "count", "Fewest repetitions of any test (IOR -i).")
 def ior_min_repetitions(ctx: FactContext) -> int:
+    if ctx.get("io500_phases"):
+        raise Missing("an IO500 run: its rules run each phase once")
     reps = [max((s.repetitions for s in t.summaries.values()), default=0) or t.params.repetitions or 0
             for t in _run(ctx).tests]
     reps = [r for r in reps if r]
