@@ -455,5 +455,5 @@ def per_file(profile: JobProfile, limit: int | None = None) -> list[FileSummary]
         path = profile.name_of(rid)
         out.append(FileSummary(record_id=rid, path=path, modules=list(by_module), stats=lowest[rid],
                                by_module=by_module, layout=profile.lustre.get(rid),
-                               fstype=profile.fstype_of(path)))
+                               fstype=profile.fstype_of_record(rid)))
     return out

@@ -204,9 +204,20 @@ class JobProfile:
         return self.names.get(int(record_id), f"<record {int(record_id):#x}>")
 
     def fstype_of(self, path: str) -> str:
-        """File system type of `path` from the job's mount table (longest prefix)."""
+        """File system type of `path` from the job's mount table (longest mount point containing it)."""
         best = ("", "")
         for m in self.mounts:
-            if path.startswith(m.path) and len(m.path) > len(best[0]):
+            inside = path == m.path or path.startswith(m.path.rstrip("/") + "/")
+            if inside and len(m.path) > len(best[0]):
                 best = (m.path, m.fstype)
         return best[1]
+
+    def fstype_of_record(self, record_id: int) -> str:
+        """'lustre' when Darshan recorded the file's Lustre layout, else :meth:`fstype_of` its path.
+
+        The layout wins: a path through a symbolic link (Theta's /projects -> /lus/grand/projects)
+        matches the wrong mount point, or only "/".
+        """
+        if int(record_id) in self.lustre:
+            return "lustre"
+        return self.fstype_of(self.name_of(record_id))

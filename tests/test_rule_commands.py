@@ -11,7 +11,7 @@ from advisor import api
 from advisor.config import SiteConfig
 from advisor.engine import diagnose, render
 from advisor.engine.rules import load_catalogue
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, REPO
 
 HOSTILE = "/lus/scratch/run 1; rm -rf ~ $(touch pwned) `id` 'q\"\n"
 E3SM = CORPUS / "darshan-logs/darshan_logs/e3sm_io_heatmaps_and_dxt/e3sm_io_heatmap_only.darshan"
@@ -96,3 +96,17 @@ def test_an_ior_test_label_cannot_break_out_of_a_shell_comment():
                                                           {"test": "test 1", "suggest_block": "8g"}]})[:1]
     assert [shlex.split(line, comments=True) for line in command.splitlines()] == [
         ["ior", "...", "-b", "8g", "-e", "-C"]] * 2
+
+
+def test_small_shared_writes_say_what_they_cost_on_the_file_system_they_hit():
+    """IO003 blames Lustre extent locks only where they exist: Lustre, ranks on several nodes."""
+    demo = {f.code: f for f in diagnose(api.load(REPO / "traces" / "ior-small-shared-4k.darshan"), SiteConfig()).findings}
+    assert demo["IO003"].evidence["small_shared_write_fstype"] == "ext4"
+    assert "request of its own to ext4" in demo["IO003"].message and "extent locks" not in demo["IO003"].message
+    # E3SM-IO wrote /projects/..., a symbolic link into Lustre: the LUSTRE records say so, not the mount table
+    e3sm = {f.code: f for f in diagnose(api.load(E3SM), SiteConfig()).findings}
+    assert e3sm["IO003"].evidence["small_shared_write_fstype"] == "lustre"
+    assert "ranks on different nodes contend for the same Lustre extent locks" in e3sm["IO003"].message
+    rule = load_catalogue().get("IO003")
+    values = {name: 1 for name in rule.evidence} | {"small_shared_write_fstype": "lustre", "compute_nodes": 1}
+    assert "share one Lustre client's locks" in render.render(rule.message, values)

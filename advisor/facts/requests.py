@@ -190,6 +190,18 @@ def _register(op: str) -> None:
         t = table(ctx)
         return float(t.small_seconds[op][shared_mask(t.rec)].sum()) / nprocs(ctx)
 
+    @fact(f"small_shared_{op}_fstype", "text", f"File system type of the shared files with the most small {op}s "
+          "(from the log's mount table).")
+    def small_shared_fstype(ctx: FactContext) -> str:
+        t = table(ctx)
+        weight = t.small[op] * shared_mask(t.rec)
+        if not weight.any():
+            raise Missing(f"no small {op}s to shared files")
+        fstype = ctx.profile.fstype_of_record(t.rec.ids[int(np.argmax(weight))])
+        if not fstype:
+            raise Missing("the file system of the shared files is unknown (no mount table)")
+        return fstype
+
     @fact(f"avg_{op}_size", "bytes", f"Mean POSIX {op} size.")
     def avg_size(ctx: FactContext) -> float:
         t = table(ctx)
@@ -197,7 +209,7 @@ def _register(op: str) -> None:
         return float(col(t.rec, b_col).sum() / n) if n else 0.0
 
     for fn in (ops, small_count, small_share, small_time, small_mean, small_cost, small_files,
-               shared_ops, small_shared, small_shared_share, small_shared_time, avg_size):
+               shared_ops, small_shared, small_shared_share, small_shared_time, small_shared_fstype, avg_size):
         fn.__name__ = f"{fn.__name__}_{op}"
 
 
