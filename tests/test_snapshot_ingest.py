@@ -111,3 +111,18 @@ def test_nrao_oss_gets_every_server_finding(tmp_path):
     assert "controller" in found["SRV003"].recommendation.text
     assert "echo 4096 > /sys/block/$dev/queue/read_ahead_kb" in found["SRV002"].recommendation.commands[1]
     assert "echo 256 > /sys/block/sdb/device/queue_depth" in found["SRV004"].recommendation.commands[1]
+
+
+def test_terminal_header_of_a_snapshot_names_the_node_not_a_job(doc, tmp_path):
+    import io
+
+    from advisor.api import diagnose_path
+    from advisor.report.terminal import console, print_report
+
+    path = tmp_path / "node.json"
+    path.write_text(json.dumps(doc))
+    buffer = io.StringIO()
+    print_report(diagnose_path(path), console(buffer))
+    header = buffer.getvalue().split("╰")[0]
+    assert f"node snapshot of {doc['host']['hostname']}" in header and " UTC" in header
+    assert "ranks" not in header and "run time" not in header

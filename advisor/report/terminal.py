@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import IO, Any
 
 from rich.console import Console, Group
@@ -58,11 +59,8 @@ def print_report(diagnosis: Diagnosis, out: Console | None = None, verbose: bool
 
 def _header(d: Diagnosis) -> Panel:
     job, s = d.job, d.summary
-    lines = [
-        f"[bold]{escape(str(d.source.get('path', '')))}[/]  ({escape(str(d.source.get('format', '')))})",
-        f"job {escape(str(job.get('jobid') or '-'))}  ranks {job.get('nprocs', 0)}  "
-        f"run time {fmt_secs(job.get('runtime_s'))}  exe {escape(_head(str(job.get('exe') or '-'), 60))}",
-    ]
+    lines = [f"[bold]{escape(str(d.source.get('path', '')))}[/]  ({escape(str(d.source.get('format', '')))})",
+             _job_line(job)]
     if s:
         io = (f"read {fmt_bytes(s.get('bytes_read'))}  written {fmt_bytes(s.get('bytes_written'))}  "
               f"I/O time {fmt_secs(s.get('io_time_s'))} per process")
@@ -72,6 +70,17 @@ def _header(d: Diagnosis) -> Panel:
     counts = {sev: sum(f.severity == sev for f in d.findings) for sev in STYLE}
     title = "  ".join(f"[{STYLE[k]}]{v} {k}[/]" for k, v in counts.items() if v) or "no findings"
     return Panel("\n".join(lines), title="ioadvisor", subtitle=title, expand=True)
+
+
+def _job_line(job: dict[str, Any]) -> str:
+    """What ran: a job's id, ranks, run time and command; a node snapshot's host and time."""
+    exe = escape(_head(str(job.get("exe") or "-"), 60))
+    if not job.get("nprocs") and not job.get("runtime_s"):  # a node snapshot: no job ran
+        when = job.get("start_time")
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when)) if isinstance(when, (int, float)) else ""
+        return f"{exe}  {stamp}".rstrip()
+    return (f"job {escape(str(job.get('jobid') or '-'))}  ranks {job.get('nprocs', 0)}  "
+            f"run time {fmt_secs(job.get('runtime_s'))}  exe {exe}")
 
 
 def _finding(f: Finding, verbose: bool) -> Padding:
