@@ -30,10 +30,15 @@ def fix_key(fix: dict[str, Any]) -> str:
 
 def proposed_fixes(findings: list[Finding]) -> dict[str, tuple[dict[str, Any], list[str]]]:
     """fix key -> (the fix, the codes of the findings proposing it), in the findings' order."""
-    out: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    return {key: (group[0].fix, [f.code for f in group]) for key, group in _by_fix(findings).items()}
+
+
+def _by_fix(findings: list[Finding]) -> dict[str, list[Finding]]:
+    """fix key -> the findings proposing that fix, in the findings' order."""
+    out: dict[str, list[Finding]] = {}
     for f in findings:
         if f.fix:
-            out.setdefault(fix_key(f.fix), (f.fix, []))[1].append(f.code)
+            out.setdefault(fix_key(f.fix), []).append(f)
     return out
 
 
@@ -81,7 +86,7 @@ class FixSummary:
 
 def measured_text(s: FixSummary) -> str:
     where = f" on {place(s.target, s.fstype)}" if s.target else " here"
-    ci = f" (95 % CI {fmt_speedup_range(s.ci95)})" if fmt_speedup_range(s.ci95) else ""
+    ci = f" (95 % CI {band})" if (band := fmt_speedup_range(s.ci95)) else ""
     if s.verdict == "improved":
         return f"measured {fmt_speedup(s.speedup)} faster{ci}{where}"
     if s.verdict == "regressed":
@@ -115,16 +120,13 @@ def caution(verification: dict[str, Any] | None) -> str:
 
 def fix_summaries(findings: list[Finding]) -> list[FixSummary]:
     """The distinct fixes of `findings`, best first."""
-    by_key: dict[str, FixSummary] = {}
-    for f in findings:
-        if f.fix:
-            key = fix_key(f.fix)
-            if key not in by_key:
-                by_key[key] = _summary(f)  # the replay and the model saw one fix: the first says it
-            s = by_key[key]
-            s.codes.append(f.code)
-            s.cost_s = max(s.cost_s, float(f.cost_s or 0.0))
-    return sorted(by_key.values(), key=_rank)
+    summaries = []
+    for group in _by_fix(findings).values():
+        s = _summary(group[0])  # the replay and the model saw one fix: the first finding says it
+        s.codes = [f.code for f in group]
+        s.cost_s = max(float(f.cost_s or 0.0) for f in group)
+        summaries.append(s)
+    return sorted(summaries, key=_rank)
 
 
 def _rank(s: FixSummary) -> tuple:

@@ -65,6 +65,16 @@ def fmt_rate(x: Any) -> str:
     return f"{mib / 1024:.1f} GiB/s" if mib >= 1024 else f"{mib:.1f} MiB/s"
 
 
+def size_arg(n: int, upper: bool = False) -> str:
+    """A byte count as command-line size arguments take it, exact and never rounded:
+    ``4m`` for IOR's -t/-b, ``4M`` (`upper`) for `lfs setstripe -S`; ``47008`` when no unit divides it."""
+    n = int(n)
+    for suffix, unit in (("t", 1 << 40), ("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
+        if n >= unit and n % unit == 0:
+            return f"{n // unit}{suffix.upper() if upper else suffix}"
+    return str(n)
+
+
 def fmt_speedup(x: float) -> str:
     """'3.54x': a speedup (time before / time after), as every reporter writes it."""
     return f"{float(x):.2f}x"

@@ -11,6 +11,7 @@ from advisor import api
 from advisor.config import SiteConfig
 from advisor.engine import diagnose, render
 from advisor.engine.rules import load_catalogue
+from advisor.formatting import size_arg
 from tests.conftest import CORPUS, REPO
 
 HOSTILE = "/lus/scratch/run 1; rm -rf ~ $(touch pwned) `id` 'q\"\n"
@@ -48,10 +49,11 @@ def test_hostile_file_and_directory_names_from_a_snapshot_stay_quoted():
                                 "lfs", "setstripe", "-c", "2", "-S", "1M", "/lus/b"]
 
 
-@pytest.mark.parametrize("n, text", [(1 << 20, "1M"), (4 << 20, "4M"), (192 << 10, "192K"), (1 << 30, "1G"),
-                                     (3 << 29, "1536M"), (1000000, "1000000")])
-def test_lfs_size_is_exact(n, text):
-    assert render.lfs_size(n) == text
+@pytest.mark.parametrize("n, lfs, ior", [(1 << 20, "1M", "1m"), (4 << 20, "4M", "4m"), (192 << 10, "192K", "192k"),
+                                         (1 << 30, "1G", "1g"), (3 << 29, "1536M", "1536m"),
+                                         (1000000, "1000000", "1000000"), (47008, "47008", "47008")])
+def test_size_arguments_are_exact(n, lfs, ior):
+    assert render.render("{{ n | lfs_size }}", {"n": n}) == lfs and size_arg(n) == ior
 
 
 def test_the_file_system_root_is_never_the_directory_to_restripe():
@@ -78,10 +80,12 @@ def test_a_request_no_stripe_size_fits_gets_no_setstripe():
     (192 << 10, 1 << 20, 1 << 20, 0, None),  # a 64 KiB stripe would fit but splits 1 MiB RPCs
 ])
 def test_lus005_stripe_suggestions(request_size, stripe, fitting_request, fitting_stripe, command):
-    from advisor.facts.lustre import FITTING_STRIPES
+    from types import SimpleNamespace
 
-    assert next((s for s in FITTING_STRIPES if request_size % s == 0), 0) == fitting_stripe
-    assert max(1, round(request_size / stripe)) * stripe == fitting_request
+    from advisor.facts.lustre import fitting_request_size, fitting_stripe_size
+
+    ctx = SimpleNamespace(get={"common_access_size": request_size, "straddle_stripe_size": stripe}.__getitem__)
+    assert (fitting_stripe_size(ctx), fitting_request_size(ctx)) == (fitting_stripe, fitting_request)
     commands = [c for c in _commands("LUS005", {"fitting_stripe_size": fitting_stripe}) if c.strip()]
     assert commands == ([command] if command else [])
 

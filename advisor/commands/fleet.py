@@ -107,17 +107,18 @@ def fleet_options(config, flags: dict, **rest):
 
     site = validate(config.section("fleet"), config.path or "site config")
 
-    def pick(name: str, default):
+    def pick(name: str, default=None):
+        """The flag, else the site's key (whose unset value is [fleet]'s own default), else `default`."""
         given = flags.get(name)
-        return given if given not in (None, ()) else (getattr(site, name, None) or default)
+        return given if given not in (None, ()) else (getattr(site, name) or default)
 
     cluster_given = any(flags.get(k) is not None for k in ("workers", "scheduler", "slurm_jobs"))
     slurm_jobs = flags.get("slurm_jobs") or (None if cluster_given else site.slurm_jobs or None)
     slurm = {key: value for key in ("queue", "account", "walltime", "memory")
              if (value := pick(f"slurm_{key}", ""))}
     return FleetOptions(workers=pick("workers", os.cpu_count() or 1), scheduler=flags.get("scheduler"),
-                        slurm_jobs=slurm_jobs, timeout_s=float(pick("timeout_s", 120.0)),
-                        batch=pick("batch", 200), patterns=tuple(pick("patterns", DEFAULT_PATTERNS)),
+                        slurm_jobs=slurm_jobs, timeout_s=float(pick("timeout_s")),
+                        batch=pick("batch"), patterns=tuple(pick("patterns", DEFAULT_PATTERNS)),
                         config=config, slurm=slurm, **rest)
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import ConfigError
-from advisor.formatting import fmt_bytes, fmt_list, fmt_num, fmt_pct, fmt_rate, fmt_secs
+from advisor.formatting import fmt_bytes, fmt_list, fmt_num, fmt_pct, fmt_rate, fmt_secs, size_arg
 
 if TYPE_CHECKING:
     import jinja2
@@ -32,7 +32,8 @@ def environment() -> ImmutableSandboxedEnvironment:
                                         loader=jinja2.FunctionLoader(_TEXTS.get),
                                         bytecode_cache=_bytecode_cache(jinja2.__version__))
     env.filters.update(bytes=fmt_bytes, pct=fmt_pct, secs=fmt_secs, num=fmt_num, rate=fmt_rate,
-                       names=fmt_list, shell=_shell_word, lfs_size=lfs_size)
+                       names=fmt_list, shell=_shell_word,
+                       lfs_size=partial(size_arg, upper=True))  # 4M, as `lfs setstripe -S` takes it
     return env
 
 
@@ -41,14 +42,6 @@ def _shell_word(value: Any) -> str:
     the commands a finding suggests."""
     return shlex.quote(str(value))
 
-
-def lfs_size(n: int) -> str:
-    """A byte count as `lfs setstripe -S` takes it: '4M', '192K', '1G' (exact, never rounded)."""
-    n = int(n)
-    for suffix, unit in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if n >= unit and n % unit == 0:
-            return f"{n // unit}{suffix}"
-    return str(n)
 
 
 def _bytecode_cache(jinja2_version: str):

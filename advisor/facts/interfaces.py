@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact
-from advisor.facts._darshan import data_files, maybe, nprocs, records, summary, total
+from advisor.facts._darshan import col, data_files, dxt, maybe, nprocs, records, summary, total
 
 
 @fact("stdio_bytes", "bytes", "Bytes read and written through STDIO (fread/fwrite/fprintf ...).")
@@ -97,8 +97,6 @@ def mpiio_time_s(ctx: FactContext) -> float:
 @fact("mpiio_indep_time_s", "s", "Seconds per process of independent MPI-IO on shared files (op-weighted).")
 def mpiio_indep_time_s(ctx: FactContext) -> float:
     rec = records(ctx, "MPI-IO")
-    from advisor.facts._darshan import col
-
     ops = sum(col(rec, n) for n in ("INDEP_READS", "INDEP_WRITES", "COLL_READS", "COLL_WRITES", "NB_READS", "NB_WRITES"))
     indep = col(rec, "INDEP_READS") + col(rec, "INDEP_WRITES")
     seconds = col(rec, "F_READ_TIME") + col(rec, "F_WRITE_TIME")
@@ -113,8 +111,6 @@ def _aggregators(ctx: FactContext) -> dict[int, str | None]:
     aggregators ROMIO really used. The log's "h" metadata cannot say: those are the hints
     Darshan used to write its own log (DARSHAN_LOGHINTS), not the application's.
     """
-    from advisor.facts._darshan import col, dxt
-
     rec = records(ctx, "MPI-IO")
     collective = rec.ids[(col(rec, "COLL_READS") + col(rec, "COLL_WRITES")) > 0]
     if len(collective) == 0:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from advisor.facts import FactContext, Missing, NotApplicable, fact, param
+from advisor.formatting import size_arg
 from advisor.ingest.ior.model import FPP, SHARED, IorRun, IorTest
 
 MIN_SUSPICIOUS_READ = param("ior_cache_read_ratio", 3.0,
@@ -90,14 +91,6 @@ def ior_cache_tests(ctx: FactContext) -> list[dict]:
     return out
 
 
-def size_arg(n: int) -> str:
-    """A size as IOR's -b/-t take it: ``128g``, ``4m``, ``47008``."""
-    for suffix, unit in (("t", 1 << 40), ("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
-        if n >= unit and n % unit == 0:
-            return f"{n // unit}{suffix}"
-    return str(n)
-
-
 def _block_beyond(test: IorTest, memory: int) -> int:
     """Block size per task that moves twice the node's memory, in whole transfers (or MiB)."""
     unit = test.params.transfer_size or (1 << 20)
@@ -156,7 +149,8 @@ def _io500_phase(test: IorTest) -> str:
     return "ior-hard" if p.transfer_size == IO500_HARD_TRANSFER == p.block_size else ""
 
 
-@fact("io500_phases", "list", "IO500 phases (ior-easy, ior-hard) among the run's tests, from their file paths.")
+@fact("io500_phases", "list", "IO500 phases (ior-easy, ior-hard) among the run's tests: from their file paths, "
+      "or -t and -b of 47,008 bytes (ior-hard's record).")
 def io500_phases(ctx: FactContext) -> list[str]:
     return sorted({phase for t in _run(ctx).tests if (phase := _io500_phase(t))})
 

@@ -190,8 +190,8 @@ def _register(op: str) -> None:
         t = table(ctx)
         return float(t.small_seconds[op][shared_mask(t.rec)].sum()) / nprocs(ctx)
 
-    @fact(f"small_shared_{op}_fstype", "text", f"File system type of the shared files with the most small {op}s "
-          "(from the log's mount table).")
+    @fact(f"small_shared_{op}_fstype", "text", f"File system type of the shared file with the most small {op}s "
+          "(lustre when Darshan recorded its layout, else from the log's mount table).")
     def small_shared_fstype(ctx: FactContext) -> str:
         t = table(ctx)
         weight = t.small[op] * shared_mask(t.rec)

@@ -30,6 +30,17 @@ NOT_READ = {
 }
 
 
+def not_read(module: str) -> str | None:
+    """Why the records of `module` are not used (in logs and parser dumps alike); None if they are."""
+    from advisor.ingest.darshan_records import GENERIC
+
+    if module in NOT_READ:
+        return NOT_READ[module]
+    if module in GENERIC or module in ("LUSTRE", "HEATMAP") or module.startswith("DXT_"):
+        return None
+    return "module unknown to ioadvisor; its records are not used"
+
+
 def _header_version(head: bytes) -> str | None:
     """'3.41' when `head` starts like a Darshan log header (version string + magic)."""
     m = _VERSION.match(head[:8])
@@ -121,10 +132,8 @@ def _read_module(log: DarshanLog, profile: JobProfile, name: str, meta: dict) ->
     from advisor.ingest import darshan_dxt, darshan_records
 
     info = ModuleInfo(name=name, version=meta["ver"], partial=meta["partial"])
-    if name in NOT_READ or not (name in darshan_records.GENERIC or name in ("LUSTRE", "HEATMAP")
-                                 or name.startswith("DXT_")):
-        info.supported = False
-        info.note = NOT_READ.get(name, "module unknown to ioadvisor; its records are not used")
+    if (why := not_read(name)) is not None:
+        info.supported, info.note = False, why
         return info
     try:
         if name.startswith("DXT_"):

@@ -22,8 +22,7 @@ from typing import BinaryIO, Iterator
 
 from advisor.errors import InputError
 from advisor.ingest import InputFormat, register
-from advisor.ingest.darshan_log import NOT_READ
-from advisor.ingest.darshan_records import GENERIC
+from advisor.ingest.darshan_log import not_read
 from advisor.ingest.dump_counters import CounterTables, ParserSections, SectionReader
 from advisor.ingest.dxt_dump import DumpFormatError, DxtAccumulator
 from advisor.profile import DxtTrace, JobInfo, JobProfile, ModuleInfo, MountPoint, Provenance
@@ -52,15 +51,6 @@ _PRINTED_MODULES = {"POSIX", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VA
 
 
 DXT_PARTIAL_NOTE = "partial: Darshan's DXT buffer filled up, later operations were not traced"
-
-
-def not_read(module: str) -> str | None:
-    """Why the records of `module` are not used, as the log reader decides; None if they are."""
-    if module in NOT_READ:
-        return NOT_READ[module]
-    if module in GENERIC or module in ("LUSTRE", "HEATMAP") or module in _DXT_MODULES:
-        return None
-    return "module unknown to ioadvisor; its records are not used"
 
 
 # -- opening and sniffing ----------------------------------------------------------

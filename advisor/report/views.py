@@ -14,8 +14,8 @@ from pathlib import PurePath
 
 from advisor.findings import Diagnosis, Finding
 from advisor.fixes import FixSummary, caution, predicted_text
-from advisor.report.plots import Plot, verification_plot
 from advisor.formatting import fmt_speedup, fmt_speedup_range
+from advisor.report.plots import Plot, verification_plot
 from advisor.report.units import fmt_bytes, fmt_num, fmt_pct, fmt_secs, fmt_value
 
 MAX_FILES = 20
