@@ -1,37 +1,33 @@
-"""The pipeline in one place: ingest -> job profile -> facts -> rules/models -> findings.
+"""The library's entry points: load an input, diagnose it (:mod:`advisor.pipeline` does the work).
 
-Other stages (CLI commands, the Slurm hook, fleet workers, the HTML report) call
-these functions rather than wiring the stages themselves.
+Both diagnose functions run the stages ``ioadvisor diagnose`` runs without options:
+ingest, the learned model when the site config names one (``[model] path``), the engine.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.errors import AdvisorError
+from advisor import pipeline
+from advisor.config import SiteConfig, load_config
 from advisor.findings import Diagnosis
+from advisor.ingest import load_profile
 from advisor.profile import JobProfile
 
 
 def load(path: str | Path, *, timeout_s: float = 120.0) -> JobProfile:
     """Ingest one input file (isolated in a child process where the parser is native code)."""
-    from advisor.ingest import load_profile
-
     return load_profile(path, timeout_s=timeout_s)
 
 
-def diagnose_profile(profile: JobProfile, config=None) -> Diagnosis:
-    """Run facts and rules (and a model, when the config names one) over one profile."""
-    from advisor.engine import diagnose
+def diagnose_profile(profile: JobProfile, config: SiteConfig | None = None) -> Diagnosis:
+    """The diagnosis of one profile already loaded."""
+    config = config if config is not None else load_config()
+    return pipeline.diagnose_profile(profile, pipeline.Stages.from_config(config), config)
 
-    return diagnose(profile, config)
 
-
-def diagnose_path(path: str | Path, config=None, *, timeout_s: float = 120.0) -> Diagnosis:
+def diagnose_path(path: str | Path, config: SiteConfig | None = None, *, timeout_s: float = 120.0) -> Diagnosis:
     """Diagnose one input; an unusable input gives a Diagnosis whose `error` says why."""
-    try:
-        return diagnose_profile(load(path, timeout_s=timeout_s), config)
-    except AdvisorError as exc:
-        return Diagnosis(source={"path": str(path), "format": "unknown"},
-                         job={"jobid": "", "nprocs": 0, "runtime_s": 0.0, "exe": ""},
-                         error=str(exc))
+    config = config if config is not None else load_config()
+    stages = pipeline.Stages.from_config(config, timeout_s=timeout_s)
+    return pipeline.run([path], stages, config).results[0].diagnosis

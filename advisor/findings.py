@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from advisor.fixes import FixSummary, fix_summaries
@@ -76,6 +77,12 @@ class Diagnosis:
     # bandwidth, ...) so that a saved diagnosis re-renders as HTML without the log.
     figures: dict[str, Any] = field(default_factory=dict)
     error: str | None = None  # set when the input could not be diagnosed
+
+    @classmethod
+    def failed(cls, path: str | Path, reason: str) -> Diagnosis:
+        """The result of an input that could not be diagnosed: which input, and why."""
+        return cls(source={"path": str(path), "format": "unknown"},
+                   job={"jobid": "", "nprocs": 0, "runtime_s": 0.0, "exe": ""}, error=reason)
 
     def sorted_findings(self) -> list[Finding]:
         """Findings by severity, then by time at stake (largest first): the time a learned model

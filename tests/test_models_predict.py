@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from advisor import api
-from advisor.config import from_dict
+from advisor.config import SiteConfig, from_dict
 from advisor.errors import ConfigError
 from advisor.findings import SEVERITY_RANK
 from advisor.models.check import compare, median_error
-from advisor.models.predict import apply_model, load
+from advisor.models.predict import load
+from advisor.pipeline import Stages, diagnose_profile
 from tests.conftest import CORPUS
 from tests.helpers import require
 
@@ -95,19 +96,20 @@ def test_every_generated_case_diagnoses_with_the_default_model(corpus, case):
             assert p["speedup"] is None and p["reason"] or p["speedup"] > 0, (f["code"], p)
 
 
+def _with_model(profile):
+    """The diagnosis of `profile` with the shipped model's stage (expectation, then one engine pass)."""
+    return diagnose_profile(profile, Stages(model="default"), SiteConfig())
+
+
 def test_anomaly_fires_when_a_job_is_far_below_the_model(corpus):
     """O_DIRECT 4 KiB requests: the counters show a plain small-request pattern, which the page
     cache of this file system serves far faster than the job got - the anomaly rule's case."""
-    profile = api.load(GEN / "o_small_io_odirect_4k" / "case.darshan")
-    diagnosis = api.diagnose_profile(profile)
-    apply_model("default", profile, diagnosis)
+    diagnosis = _with_model(api.load(GEN / "o_small_io_odirect_4k" / "case.darshan"))
     (anm,) = [f for f in diagnosis.findings if f.code == "ANM001"]
     assert anm.category == "anomaly" and anm.evidence["model_shortfall"] >= 3
     assert anm.evidence["model_measured_mib_s"] < anm.evidence["model_expected_low_mib_s"]
     assert "times longer than it should have" in anm.message and anm.cost_s > 0
-    healthy = api.load(GEN / "a_good_fpp_posix_1m" / "case.darshan")
-    d2 = api.diagnose_profile(healthy)
-    apply_model("default", healthy, d2)
+    d2 = _with_model(api.load(GEN / "a_good_fpp_posix_1m" / "case.darshan"))
     assert not [f for f in d2.findings if f.code == "ANM001"]
 
 
@@ -121,9 +123,7 @@ def test_a_job_on_another_file_system_is_warned_not_judged(corpus):
     log = CORPUS / "darshan-repo-logs" / "darshan-util" / "pydarshan" / "darshan" / "examples" / \
         "example_logs" / "sample-badost.darshan"
     require(log.exists(), f"{log} not in the corpus")
-    profile = api.load(log)
-    diagnosis = api.diagnose_profile(profile)
-    apply_model("default", profile, diagnosis)
+    diagnosis = _with_model(api.load(log))
     warnings = diagnosis.summary["model"]["warnings"]
     assert any("lustre" in w and "ext4" in w for w in warnings)
     assert [n for n in diagnosis.not_checked if n.check.startswith("ANM001") and "lustre" in n.reason]

@@ -31,9 +31,11 @@ def _fixes(profile, spec: str | None) -> tuple[list[dict], dict[str, list[str]]]
         except ValueError as exc:
             raise click.UsageError(f"--fix {spec}: {exc}") from None
         return [fix], {fix_key(fix): [f"--fix {spec}"]}
-    from advisor import api
+    from advisor import pipeline
+    from advisor.config import load_config
 
-    diagnosis = api.diagnose_profile(profile)
+    # the findings alone: their fixes are what gets replayed (no model, no figures)
+    diagnosis = pipeline.run([profile], pipeline.Stages(), load_config()).results[0].diagnosis
     chosen = [f for f in diagnosis.findings if f.fix and (spec == "all" or f.code == spec.upper())]
     if not chosen:
         codes = sorted({f.code for f in diagnosis.findings if f.fix})

@@ -12,6 +12,7 @@ from advisor.config import SiteConfig, load_config
 from advisor.engine.chain import run
 from advisor.engine.rules import Catalogue, load_catalogue
 from advisor.errors import ConfigError
+from advisor.expectation import JobExpectation
 from advisor.facts import PARAMS, FactContext, registry
 from advisor.findings import Diagnosis, NotChecked
 from advisor.profile import JobProfile
@@ -51,12 +52,13 @@ def check_thresholds(config: SiteConfig, catalogue: Catalogue) -> None:
 
 
 def diagnose(profile: JobProfile, config: SiteConfig | None = None,
-             catalogue: Catalogue | None = None) -> Diagnosis:
-    """Facts and rules over one profile."""
+             catalogue: Catalogue | None = None, *, expectation: JobExpectation | None = None) -> Diagnosis:
+    """Facts and rules over one profile, in one forward-chaining pass (the anomaly rules
+    judge the job against `expectation` when a learned model gave one)."""
     config = config if config is not None else load_config()
     catalogue = catalogue or load_catalogue()
     check_thresholds(config, catalogue)
-    ctx = FactContext(profile, config)
+    ctx = FactContext(profile, config, expectation)
     runtime = ctx.value("runtime_s") or 0.0
     outcome = run(catalogue, ctx, input_kind(profile), float(runtime))
     job = profile.job

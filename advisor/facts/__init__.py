@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from advisor.config import SiteConfig
+from advisor.expectation import JobExpectation
 from advisor.profile import JobProfile
 
 
@@ -88,10 +89,15 @@ def registry() -> dict[str, Fact]:
 
 @dataclass
 class FactContext:
-    """One profile's facts, computed on first use and cached (values and reasons)."""
+    """One profile's facts, computed on first use and cached (values and reasons).
+
+    `expectation` is the learned model's view of the job, when the model stage ran
+    (:mod:`advisor.pipeline`); the anomaly facts read it.
+    """
 
     profile: JobProfile
     config: SiteConfig = field(default_factory=SiteConfig)
+    expectation: JobExpectation | None = None
     _values: dict[str, Any] = field(default_factory=dict)
     _missing: dict[str, Missing] = field(default_factory=dict)
     _memo: dict[str, Any] = field(default_factory=dict)

@@ -1,9 +1,9 @@
 """Facts from a learned model's expectation of the job (``ioadvisor diagnose --model``).
 
-:func:`advisor.models.predict.apply_model` puts the model's expectation of the job's own
-pattern in ``profile.extras["model"]`` (:class:`advisor.models.expect.JobExpectation`)
-and then runs the anomaly rules; without a model these facts do not apply and the rules
-are skipped silently.
+The model stage of :mod:`advisor.pipeline` computes the model's expectation of the job's
+own pattern (:class:`advisor.expectation.JobExpectation`) before the engine runs and hands
+it to the fact context; without a model these facts do not apply and the rules are
+skipped silently.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from advisor.facts import FactContext, Missing, NotApplicable, fact
 
 
 def _expectation(ctx: FactContext):
-    exp = ctx.profile.extras.get("model")
+    exp = ctx.expectation
     if exp is None:
         raise NotApplicable("no learned model was given (--model or [model] path)")
     if exp.reason:

@@ -1,11 +1,10 @@
 """One log -> its fleet rows (runs on a Dask worker).
 
-The same pipeline as ``ioadvisor diagnose`` (:func:`advisor.api.load` then
-:func:`advisor.api.diagnose_profile`, i.e. what :func:`advisor.api.diagnose_path`
-does), kept as two calls because the fleet also needs the profile for the mount
-table and the model features. Whatever goes wrong with one log becomes that
-log's error row; only a wrong site config or rule set (ConfigError) is raised,
-because it would fail every log alike.
+The stages of ``ioadvisor diagnose --html`` (:func:`advisor.pipeline.run`, the site's
+``[model]`` included); the figure data is kept in the job row's diagnosis, so a job's
+page is drawn later without the log. Whatever goes wrong with one log becomes that
+log's error row; only a wrong site config, rule set or model is raised, because it
+would fail every log alike.
 """
 
 from __future__ import annotations
@@ -18,8 +17,9 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from advisor import __version__
-from advisor.errors import AdvisorError, ConfigError, InputError
+from advisor import __version__, pipeline
+from advisor.config import SiteConfig, load_config
+from advisor.errors import ConfigError, InputError
 from advisor.findings import Diagnosis, Finding
 from advisor.fleet.walk import LogFile, content_hash
 from advisor.profile import JobProfile
@@ -29,24 +29,28 @@ INTERPRETERS = ("python", "python2", "python3", "bash", "sh", "perl", "Rscript",
 
 def analyse_log(log: LogFile, config: Any, timeout_s: float) -> dict[str, Any]:
     """``{"job": row, "findings": [rows]}`` for one log; unusable logs give an error row."""
-    from advisor import api
-
     started = time.perf_counter()
+    config = config if config is not None else load_config()
     try:
         digest = content_hash(log.path)
-        profile = api.load(log.path, timeout_s=timeout_s)
-        diagnosis = api.diagnose_profile(profile, config)
+        done = pipeline.run([log.path], fleet_stages(config, timeout_s), config).results[0]
     except OSError as exc:
         return failed_log(log, f"cannot read: {exc.strerror or exc}", started)
-    except InputError as exc:
-        return failed_log(log, exc.reason, started, digest)
     except ConfigError:
         raise  # the site config or the rule set is wrong: every log would fail, stop the run
-    except AdvisorError as exc:
-        return failed_log(log, str(exc), started, digest)
+    except InputError as exc:  # the model file
+        raise ConfigError(str(exc)) from None
     except Exception as exc:  # a bug on one log must not stop a run over millions
         return failed_log(log, f"internal error: {type(exc).__name__}: {exc}", started, digest)
+    profile, diagnosis = done.profile, done.diagnosis
+    if profile is None:
+        return failed_log(log, diagnosis.error.removeprefix(f"{log.path}: "), started, digest)
     return _rows(log, digest, profile, diagnosis, time.perf_counter() - started)
+
+
+def fleet_stages(config: SiteConfig, timeout_s: float) -> pipeline.Stages:
+    """What a fleet worker runs per log: what `diagnose --html` runs."""
+    return pipeline.Stages.from_config(config, figures=True, timeout_s=timeout_s)
 
 
 def failed_log(log: LogFile, reason: str, started: float | None = None, digest: str = "") -> dict[str, Any]:
@@ -88,7 +92,7 @@ def _rows(log: LogFile, digest: str, profile: JobProfile, diagnosis: Diagnosis,
         "cost_s": float(sum(f.cost_s for f in findings)),
         "n_findings": len(findings),
         "features": _features(profile),
-        "diagnosis": json.dumps(diagnosis.to_dict() | {"figures": {}}, default=str),
+        "diagnosis": json.dumps(diagnosis.to_dict(), default=str),
     }
     main_mount = mounts[0][0] if mounts else ""
     rows = [_finding_row(job, f, _finding_mount(profile, f) or main_mount) for f in findings]

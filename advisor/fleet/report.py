@@ -13,13 +13,11 @@ import json
 from pathlib import Path
 
 from advisor.fileio import write_atomic
-from advisor.errors import AdvisorError
 from advisor.findings import Diagnosis
 from advisor.fleet.aggregate import FleetSummary, summarise
 from advisor.fleet.charts import fmt_hours, ranking_chart, weekly_chart
 from advisor.fleet.expect import Expectations, expected_bandwidth
 from advisor.fleet.store import FleetStore
-from advisor.fleet.walk import content_hash
 from advisor.report.units import fmt_bytes
 
 
@@ -96,22 +94,7 @@ def _write_job_pages(store: FleetStore, wanted: set[tuple[str, str]], folder: Pa
         for path, digest, doc in zip(cols["path"], cols["content_hash"], cols["diagnosis"]):
             if (path, digest) not in wanted or digest in links or not doc:
                 continue
-            diagnosis = Diagnosis.from_dict(json.loads(doc))
-            diagnosis.figures = _figures(path, digest)
+            diagnosis = Diagnosis.from_dict(json.loads(doc))  # with the figures the worker drew
             write_html(folder / f"{digest}.html", [diagnosis])
             links[digest] = f"{folder.name}/{digest}.html"
     return links
-
-
-def _figures(path: str, digest: str) -> dict:
-    """The per-job plots, when the log is still there unchanged (the dataset keeps no profiles)."""
-    try:
-        if content_hash(path) != digest:
-            return {}
-        from advisor import api
-        from advisor.report.figures import figure_data
-
-        return figure_data(api.load(path))
-    except (OSError, AdvisorError, ImportError):
-        return {}
-

@@ -88,15 +88,19 @@ def run_fleet(inputs: Iterable[str], out: str, options: FleetOptions,
 
 
 def _check_engine(config) -> None:
-    """Load the rule set and check the site config once, before any log: a mistake there is
-    one error for the run (ConfigError), not an error row for every log."""
+    """Load the rule set, check the site config and load its model once, before any log: a
+    mistake there is one error for the run (ConfigError), not an error row for every log."""
+    from advisor.config import load_config
     from advisor.engine import check_thresholds
     from advisor.engine.rules import load_catalogue
+    from advisor.pipeline import load_model
 
-    if config is not None:
-        check_thresholds(config, load_catalogue())
-    else:
-        load_catalogue()
+    config = config if config is not None else load_config()
+    check_thresholds(config, load_catalogue())
+    try:
+        load_model(config.section("model").path or None)
+    except InputError as exc:
+        raise ConfigError(f"[model] path: {exc}") from None
 
 
 def _new_logs(logs: Iterator[LogFile], seen: dict[str, Seen], stats: FleetStats,

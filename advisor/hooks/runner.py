@@ -7,7 +7,6 @@ the whole group when the time limit passes. Only a small summary comes back.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from advisor.findings import SEVERITY_RANK, Diagnosis, diagnoses_json
@@ -16,32 +15,21 @@ from advisor.hooks.child import ChildResult, run_as_user
 from advisor.hooks.job import JobContext
 from advisor.hooks.settings import HookConfig
 
-def diagnose_log(path: str, site_config: Any) -> Diagnosis:
-    """One log's diagnosis with the figure data the HTML report draws (error set if unusable)."""
-    from advisor import api
-    from advisor.errors import AdvisorError
 
-    try:
-        profile = _load(path)
-        diagnosis = api.diagnose_profile(profile, site_config)
-    except AdvisorError as exc:  # the same unusable-input result as api.diagnose_path
-        return Diagnosis(source={"path": path, "format": "unknown"},
-                         job={"jobid": "", "nprocs": 0, "runtime_s": 0.0, "exe": ""}, error=str(exc))
-    try:
-        from advisor.report.figures import figure_data
-    except ModuleNotFoundError:
-        return diagnosis
-    diagnosis.figures = figure_data(profile)
-    return diagnosis
+def diagnose_logs(logs: list[str], site_config: Any) -> list[Diagnosis]:
+    """Each log's diagnosis with the figure data the HTML report draws (error set if unusable):
+    the stages `ioadvisor diagnose --html` runs, the site's [model] included."""
+    # Imported here: the epilog of every job loads this module, and most jobs leave no log
+    # (numpy, the engine and the parsers would cost each of them; bench/hook.py).
+    from advisor import pipeline
+    from advisor.config import load_config
 
-
-def _load(path: str):
-    # Not api.load: that parses in a further child, started from a fresh interpreter. This
-    # child already is the isolation (own process group, time and memory limits, the
-    # user's rights), and the interpreter start would cost more than most diagnoses.
-    from advisor.ingest import detect
-
-    return detect(path).load(Path(path))
+    config = site_config if site_config is not None else load_config()
+    # Parsed in this process, not in a further child started from a fresh interpreter: this
+    # child already is the isolation (own process group, time and memory limits, the user's
+    # rights), and an interpreter start would cost more than most diagnoses.
+    stages = pipeline.Stages.from_config(config, figures=True, isolate=False)
+    return [r.diagnosis for r in pipeline.run(logs, stages, config).results]
 
 
 def above_threshold(diagnoses: list[Diagnosis], min_severity: str) -> bool:
@@ -94,7 +82,7 @@ def render(diagnoses: list[Diagnosis], formats: list[str]) -> tuple[dict[str, by
 def diagnose_and_write(job: JobContext, cfg: HookConfig, site_config: Any, logs: list[str],
                        dest: str) -> dict[str, Any]:
     """The child's work, as the job's user: diagnose, gate on severity, write the reports."""
-    diagnoses = [diagnose_log(p, site_config) for p in logs]
+    diagnoses = diagnose_logs(logs, site_config)
     summary = summarize(diagnoses)
     if all(d.error for d in diagnoses):
         summary["status"] = "error"

@@ -43,12 +43,15 @@ class Comparison:
 def compare(model: Model, profile, target: Path, repeat: int = 3, np_: int | None = None,
             label: str = "") -> list[Comparison]:
     """Predict and replay every distinct fix of the job's diagnosis on `target`."""
-    from advisor import api
-    from advisor.models.predict import max_ranks
+    from advisor import pipeline
+    from advisor.config import load_config
     from advisor.fixes import fix_key, proposed_fixes
+    from advisor.models.predict import max_ranks
     from advisor.verify import replay_plan
 
-    proposed = proposed_fixes(api.diagnose_profile(profile).findings)
+    # the findings alone (no model stage): the model under test predicts their fixes below
+    diagnosis = pipeline.run([profile], pipeline.Stages(), load_config()).results[0].diagnosis
+    proposed = proposed_fixes(diagnosis.findings)
     fixes = {key: fix for key, (fix, _) in proposed.items()}
     codes = {key: found for key, (_, found) in proposed.items()}
     if not fixes:

@@ -2,59 +2,23 @@
 
 The job's parts (its write and read sides, or an IOR test's phases) are predicted on the
 model's file system and compared with the job's measured time (the slowest rank's, from
-Darshan's timing counters, or IOR's bandwidth). The anomaly facts
-(:mod:`advisor.facts.model`) read the result from ``profile.extras["model"]``.
+Darshan's timing counters, or IOR's bandwidth). The result
+(:class:`advisor.expectation.JobExpectation`) is the fact context's model input, read by
+the anomaly facts (:mod:`advisor.facts.model`).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
 
+from advisor.expectation import JobExpectation
 from advisor.models import mount
 from advisor.models.features import Part
 from advisor.models.train import Model
 from advisor.profile import JobProfile
+from advisor.units import MiB
 
-MiB = 1 << 20
-MIN_BYTES = 1 << 20
+MIN_BYTES = MiB
 MIN_SECONDS = 1e-3
-
-
-@dataclass
-class JobExpectation:
-    """Measured vs expected for one job; `reason` says why there is no comparison."""
-
-    model: str = ""
-    measured_s: float = 0.0  # I/O seconds of the slowest rank, all parts
-    expected_s: float = math.nan
-    expected_fast_s: float = math.nan
-    expected_slow_s: float = math.nan
-    bytes: float = 0.0
-    extrapolation: list[str] = field(default_factory=list)
-    mount_warning: str = ""
-    reason: str = ""
-
-    @property
-    def measured_mib_s(self) -> float:
-        return _mib_s(self.bytes, self.measured_s)
-
-    @property
-    def expected_mib_s(self) -> float:
-        return _mib_s(self.bytes, self.expected_s)
-
-    @property
-    def expected_low_mib_s(self) -> float:
-        return _mib_s(self.bytes, self.expected_slow_s)
-
-    @property
-    def expected_high_mib_s(self) -> float:
-        return _mib_s(self.bytes, self.expected_fast_s)
-
-    @property
-    def shortfall(self) -> float:
-        """How many times slower than expected the job was (> 1: slower)."""
-        return self.measured_s / self.expected_s if self.expected_s > 0 else math.nan
 
 
 def measured(profile: JobProfile) -> tuple[list[Part], float]:
@@ -103,8 +67,3 @@ def expectation(model: Model, profile: JobProfile) -> JobExpectation:
 def mount_differences(model: Model, target) -> list[str]:
     """How the mount at `target` differs from the one the model learned ([] when the same)."""
     return mount.differences(model.meta.get("identity") or {}, mount.identity(target))
-
-
-def _mib_s(nbytes: float, seconds: float) -> float:
-    """Bandwidth in MiB/s; NaN when there is no time to divide by."""
-    return nbytes / seconds / MiB if seconds > 0 else math.nan

@@ -1,15 +1,17 @@
 """A model in diagnosis: the predicted gain of each fix, and jobs far below expectation.
 
-``apply_model(model_path, profile, diagnosis)`` (called by ``ioadvisor diagnose --model``):
+The model stage of :mod:`advisor.pipeline` (``ioadvisor diagnose --model``, the site's
+``[model] path`` for every entry point):
 
 - for every finding with a fix, the job's replay plan (the same one ``--verify`` runs) and
   the plan with the fix applied are both predicted phase by phase; the predicted speedup,
   its interval and the I/O time it would save go to ``finding.prediction``, and findings
   are re-ranked by predicted time saved;
-- the job's measured bandwidth is compared with what the model expects for its pattern on
-  the model's file system; the anomaly rules of the catalogue (ANM001) decide on a finding
-  from that comparison (facts in :mod:`advisor.facts.model`), so thresholds and wording
-  stay in ``rules/`` like every other rule;
+- before the engine runs, the job's measured bandwidth is compared with what the model
+  expects for its pattern on the model's file system (:mod:`advisor.models.expect`); the
+  anomaly rules of the catalogue (ANM001) decide on a finding from that comparison in the
+  engine's one pass (facts in :mod:`advisor.facts.model`), so thresholds and wording stay
+  in ``rules/`` like every other rule;
 - every prediction made outside the training ranges says so (``extrapolation``).
 """
 
@@ -23,14 +25,14 @@ from pathlib import Path
 import numpy as np
 
 from advisor.errors import AdvisorError, InputError
+from advisor.expectation import JobExpectation
 from advisor.findings import Diagnosis
 from advisor.models import store
-from advisor.models.expect import JobExpectation, expectation
 from advisor.models.features import Part, features, matrix
 from advisor.models.train import Model, outside
 from advisor.profile import JobProfile
+from advisor.units import MiB
 
-MiB = 1 << 20
 DEFAULT_MODEL = Path(__file__).parent / "default" / "model.skops"
 
 
@@ -134,12 +136,8 @@ def _round(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(f"{x:.4g}")
 
 
-def apply_model(model_path: str | Path, profile: JobProfile, diagnosis: Diagnosis, config=None) -> None:
-    """Predictions for the findings' fixes, the anomaly check, re-ranking (in place)."""
-    model = load(model_path)
-    exp = expectation(model, profile)
-    profile.extras["model"] = exp  # read by the anomaly facts (advisor.facts.model)
-    _anomaly_rules(profile, diagnosis, config)
+def predict_findings(model: Model, profile: JobProfile, diagnosis: Diagnosis, exp: JobExpectation) -> None:
+    """Predictions for the findings' fixes and the model's summary, findings re-ranked (in place)."""
     _fix_predictions(model, profile, diagnosis, exp)
     diagnosis.summary["model"] = _summary(model, exp)
     diagnosis.findings = diagnosis.sorted_findings()
@@ -167,21 +165,6 @@ def _fix_predictions(model: Model, profile: JobProfile, diagnosis: Diagnosis, ex
             p["warning"] = exp.mount_warning
         p["model"] = label
         finding.prediction = p
-
-
-def _anomaly_rules(profile: JobProfile, diagnosis: Diagnosis, config) -> None:
-    """Run the catalogue's anomaly rules now that the model's expectation is known."""
-    from advisor.config import load_config
-    from advisor.engine import input_kind
-    from advisor.engine.chain import run
-    from advisor.engine.rules import Catalogue, load_catalogue
-    from advisor.facts import FactContext
-
-    rules = [r for r in load_catalogue().rules if r.category == "anomaly"]
-    ctx = FactContext(profile, config if config is not None else load_config())
-    outcome = run(Catalogue(rules), ctx, input_kind(profile), float(diagnosis.job.get("runtime_s") or 0.0))
-    diagnosis.findings += outcome.findings
-    diagnosis.not_checked += outcome.not_checked
 
 
 def _summary(model: Model, exp: JobExpectation) -> dict:

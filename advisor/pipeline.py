@@ -1,0 +1,209 @@
+"""One pipeline for every entry point, in one order.
+
+    ingest -> expectation (learned model) -> engine (one forward-chaining pass)
+           -> predictions (model) -> verification (replay) -> figures -> campaign
+
+``ioadvisor diagnose``, the Slurm hook, fleet workers, ``ioadvisor replay`` and the model
+check all call :func:`run`; what each one runs is its :class:`Stages` value, built with
+:meth:`Stages.from_config`, so the site's ``[model] path`` applies wherever a job is
+diagnosed. An input that cannot be read or diagnosed gives a :meth:`Diagnosis.failed`
+result and the others go on; a wrong site config, rule set or model raises, because it
+would fail every input alike.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from advisor.config import SiteConfig
+from advisor.engine import check_thresholds, diagnose, input_kind
+from advisor.engine.rules import load_catalogue
+from advisor.errors import AdvisorError, ConfigError
+from advisor.findings import Diagnosis
+from advisor.ingest import detect, start_profile
+from advisor.profile import JobProfile
+
+if TYPE_CHECKING:
+    from advisor.expectation import JobExpectation
+    from advisor.models.train import Model
+
+
+@dataclass(frozen=True)
+class Verify:
+    """Replay each fix on `target` and measure it (``--verify``)."""
+
+    target: Path
+    repeat: int = 3
+    nprocs: int | None = None
+    scale: float | None = None
+
+
+@dataclass(frozen=True)
+class Stages:
+    """Which stages run after ingest and the engine (which always run)."""
+
+    model: str | None = None  # a model file, or "default" (the one shipped); None: no model stage
+    verify: Verify | None = None
+    figures: bool = False  # the compact plot data the HTML report draws
+    campaign: bool = False  # one campaign diagnosis over the IOR runs among the inputs
+    baselines: tuple[str, ...] = ()  # baseline IOR runs of the campaign
+    isolate: bool = True  # parse native-code formats in a child process (time limit, crash safety)
+    timeout_s: float = 120.0  # of one isolated parse
+
+    @classmethod
+    def from_config(cls, config: SiteConfig, *, model: str | None = None, **choices) -> Stages:
+        """An entry point's choice of stages; the model defaults to the site's ``[model] path``."""
+        return cls(model=model or config.section("model").path or None, **choices)
+
+
+@dataclass
+class Result:
+    """One input's diagnosis, and its profile when the input could be read."""
+
+    path: str
+    diagnosis: Diagnosis
+    profile: JobProfile | None = None
+
+
+@dataclass
+class Run:
+    """Every input's result, in input order (then the campaign's), and notes for the user."""
+
+    results: list[Result] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. baseline files skipped, with the reason
+
+    @property
+    def diagnoses(self) -> list[Diagnosis]:
+        """The usable diagnoses (inputs that failed left out)."""
+        return [r.diagnosis for r in self.results if r.diagnosis.error is None]
+
+    @property
+    def failures(self) -> list[Diagnosis]:
+        return [r.diagnosis for r in self.results if r.diagnosis.error is not None]
+
+
+Input = str | Path | JobProfile
+
+
+def run(inputs: Sequence[Input], stages: Stages, config: SiteConfig) -> Run:
+    """Every stage `stages` asks for over every input (paths, or profiles already loaded)."""
+    pending = _ingest(inputs, stages)
+    first = next(pending, None)  # its parse runs in its child while the rules and the model load
+    check_thresholds(config, load_catalogue())  # a wrong config or model fails once, before any input
+    model = load_model(stages.model)
+    out = Run()
+    for path, profile_of in itertools.chain([first] if first else [], pending):
+        try:
+            profile = profile_of()
+            diagnosis = diagnose_profile(profile, stages, config, model)
+        except ConfigError:
+            raise
+        except AdvisorError as exc:
+            out.results.append(Result(path, Diagnosis.failed(path, str(exc))))
+            continue
+        out.results.append(Result(path, diagnosis, profile))
+    if stages.campaign:
+        out.results += _campaign(out, stages, config)
+    return out
+
+
+def diagnose_profile(profile: JobProfile, stages: Stages, config: SiteConfig,
+                     model: Model | None = None) -> Diagnosis:
+    """The stages after ingest, for one profile (`model`: loaded from ``stages.model`` if None)."""
+    model = model if model is not None else load_model(stages.model)
+    expectation = _expectation(model, profile)
+    diagnosis = diagnose(profile, config, expectation=expectation)
+    if model is not None:
+        _predict(model, profile, diagnosis, expectation)
+    if stages.verify is not None:
+        _verify(profile, diagnosis, stages.verify)
+    if stages.figures:
+        diagnosis.figures = _figures(profile)
+    return diagnosis
+
+
+def _ingest(inputs: Sequence[Input], stages: Stages) -> Iterator[tuple[str, Callable[[], JobProfile]]]:
+    """(path, profile getter) per input. Isolated parses start one input ahead: a log parses
+    in its child on the other core while this process loads the rules or diagnoses the
+    input before it."""
+    pending = [_start(item, stages) for item in inputs[:1]]
+    for following in [*inputs[1:], None]:
+        if following is not None:
+            pending.append(_start(following, stages))
+        yield pending.pop(0)
+
+
+def _start(item: Input, stages: Stages) -> tuple[str, Callable[[], JobProfile]]:
+    if isinstance(item, JobProfile):
+        return item.source.path, lambda: item
+    path = str(item)
+    try:
+        if stages.isolate:
+            return path, start_profile(path, timeout_s=stages.timeout_s)
+        fmt = detect(path)
+        return path, lambda: fmt.load(Path(path))
+    except AdvisorError as exc:
+        error = exc
+
+        def failed() -> JobProfile:
+            raise error
+
+        return path, failed
+
+
+# The model, replay and figure stages import their code when they run: scikit-learn, the
+# replayer and the plotting code would otherwise cost every hook and fleet start-up even
+# when the site runs none of them (bench/hook.py: p99 < 2 s).
+
+def load_model(model_path: str | None) -> Model | None:
+    """The model of the model stage (None without one); InputError when it cannot be loaded."""
+    if not model_path:
+        return None
+    from advisor.models.predict import load
+
+    return load(model_path)
+
+
+def _expectation(model: Model | None, profile: JobProfile) -> JobExpectation | None:
+    if model is None:
+        return None
+    from advisor.models.expect import expectation
+
+    return expectation(model, profile)
+
+
+def _predict(model: Model, profile: JobProfile, diagnosis: Diagnosis, expectation: JobExpectation) -> None:
+    from advisor.models.predict import predict_findings
+
+    predict_findings(model, profile, diagnosis, expectation)
+
+
+def _verify(profile: JobProfile, diagnosis: Diagnosis, verify: Verify) -> None:
+    from advisor.verify import verify_findings
+
+    verify_findings(profile, diagnosis, verify.target, verify.repeat, verify.nprocs, verify.scale)
+
+
+def _figures(profile: JobProfile) -> dict:
+    from advisor.report.figures import figure_data
+
+    return figure_data(profile)
+
+
+def _campaign(done: Run, stages: Stages, config: SiteConfig) -> list[Result]:
+    """A campaign diagnosis when two or more inputs are IOR runs (or one and a baseline)."""
+    from advisor.campaign import diagnose_campaign, load_runs
+
+    runs = [r.profile for r in done.results if r.profile is not None and input_kind(r.profile) == "ior"]
+    if not runs or (len(runs) < 2 and not stages.baselines):
+        return []
+    base, skipped = load_runs(list(stages.baselines))
+    done.notes += [f"baseline skipped: {reason}" for reason in skipped]
+    if stages.baselines and not base:
+        raise ConfigError(f"--baseline: no IOR run in {', '.join(stages.baselines)}")
+    diagnosis = diagnose_campaign(runs, config, base)
+    return [Result(diagnosis.source.get("path", "campaign"), diagnosis)]
