@@ -26,7 +26,7 @@ from replay.plan import Plan, plan_info
 from replay.rank import BUFFER_CAP, Buffer, RankRunner, file_path
 from replay.record import reduce_record
 from replay.reshape import neighbour_reads
-from replay.safety import SafetyError, check_scratch, drop_caches
+from replay.safety import SafetyError, check_scratch, die_with_parent, drop_caches
 
 RESULT_SCHEMA = "ioadvisor/replay-result/v1"
 PREFILL_CHUNK = 4 << 20
@@ -54,6 +54,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    die_with_parent(signal.SIGKILL)  # a rank whose launcher proxy is gone must not write on
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD

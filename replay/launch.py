@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from replay import safety
 from replay.safety import Scratch
 
 
@@ -61,7 +63,8 @@ def run_plans(scratch: Scratch, plans: list[Path], labels: list[str], opts: Laun
     env = dict(os.environ, **opts.extra_env)
     env.setdefault("PYTHONUNBUFFERED", "1")
     proc = scratch.adopt(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                          env=env, start_new_session=True))
+                                          env=env, start_new_session=True,
+                                          preexec_fn=_launcher_dies_with_us))
     try:
         stdout, stderr = proc.communicate(timeout=opts.timeout_s)
     except subprocess.TimeoutExpired:
@@ -85,3 +88,10 @@ def _failure_line(code: int, stdout: str, stderr: str) -> str:
         return ours[0].removeprefix("replay:").strip()
     tail = lines[-1] if lines else "no output"
     return f"the MPI job failed (exit {code}): {tail[:300]}"
+
+
+def _launcher_dies_with_us() -> None:
+    # SIGKILL, not SIGTERM: mpiexec forwards SIGTERM to ranks that may be inside a collective and
+    # then waits for them forever. Killed, it closes its proxies' control sockets; they exit, and
+    # the ranks die with them (the executor asks for that too).
+    safety.die_with_parent(signal.SIGKILL)

@@ -31,12 +31,17 @@ IOADVISOR = str(REPO / ".venv" / "bin" / "ioadvisor")
 
 @contextmanager
 def tmpfs(path: Path, options: str):
-    """A real tmpfs mounted at `path` (root only)."""
+    """A directory on a real tmpfs mounted at `path` (root only): a mount's root is never a target.
+    With "ro" the file system is remounted read-only once the directory exists."""
     require_root("mounting a tmpfs target")
     path.mkdir(exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], check=True)
+    rw = ",".join(o for o in options.split(",") if o != "ro")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", rw, "tmpfs", str(path)], check=True)
     try:
-        yield path
+        (path / "scratch").mkdir()
+        if "ro" in options.split(","):
+            subprocess.run(["mount", "-o", "remount,ro", str(path)], check=True)
+        yield path / "scratch"
     finally:
         subprocess.run(["umount", "-l", str(path)], check=False)
 
@@ -73,6 +78,44 @@ def test_refused_targets(tmp_path):
                      (tmp_path / "missing", "does not exist")):
         with pytest.raises(safety.SafetyError, match=why):
             safety.check_target(bad)
+
+
+@pytest.mark.parametrize("tree", ["/etc", "/usr/lib", "/proc/self", "/var/lib", "/boot", "/dev/shm"])
+def test_system_trees_are_refused_for_everyone(tree):
+    if not Path(tree).is_dir():
+        pytest.fail(f"{tree} is not a directory on this machine: pick another system tree")
+    with pytest.raises(safety.SafetyError, match="system tree"):
+        safety.check_target(tree)
+
+
+def test_the_root_of_a_mount_is_refused_unless_allowed(tmp_path):
+    require_root("mounting a tmpfs")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], check=True)
+    try:
+        with pytest.raises(safety.SafetyError, match="root of a mounted file system"):
+            safety.check_target(mnt)
+        assert safety.check_target(mnt, allow_mount_root=True) == mnt.resolve()
+        (mnt / "below").mkdir()
+        assert safety.check_target(mnt / "below") == (mnt / "below").resolve()
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_killed_runs_scratch_is_removed_by_the_next_run_and_no_other(tmp_path):
+    host = __import__("socket").gethostname()
+    owners = {"dead": f"pid {2 ** 22 + 12345} on {host}", "live": f"pid {os.getpid()} on {host}",
+              "elsewhere": f"pid {2 ** 22 + 12345} on another-host", "old-format": ""}
+    for name, owner in owners.items():
+        d = tmp_path / f"ioadvisor-replay-{name}"
+        d.mkdir()
+        (d / safety.MARKER).write_text(f"scratch directory of an ioadvisor replay; safe to delete\n{owner}\n")
+        (d / "data").write_bytes(b"x" * 10)
+    with safety.Scratch(tmp_path) as scratch:
+        assert scratch.path.exists()
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["ioadvisor-replay-elsewhere", "ioadvisor-replay-live", "ioadvisor-replay-old-format"]
 
 
 def test_root_never_replays_into_another_users_directory(tmp_path):
@@ -160,3 +203,25 @@ def test_a_signal_mid_replay_leaves_no_files_and_no_processes(corpus, tmp_path, 
     assert not any(target.iterdir()), list(target.rglob("*"))[:5]
     assert not processes_mentioning(str(target)), "executor ranks survived"
     assert "Traceback" not in err
+
+
+def test_sigkill_of_the_replay_takes_its_ranks_down_and_the_next_run_cleans_up(corpus, tmp_path):
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = subprocess.Popen([IOADVISOR, "replay", str(corpus / SMALL), "--target", str(target),
+                             "--repeat", "500", "--np", "2", "--scale", "0.5"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(p.name.startswith("run") for p in target.glob("*/*")):
+        time.sleep(0.1)
+    assert time.monotonic() < deadline, "the replay never started"
+    proc.kill()  # SIGKILL: no handler runs, nothing of ours cleans up
+    proc.communicate(timeout=60)
+    deadline = time.monotonic() + 60
+    while processes_mentioning(str(target)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not processes_mentioning(str(target)), "executor ranks outlived a SIGKILLed replay"
+    assert any(target.iterdir())  # left behind: nobody could remove it
+    with safety.Scratch(target):
+        pass
+    assert not any(target.iterdir()), list(target.iterdir())

@@ -7,6 +7,8 @@ the rules only ever see the job profile.
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -61,15 +63,7 @@ def _sniff_rank(fmt: InputFormat) -> int:
 def detect(path: str | Path) -> InputFormat:
     """The format of `path`, or InputError naming the path and why it is not an input."""
     path = Path(path)
-    if not path.exists():
-        raise InputError(str(path), "no such file")
-    if path.is_dir():
-        raise InputError(str(path), "is a directory, not a log file")
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(SNIFF_BYTES)
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    head = read_head(path)
     if not head:
         raise InputError(str(path), "empty file")
     _load_formats()
@@ -77,6 +71,40 @@ def detect(path: str | Path) -> InputFormat:
         if fmt.sniff(path, head):
             return fmt
     raise InputError(str(path), "not a recognised input (Darshan log, darshan-parser dump, IOR output or ioadvisor snapshot)")
+
+
+def read_head(path: Path) -> bytes:
+    """The first bytes of a regular file; InputError for anything else.
+
+    A FIFO, device or socket is refused by its type before it is opened (opening a FIFO blocks
+    until a writer comes); the type is checked again on the open descriptor, which is opened
+    non-blocking, so a file swapped for a FIFO in between cannot block either."""
+    try:
+        kind = _kind(os.stat(path).st_mode)
+    except FileNotFoundError:
+        raise InputError(str(path), "no such file") from None
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    if kind != "file":
+        raise InputError(str(path), f"is a {kind}, not a log file")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        kind = _kind(os.fstat(fd).st_mode)
+        if kind != "file":
+            raise InputError(str(path), f"is a {kind}, not a log file")
+        try:
+            return fh.read(SNIFF_BYTES)
+        except OSError as exc:
+            raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"),
+             (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))
+    return next((name for test, name in kinds if test(mode)), "special file")
 
 
 def load_profile(path: str | Path, *, timeout_s: float = 120.0) -> JobProfile:
