@@ -7,7 +7,7 @@ Serialized as the versioned JSON document ``ioadvisor/diagnosis/v1``
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,37 @@ class Recommendation:
 
 
 @dataclass
+class Prediction:
+    """A learned model's prediction of a fix (:mod:`advisor.models.predict`): the speedup with a
+    rough band, or `reason` when the model could not predict this fix."""
+
+    speedup: float | None = None
+    interval: list[float] | None = None  # (low, high) speedup
+    time_saved_s: float | None = None  # of the job's measured I/O time
+    baseline_mib_s: float | None = None  # predicted bandwidth of the replay plan, before the fix
+    fixed_mib_s: float | None = None  # ... and after
+    np: int | None = None  # ranks and scale of the plan predicted
+    scale: float | None = None
+    extrapolated: bool = False
+    extrapolation: list[str] = field(default_factory=list)  # features outside the training ranges
+    warning: str = ""  # e.g. the model learned another file system than the job's
+    model: str = ""  # which model
+    reason: str = ""  # why there is no speedup
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> Prediction:
+        """From a saved diagnosis; keys this version does not know are left out."""
+        return cls(**{k: v for k, v in doc.items() if k in _PREDICTION_FIELDS})
+
+    def shown(self) -> list[tuple[str, Any]]:
+        """The fields that say something, in order (for the reports' detail lists)."""
+        return [(f.name, v) for f in fields(self) if (v := getattr(self, f.name)) not in (None, "", [], False)]
+
+
+_PREDICTION_FIELDS = {f.name for f in fields(Prediction)}
+
+
+@dataclass
 class Finding:
     """One problem found in one job, with its evidence, its cost and its fix."""
 
@@ -49,11 +80,11 @@ class Finding:
     fix: dict[str, Any] | None = None
     references: list[str] = field(default_factory=list)
     verification: dict[str, Any] | None = None  # filled by the replayer
-    prediction: dict[str, Any] | None = None  # filled by a learned model
+    prediction: Prediction | None = None  # filled by a learned model
 
 
 def _time_at_stake(f: Finding) -> float:
-    saved = (f.prediction or {}).get("time_saved_s")
+    saved = f.prediction.time_saved_s if f.prediction else None
     return float(saved) if isinstance(saved, (int, float)) else f.cost_s
 
 
@@ -106,6 +137,8 @@ class Diagnosis:
         for f in doc.get("findings", []):
             f = dict(f)
             f["recommendation"] = Recommendation(**f.get("recommendation", {"text": ""}))
+            saved = f.get("prediction")
+            f["prediction"] = Prediction.from_dict(saved) if isinstance(saved, dict) else None
             findings.append(Finding(**f))
         return cls(
             source=doc["source"],

@@ -138,15 +138,15 @@ def _rank(s: FixSummary) -> tuple:
 
 def _summary(f: Finding) -> FixSummary:
     """A fix's summary from the first finding proposing it (the replay and model see one fix)."""
-    v, p = f.verification or {}, f.prediction or {}
+    v, p = f.verification or {}, f.prediction
     return FixSummary(
         fix=dict(f.fix or {}), action=describe(f.fix or {}),
         verdict=v.get("verdict"), speedup=_number(v.get("speedup")),
         ci95=v.get("ci95") if _pair(v.get("ci95")) else None,
         target=v.get("target"), fstype=v.get("fstype"), reason=v.get("reason"),
-        predicted_speedup=_number(p.get("speedup")),
-        predicted_interval=p.get("interval") if _pair(p.get("interval")) else None,
-        time_saved_s=_number(p.get("time_saved_s")))
+        predicted_speedup=_number(p.speedup) if p else None,
+        predicted_interval=p.interval if p and _pair(p.interval) else None,
+        time_saved_s=_number(p.time_saved_s) if p else None)
 
 
 def describe(fix: dict[str, Any]) -> str:

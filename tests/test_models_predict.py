@@ -127,7 +127,7 @@ def test_a_job_on_another_file_system_is_warned_not_judged(corpus):
     warnings = diagnosis.summary["model"]["warnings"]
     assert any("lustre" in w and "ext4" in w for w in warnings)
     assert [n for n in diagnosis.not_checked if n.check.startswith("ANM001") and "lustre" in n.reason]
-    assert all((f.prediction or {}).get("warning") for f in diagnosis.findings if f.fix and f.prediction)
+    assert all(f.prediction.warning for f in diagnosis.findings if f.fix and f.prediction)
 
 
 def test_site_config_names_the_default_model(corpus, tmp_path):

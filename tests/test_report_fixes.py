@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from advisor.findings import Diagnosis, Finding, Recommendation
+from advisor.findings import Diagnosis, Finding, Prediction, Recommendation
 from advisor.fixes import MEASURED, caution, describe, fix_summaries
 from advisor.report.html import render_html
 from advisor.report.terminal import console, print_report
@@ -52,7 +52,7 @@ def test_fixes_are_distinct_and_best_first():
         finding("IO003", COLLECTIVE, 5.0, measured("regressed", 0.62)),
         finding("IO001", COALESCE, 1.0, measured("improved", 2.74)),
         finding("IO002", COALESCE, 3.0, measured("improved", 2.74)),
-        finding("MD010", FSYNC, 0.1, prediction={"speedup": 3.81, "interval": [2.0, 7.3], "time_saved_s": 0.06}),
+        finding("MD010", FSYNC, 0.1, prediction=Prediction(speedup=3.81, interval=[2.0, 7.3], time_saved_s=0.06)),
         finding("LUS002", STRIPE, 9.0, {"verdict": "not-verifiable", "speedup": None, "ci95": None,
                                          "reason": "not verifiable on ext4: no stripe layout control"}),
         finding("IO009", SEQUENTIAL, 2.0),
@@ -72,7 +72,7 @@ def test_fixes_are_distinct_and_best_first():
 
 
 def test_a_measured_speedup_outranks_the_prediction_of_the_same_fix():
-    slow = finding("IO001", COALESCE, 1.0, measured("regressed", 0.7), prediction={"speedup": 5.0})
+    slow = finding("IO001", COALESCE, 1.0, measured("regressed", 0.7), prediction=Prediction(speedup=5.0))
     unknown = finding("IO009", SEQUENTIAL, 0.5)
     assert [f.fix["transform"] for f in fix_summaries([slow, unknown])] == ["sequential", "coalesce"]
 

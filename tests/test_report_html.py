@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-from advisor.findings import Diagnosis, Finding, NotChecked, Recommendation
+from advisor.findings import Diagnosis, Finding, NotChecked, Prediction, Recommendation
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace, JobInfo, JobProfile, Provenance
 from advisor.report import figures as fig_mod
 from advisor.report.figures import figure_data, stragglers
@@ -325,7 +325,7 @@ def test_snapshot_table_flags_what_the_findings_name(tmp_path):
 
 def test_predicted_speedup_shown_where_a_model_gave_one():
     f = Finding(code="IO001", category="small-io", severity="high", title="t", message="m", cost_s=1.0,
-                prediction={"speedup": 1.8, "interval": [1.2, 2.6], "model": "bandwidth-rf"})
+                prediction=Prediction(speedup=1.8, interval=[1.2, 2.6], model="bandwidth-rf"))
     model = {"model": "bandwidth-rf", "measured_mib_s": 210.0, "expected_mib_s": 350.0,
              "expected_interval_mib_s": [250.0, 480.0]}
     page = render_html([_diagnosis(findings=[f], summary={"model": model})])

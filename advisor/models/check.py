@@ -63,9 +63,9 @@ def compare(model: Model, profile, target: Path, repeat: int = 3, np_: int | Non
     for v in _replayed(profile, list(fixes.values()), target, repeat, base):
         key = fix_key(v["fix"])
         p = predicted[key]
-        out.append(Comparison(label or profile.source.path, v["fix"], codes[key], p.get("speedup"),
-                              p.get("interval"), v.get("speedup"), v.get("ci95"), v["verdict"],
-                              bool(p.get("extrapolated")), v.get("reason") or p.get("reason", "")))
+        out.append(Comparison(label or profile.source.path, v["fix"], codes[key], p.speedup,
+                              p.interval, v.get("speedup"), v.get("ci95"), v["verdict"],
+                              p.extrapolated, v.get("reason") or p.reason))
     return out
 
 

@@ -18,7 +18,7 @@ The model stage of :mod:`advisor.pipeline` (``ioadvisor diagnose --model``, the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from advisor.errors import AdvisorError, InputError
 from advisor.expectation import JobExpectation
-from advisor.findings import Diagnosis
+from advisor.findings import Diagnosis, Prediction
 from advisor.models import store
 from advisor.models.features import Part, features, matrix
 from advisor.models.train import Model, outside
@@ -94,8 +94,8 @@ def speedup(before: Timing, after: Timing) -> tuple[float, float, float]:
 
 
 def predict_fixes(model: Model, profile: JobProfile, fixes: list[dict], np_: int | None = None,
-                  scale: float | None = None, fstype: str | None = None) -> dict[str, dict]:
-    """fix key -> prediction dict, from the job's replay plan before and after each fix."""
+                  scale: float | None = None, fstype: str | None = None) -> dict[str, Prediction]:
+    """fix key -> prediction, from the job's replay plan before and after each fix."""
     from advisor.models.sources.plan import plan_parts
     from advisor.fixes import fix_key
     from advisor.verify import replay_plan
@@ -107,22 +107,22 @@ def predict_fixes(model: Model, profile: JobProfile, fixes: list[dict], np_: int
     before = predict_parts(model, list(plan_parts(base, fstype).values()))
     if before.bytes == 0:
         reason = "the job's replay plan moves no data (metadata only): no bandwidth to predict"
-        return {fix_key(fix): {"speedup": None, "reason": reason} for fix in fixes}
+        return {fix_key(fix): Prediction(reason=reason) for fix in fixes}
     out = {}
     for fix in fixes:
         key = fix_key(fix)
         try:
             fixed = apply_fix(base, fix)
         except ValueError as exc:
-            out[key] = {"speedup": None, "reason": f"not predictable for this workload: {exc}"}
+            out[key] = Prediction(reason=f"not predictable for this workload: {exc}")
             continue
         after = predict_parts(model, list(plan_parts(fixed, fstype).values()))
         ratio, lo, hi = speedup(before, after)
         flags = sorted(set(before.outside) | set(after.outside))
-        out[key] = {"speedup": _round(ratio), "interval": [_round(lo), _round(hi)],
-                    "baseline_mib_s": _round(before.mib_s), "fixed_mib_s": _round(after.mib_s),
-                    "np": base.nranks, "scale": base.meta.get("scale", 1.0),
-                    "extrapolated": bool(flags), "extrapolation": flags}
+        out[key] = Prediction(speedup=_round(ratio), interval=[_round(lo), _round(hi)],
+                              baseline_mib_s=_round(before.mib_s), fixed_mib_s=_round(after.mib_s),
+                              np=base.nranks, scale=base.meta.get("scale", 1.0),
+                              extrapolated=bool(flags), extrapolation=flags)
     return out
 
 
@@ -152,18 +152,14 @@ def _fix_predictions(model: Model, profile: JobProfile, diagnosis: Diagnosis, ex
     try:
         predicted = predict_fixes(model, profile, list(fixes.values()))
     except AdvisorError as exc:
-        predicted = {k: {"speedup": None, "reason": f"no replay plan: {exc}"} for k in fixes}
+        predicted = {k: Prediction(reason=f"no replay plan: {exc}") for k in fixes}
     label = store.describe(model.meta)
     for finding in diagnosis.findings:
         if not finding.fix:
             continue
-        p = dict(predicted[fix_key(finding.fix)])
-        if p.get("speedup") and exp.measured_s:
-            p = {"speedup": p["speedup"], "time_saved_s": _round(exp.measured_s * (1 - 1 / p["speedup"])),
-                 **{k: v for k, v in p.items() if k != "speedup"}}
-        if exp.mount_warning:
-            p["warning"] = exp.mount_warning
-        p["model"] = label
+        p = replace(predicted[fix_key(finding.fix)], warning=exp.mount_warning, model=label)
+        if p.speedup and exp.measured_s:
+            p.time_saved_s = _round(exp.measured_s * (1 - 1 / p.speedup))
         finding.prediction = p
 
 

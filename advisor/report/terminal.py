@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs, fmt_speedup
-from advisor.findings import Diagnosis, Finding
+from advisor.findings import Diagnosis, Finding, Prediction
 from advisor.fixes import FixSummary, caution, predicted_text
 
 STYLE = {"high": "bold red", "warn": "yellow", "info": "cyan"}
@@ -109,15 +109,15 @@ def _finding(f: Finding, verbose: bool) -> Padding:
         parts.append(Padding(Text(f"verified: {v.get('verdict')} "
                                   f"{fmt_speedup(v['speedup']) if v.get('speedup') else ''}".rstrip(),
                                   style="magenta"), (0, 0, 0, 7)))
-    if f.prediction and f.prediction.get("speedup"):
+    if f.prediction and f.prediction.speedup:
         parts.append(Padding(Text(_predicted(f.prediction), style="magenta"), (0, 0, 0, 7)))
     return Padding(Group(*parts), (1, 0, 0, 0))
 
 
-def _predicted(p: dict) -> str:
+def _predicted(p: Prediction) -> str:
     """The learned model's prediction of a fix, in one line (advisor.models.predict)."""
-    text = "predicted: " + predicted_text(p["speedup"], p.get("interval"), p.get("time_saved_s"))
-    if p.get("extrapolated"):
+    text = "predicted: " + predicted_text(p.speedup, p.interval, p.time_saved_s)
+    if p.extrapolated:
         text += " - outside the model's training data"
     return text
 

@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import PurePath
 
-from advisor.findings import Diagnosis, Finding
+from advisor.findings import Diagnosis, Finding, Prediction
 from advisor.fixes import FixSummary, caution, predicted_text
 from advisor.formatting import fmt_speedup, fmt_speedup_range
 from advisor.report.plots import Plot, verification_plot
@@ -219,17 +219,15 @@ def _has_timings(v: dict) -> bool:
                for k in ("baseline", "fixed"))
 
 
-def _predicted_speedup(p) -> str:
+def _predicted_speedup(p: Prediction | None) -> str:
     """A model's predicted speedup of the fix ('1.80x (1.20x-2.70x)'), when it gives one."""
-    if not isinstance(p, dict) or not isinstance(p.get("speedup"), (int, float)):
+    if p is None or not isinstance(p.speedup, (int, float)):
         return ""
-    return predicted_text(p["speedup"], p.get("interval")) + (", extrapolated" if p.get("extrapolated") else "")
+    return predicted_text(p.speedup, p.interval) + (", extrapolated" if p.extrapolated else "")
 
 
-def _prediction(p) -> list[tuple[str, str]]:
-    if not isinstance(p, dict):
-        return []
-    return [(str(k), fmt_value(str(k), v)) for k, v in list(p.items())[:12]]
+def _prediction(p: Prediction | None) -> list[tuple[str, str]]:
+    return [(name, fmt_value(name, v)) for name, v in p.shown()] if p else []
 
 
 def _plot_builders() -> list[tuple[str, object]]:
