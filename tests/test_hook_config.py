@@ -14,7 +14,7 @@ from advisor.hooks.child import run_as_user
 from advisor.hooks.epilog import job_from_slurm_env, parse_scontrol, run_job, slurm_epilog
 from advisor.hooks.job import JobContext, expand_hostlist, first_host
 from advisor.hooks.settings import load_settings
-from advisor.hooks.wrapper import render_wrapper, wrapper_paths
+from advisor.hooks.wrapper import check_wrapper, render_wrapper, wrapper_paths
 
 
 def write(tmp_path, text: str):
@@ -157,3 +157,28 @@ def test_messages_for_syslog_cannot_forge_lines():
     from advisor.hooks.postjob import printable
 
     assert printable("job 1: /w/evil\nMar 1 fake: root login\x1b[2J") == "job 1: /w/evil\\nMar 1 fake: root login\\x1b[2J"
+
+
+def test_hook_check_never_runs_a_wrapper_another_user_could_replace(tmp_path):
+    unsafe = tmp_path / "open"
+    unsafe.mkdir()
+    os.chmod(unsafe, 0o777)
+    canary = tmp_path / "ran"
+    wrapper = unsafe / "epilog"
+    wrapper.write_text(f"#!/bin/sh\ntouch {canary}\n")
+    os.chmod(wrapper, 0o755)
+    problems, output = check_wrapper(str(wrapper), {})
+    assert any("not run" in p for p in problems) and output == ""
+    assert not canary.exists()
+
+
+@pytest.mark.parametrize("mode, ok", [("0640", True), ("0600", True), ("0666", True), ("0400", False),
+                                      ("0777", False), ("rw-r--r--", False), ("1644", False)])
+def test_report_mode_is_validated(tmp_path, mode, ok):
+    path = tmp_path / "site.toml"
+    path.write_text(f'[hook]\nlog_dir = "/d"\nreport_mode = "{mode}"\n')
+    if ok:
+        assert load_settings(path)[0].file_mode() == int(mode, 8)
+    else:
+        with pytest.raises(ConfigError, match="hook.report_mode"):
+            load_settings(path)

@@ -11,8 +11,9 @@ from datetime import datetime, timedelta
 import pytest
 
 from advisor.hooks.job import JobContext
-from advisor.hooks.locate import darshan_day_dirs, find_logs, is_darshan_name
+from advisor.hooks.locate import darshan_day_dirs, find_logs, is_darshan_name, layout_warnings
 from advisor.hooks.settings import HookConfig
+from tests.helpers import require_root
 
 LOG = "a_good_fpp_posix_1m/case.darshan"
 
@@ -138,3 +139,30 @@ def test_max_logs_bounds_the_work(tmp_path, job):
         old(log)
     found = find_logs(HookConfig(log_dir=str(tmp_path / "logs"), wait_s=0, max_logs=3), job)
     assert len(found.logs) == 3 and found.truncated == 2
+
+
+def test_a_partial_log_planted_by_another_user_costs_no_wait(tmp_path, job):
+    require_root("giving a file another owner")
+    today = day_dir(tmp_path / "logs", datetime.now())
+    planted = today / "alice_x_id4242-1_1-1-1-1_1.darshan_partial"
+    planted.write_bytes(b"")
+    os.chown(planted, 65534, 65534)
+    link = today / "alice_y_id4242-2_1-1-1-1_1.darshan_partial"
+    link.symlink_to(planted)
+    start = time.monotonic()
+    found = find_logs(HookConfig(log_dir=str(tmp_path / "logs"), wait_s=5), job)
+    assert time.monotonic() - start < 1 and found.unsettled == [] and found.logs == []
+    assert sorted(found.skipped) == sorted([f"{link}: a symlink", f"{planted}: owned by uid 65534, not the job's user"])
+
+
+def test_layout_warnings_name_a_flat_log_directory(tmp_path, job):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "alice_ior_id4242-5_1-1-1-1_1.darshan").write_bytes(b"x")
+    warnings = layout_warnings(HookConfig(log_dir=str(logs)))
+    assert len(warnings) == 2 and "DARSHAN_LOG_DIR_PATH writes flat" in warnings[0]
+    assert "no <year> directory" in warnings[1]
+    day_dir(logs, datetime.now())
+    (logs / "alice_ior_id4242-5_1-1-1-1_1.darshan").unlink()
+    assert layout_warnings(HookConfig(log_dir=str(logs))) == []
+    assert "cannot list" in layout_warnings(HookConfig(log_dir=str(tmp_path / "missing")))[0]

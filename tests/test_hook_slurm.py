@@ -7,6 +7,7 @@ import os
 import shutil
 import stat
 import subprocess
+from datetime import datetime
 
 import jsonschema
 import pytest
@@ -80,6 +81,28 @@ def test_missing_log_is_recorded_and_node_stays_idle(hook):
     job, record = run_job(hook, "nolog", hook.stage_log_script(None))
     assert record["status"] == "no-log", record
     assert not list(job.workdir.glob("ioadvisor-*"))
+    assert_node_idle(hook)
+
+
+def test_a_partial_log_planted_for_the_next_job_costs_its_epilog_no_wait(hook):
+    first, _ = run_job(hook, "before-plant", hook.stage_log_script(None))
+    today = datetime.now()
+    day = hook.logdir / str(today.year) / str(today.month) / str(today.day)
+    day.mkdir(parents=True, exist_ok=True)
+    planted = []
+    for jobid in range(int(first.jobid) + 1, int(first.jobid) + 4):  # the victim's next job ids
+        p = day / f"{hook.user.pw_name}_x_id{jobid}-1_1-1-1-1_1.darshan_partial"
+        p.write_bytes(b"")
+        os.chown(p, 65534, 65534)  # another user's file: nobody
+        planted.append(p)
+    try:
+        job, record = run_job(hook, "victim", hook.stage_log_script(None))
+    finally:
+        for p in planted:
+            p.unlink()
+    assert int(job.jobid) <= int(first.jobid) + 3, "premise: the victim got one of the planted ids"
+    assert record["status"] == "no-log", record
+    assert record["elapsed_s"] < 2.0, record  # wait_s is 5: the foreign partial was not waited for
     assert_node_idle(hook)
 
 

@@ -15,17 +15,31 @@ from advisor.hooks.child import run_as_user
 from advisor.hooks.job import JobContext
 from advisor.hooks.settings import HookConfig
 from advisor.hooks.writer import (UnsafeDestination, destination, prepare_site_dir, replace_file,
-                                  write_reports)
+                                  report_mode, write_reports)
 from tests.helpers import require_root
 
 ME = os.geteuid()
+
+
+def writer_mode(directory) -> int:
+    return report_mode(os.stat(directory).st_mode)
+
+
+@pytest.mark.parametrize("dir_mode, site, expected", [
+    (0o755, None, 0o644), (0o750, None, 0o640), (0o700, None, 0o600), (0o711, None, 0o600),
+    (0o1777, None, 0o644), (0o700, 0o644, 0o644)])
+def test_a_report_is_never_more_readable_than_its_directory(tmp_path, dir_mode, site, expected):
+    os.chmod(tmp_path, dir_mode)
+    write_reports(str(tmp_path), "7", {"html": b"x"}, ME, site_mode=site)
+    assert stat.S_IMODE(os.stat(tmp_path / "ioadvisor-7.html").st_mode) == expected
 
 
 def test_reports_are_written_atomically_with_no_temporary_left(tmp_path):
     paths = write_reports(str(tmp_path), "12", {"html": b"<html>", "json": b"{}"}, ME)
     assert sorted(os.listdir(tmp_path)) == ["ioadvisor-12.html", "ioadvisor-12.json"]
     assert paths == [str(tmp_path / "ioadvisor-12.html"), str(tmp_path / "ioadvisor-12.json")]
-    assert stat.S_IMODE(os.stat(tmp_path / "ioadvisor-12.html").st_mode) == 0o644
+    expected = writer_mode(tmp_path)
+    assert stat.S_IMODE(os.stat(tmp_path / "ioadvisor-12.html").st_mode) == expected
     write_reports(str(tmp_path), "12", {"html": b"<html>v2"}, ME)  # replaces the old report
     assert (tmp_path / "ioadvisor-12.html").read_bytes() == b"<html>v2"
 

@@ -75,6 +75,13 @@ def check(config_path, wrapper, jobid, user, uid, gid, workdir):
     click.echo(f"config {config_path}: valid ([hook] and the rules' thresholds)")
     for key, value in vars(cfg).items():
         click.echo(f"  {key} = {value!r}")
+    from advisor.hooks.locate import layout_warnings
+
+    for warning in layout_warnings(cfg):
+        click.echo(f"WARNING: {warning}")
+    if cfg.log_layout == "darshan":
+        click.echo("note: logs are found by job id only if Darshan names them by it: build with "
+                   "--with-jobid-env=SLURM_JOB_ID or set DARSHAN_JOBID=SLURM_JOB_ID for the job")
     job = _job_for_check(jobid, user, uid, gid, workdir) if jobid else None
     problems = []
     if wrapper:

@@ -94,6 +94,27 @@ def candidates(cfg: HookConfig, job: JobContext, now: float) -> list[str]:
     return [path] if os.path.lexists(path) else []
 
 
+def layout_warnings(cfg: HookConfig) -> list[str]:
+    """What in the log directory says Darshan puts its logs somewhere the config does not look."""
+    if cfg.log_layout != "darshan":
+        return []
+    try:
+        with os.scandir(cfg.log_dir) as entries:
+            names = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
+    except OSError as exc:
+        return [f"{cfg.log_dir}: cannot list the log directory ({exc.strerror})"]
+    flat = [n for n, is_dir in names if n.endswith((".darshan", PARTIAL))]
+    years = [n for n, is_dir in names if is_dir and n.isdigit() and len(n) == 4]
+    warnings = []
+    if flat:
+        warnings.append(f"{cfg.log_dir}: {len(flat)} log(s) directly in the log directory, not in <year>/<month>/"
+                        "<day>/: DARSHAN_LOG_DIR_PATH writes flat; use DARSHAN_LOGPATH for the dated layout, "
+                        "or log_layout = \"glob\" with log_glob = \"<dir>/{user}_*_id{jobid}*.darshan\"")
+    if not years:
+        warnings.append(f"{cfg.log_dir}: no <year> directory: Darshan's dated layout is not there (yet)")
+    return warnings
+
+
 def find_logs(cfg: HookConfig, job: JobContext, *, now: Callable[[], float] = time.time,
               sleep: Callable[[float], None] = time.sleep) -> Located:
     """The job's complete logs; waits at most `cfg.wait_s` while one is still being written."""
@@ -110,16 +131,18 @@ def find_logs(cfg: HookConfig, job: JobContext, *, now: Callable[[], float] = ti
 def _scan(cfg: HookConfig, job: JobContext, wall: float, seen: dict) -> Located:
     result = Located()
     for path in candidates(cfg, job, wall):
-        if path.endswith(PARTIAL):
-            result.unsettled.append(path)
-            continue
         try:
             st = os.lstat(path)
         except OSError:
             continue  # renamed or removed since the listing
+        # A partial log is waited for only when it could be the job's own: another user can
+        # plant an empty "<victim>_..._id<next job>..." partial in a shared log directory.
         refused = _refusal(st, job)
         if refused:
             result.skipped.append(f"{path}: {refused}")
+            continue
+        if path.endswith(PARTIAL):
+            result.unsettled.append(path)
             continue
         key = (st.st_size, st.st_mtime_ns)
         # Darshan renames *.darshan_partial once the log is complete: its final name is proof.

@@ -92,7 +92,8 @@ def diagnose_and_write(job: JobContext, cfg: HookConfig, site_config: Any, logs:
         return summary
     contents, notes = render(diagnoses, cfg.formats)
     summary["reports"] = writer.write_reports(dest, job.jobid, contents, job.uid,
-                                              create=cfg.destination == "user-dir")
+                                              create=cfg.destination == "user-dir",
+                                              site_mode=cfg.file_mode())
     summary["status"] = "reported"
     if notes:
         summary["note"] = "; ".join(notes)

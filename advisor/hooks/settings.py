@@ -44,6 +44,11 @@ class HookConfig:
     opt_out_marker: str = ".ioadvisor-off"  # in the work dir (one job) or home dir (every job)
     opt_out_users: list[str] = field(default_factory=list)  # site-wide exclusions
     syslog: bool = True  # errors also go to syslog (LOG_USER)
+    report_mode: str = ""  # e.g. "0640" for every report; empty: as readable as its directory
+
+    def file_mode(self) -> int | None:
+        """`report_mode` as a number, or None (the writer follows the destination directory)."""
+        return int(self.report_mode, 8) if self.report_mode else None
 
     def log_source(self) -> str:
         """The configured log location in words (for `hook check`)."""
@@ -82,6 +87,10 @@ def validate(cfg: HookConfig, source: str) -> None:
                            ("time_limit_s", 0.1, 86400), ("memory_limit_mb", 64, 1 << 22)):
         if not low <= getattr(cfg, key) <= high:
             raise bad(key, f"{getattr(cfg, key)} is outside [{low}, {high}]")
+    if cfg.report_mode and not (set(cfg.report_mode) <= set("01234567") and int(cfg.report_mode, 8) <= 0o666
+                                and int(cfg.report_mode, 8) & 0o600 == 0o600):
+        raise bad("report_mode", f"{cfg.report_mode!r} is not an octal file mode from 0600 to 0666 "
+                                 "(the user must be able to read and replace the report)")
     if "/" in cfg.opt_out_marker or not cfg.opt_out_marker.strip("."):
         raise bad("opt_out_marker", "must be a plain file name")
 

@@ -109,6 +109,8 @@ def check_wrapper(wrapper: str, env: dict[str, str], timeout_s: float = 120.0) -
     except OSError as exc:
         return [f"{wrapper}: {exc.strerror}"], ""
     problems = root_owned_problems(wrapper)
+    if problems:  # never run as root what another user could have replaced
+        return problems + [f"{wrapper}: not run (fix the ownership and modes above first)"], ""
     if not os.access(wrapper, os.X_OK):
         problems.append(f"{wrapper}: not executable")
     paths = wrapper_paths(text)

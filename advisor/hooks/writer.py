@@ -4,7 +4,9 @@ Called in a child that already runs as the job's user (:func:`advisor.hooks.chil
 so nothing is ever created with root's rights in a directory the user controls. Each file
 is written under a fresh temporary name (``O_CREAT|O_EXCL|O_NOFOLLOW``) in the destination
 itself and renamed over the final name: a symlink the user planted there is replaced, never
-followed. The destination must be a directory owned by the user.
+followed. The destination must be a directory owned by the user. A report is never more
+readable than its directory: the job's umask is gone when the epilog runs, but the directory
+the user keeps private says the same (a site may set one mode for all: ``[hook] report_mode``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from pathlib import Path
 from advisor.hooks.job import JobContext
 from advisor.hooks.settings import HookConfig
 
-FILE_MODE = 0o644
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -71,7 +72,21 @@ def open_destination(path: str, uid: int, *, create: bool = False) -> int:
     return fd
 
 
-def replace_file(dir_fd: int, name: str, data: bytes, mode: int = FILE_MODE) -> None:
+def report_mode(dir_mode: int, site_mode: int | None = None) -> int:
+    """The mode of a report in a directory of `dir_mode`: the site's, else readable by the group
+    or by others only where they may list and enter the directory (0755 -> 0644, 0750 -> 0640,
+    0700 or 0711 -> 0600)."""
+    if site_mode is not None:
+        return site_mode
+    mode = 0o600
+    if dir_mode & 0o050 == 0o050:
+        mode |= 0o040
+    if dir_mode & 0o005 == 0o005:
+        mode |= 0o004
+    return mode
+
+
+def replace_file(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> None:
     """Write `data` to `name` in `dir_fd` atomically (temporary name, then rename)."""
     tmp = f".{name}.{secrets.token_hex(6)}.tmp"
     fd = os.open(tmp, _TMP_FLAGS, mode, dir_fd=dir_fd)
@@ -80,7 +95,7 @@ def replace_file(dir_fd: int, name: str, data: bytes, mode: int = FILE_MODE) -> 
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            os.fchmod(fd, mode)  # the user's umask does not decide who can read the report
+            os.fchmod(fd, mode)  # decided by report_mode, not by the hook's own umask
         finally:
             os.close(fd)
         os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -93,16 +108,17 @@ def replace_file(dir_fd: int, name: str, data: bytes, mode: int = FILE_MODE) -> 
 
 
 def write_reports(dest: str, jobid: str, contents: dict[str, bytes], uid: int,
-                  *, create: bool = False) -> list[str]:
+                  *, create: bool = False, site_mode: int | None = None) -> list[str]:
     """Write ``ioadvisor-<jobid>.<fmt>`` for each format; the caller must already be `uid`."""
     if os.geteuid() != uid:
         raise PermissionError(f"report writer runs as uid {os.geteuid()}, not the job's uid {uid}")
     dir_fd = open_destination(dest, uid, create=create)
     written = []
     try:
+        mode = report_mode(os.fstat(dir_fd).st_mode, site_mode)
         for fmt, data in contents.items():
             name = report_name(jobid, fmt)
-            replace_file(dir_fd, name, data)
+            replace_file(dir_fd, name, data, mode)
             written.append(os.path.join(dest, name))
     finally:
         os.close(dir_fd)
