@@ -81,6 +81,8 @@ class Finding:
     references: list[str] = field(default_factory=list)
     verification: dict[str, Any] | None = None  # filled by the replayer
     prediction: Prediction | None = None  # filled by a learned model
+    # how sure the finding is: {"level": high|medium|low, "reason": one line, "ratio": effect/noise}
+    confidence: dict[str, Any] | None = None
 
 
 def _time_at_stake(f: Finding) -> float:

@@ -18,6 +18,7 @@ GOOD = """\
   thresholds: {min_count: 10}
   condition: small_write_count >= min_count
   cost: small_write_cost_s
+  evidence_kind: counts
   evidence: [small_write_count]
   message: "{{ small_write_count }} small writes"
   recommendation: {text: do less, commands: ["echo {{ min_count }}"]}
@@ -41,11 +42,13 @@ def test_good_rule_loads(tmp_path):
 @pytest.mark.parametrize("change,line,words", [
     (("condition: small_write_count >= min_count", "condition: small_write_count >="), 7, "bad condition"),
     (("condition: small_write_count >= min_count", "condition: no_such_fact > 1"), 7, "unknown fact or threshold 'no_such_fact'"),
-    (("evidence: [small_write_count]", "evidence: [nope]"), 9, "unknown fact 'nope'"),
+    (("evidence: [small_write_count]", "evidence: [nope]"), 10, "unknown fact 'nope'"),
     (("category: small-io", "category: sloth"), 4, "'category' must be"),
     (("severity: warn", "severity: critical"), 5, "'severity' must be"),
-    (("  fix: null", "  fixx: null"), 12, "unknown rule field 'fixx'"),
-    (("message: \"{{ small_write_count }} small writes\"", "message: \"{{ secret }}\""), 10, "template uses 'secret'"),
+    (("  fix: null", "  fixx: null"), 13, "unknown rule field 'fixx'"),
+    (("message: \"{{ small_write_count }} small writes\"", "message: \"{{ secret }}\""), 11, "template uses 'secret'"),
+    (("evidence_kind: counts", "evidence_kind: vibes"), 9, "'evidence_kind' must be one of timing, counts"),
+    (("  evidence_kind: counts\n", ""), 1, "every rule with a cost states it"),
     (("cost: small_write_cost_s", "cost: fired('ZZZ999')"), 1, "names no rule"),
     (("condition: small_write_count >= min_count", "condition: eval('1')"), 7, "unknown function 'eval'"),
 ])

@@ -83,7 +83,10 @@ def docs_page(current: str, rules) -> str:
     index += [f"| [{r.code}](#{_anchor(_heading(r))}) | {r.name} | {', '.join(r.inputs)} | {r.category} "
               f"| {r.severity} |" for r in rules]
     pages = "\n\n".join(markdown(r) for r in rules)
-    return f"{current.split(DOCS_MARKER)[0]}{DOCS_MARKER}\n\n" + "\n".join(index) + f"\n\n{pages}"
+    from advisor.engine.worked_examples import severity_section
+
+    return (f"{current.split(DOCS_MARKER)[0]}{DOCS_MARKER}\n\n{severity_section()}\n## Rules\n\n"
+            + "\n".join(index) + f"\n\n{pages}")
 
 
 def _heading(rule) -> str:
@@ -95,6 +98,14 @@ def _anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
 
 
+def _severity_note(rule) -> str:
+    if rule.cost is None or not rule.cost_sets_severity:
+        return "(declared: the rule estimates no cost)"
+    rests = {"timing": "timings, weighed against the job's timing noise",
+             "counts": "counts, certain however short the run"}[rule.evidence_kind]
+    return f"(lowered by the cost's share of the run; the cost rests on {rests})"
+
+
 def markdown(rule) -> str:
     """The rule's documentation page (also used to build docs/rules.md)."""
     thresholds = ", ".join(f"`{k} = {v}`" for k, v in rule.thresholds.items()) or "none"
@@ -104,7 +115,7 @@ def markdown(rule) -> str:
     return f"""# {_heading(rule)}
 
 Category `{rule.category}`, severity up to `{rule.severity}`
-{"(lowered when the time it costs is a small share of the run)" if rule.cost is not None else ""}.
+{_severity_note(rule)}.
 
 ## What it does
 {rule.docs['what']}

@@ -18,12 +18,10 @@ from advisor.config import SiteConfig
 from advisor.engine import expr, render
 from advisor.engine.evaluator import Evaluator
 from advisor.engine.rules import Catalogue, Rule
-from advisor.facts import PARAMS, FactContext, Missing, NotApplicable, param
-from advisor.findings import SEVERITY_RANK, Finding, NotChecked, Recommendation
+from advisor.engine.significance import DECLARED, Confidence, Impact, Limits, grade
+from advisor.facts import PARAMS, FactContext, Missing, NotApplicable
+from advisor.findings import Finding, NotChecked, Recommendation
 
-HIGH_SHARE = param("severity_high_share", 0.10, "a finding costing this share of the run time or more is high")
-WARN_SHARE = param("severity_warn_share", 0.02, "below this share of the run time a finding is at most info")
-MIN_SHARE = param("severity_min_share", 0.001, "below this share of the run time there is no finding at all")
 MAX_LISTED = 50  # files/ranks listed in one finding
 
 
@@ -102,11 +100,9 @@ def _finding(rule: Rule, scope: _RuleScope, ev: Evaluator, runtime_s: float) -> 
     cost = ev.evaluate(rule.cost) if rule.cost is not None else None
     cost_s = float(cost) if isinstance(cost, (int, float)) and math.isfinite(cost) and cost > 0 else 0.0
     share = cost_s / runtime_s if runtime_s > 0 else None
-    severity = rule.severity
-    if rule.cost is not None and rule.cost_sets_severity and share is not None:
-        severity = _severity_for(rule, share, scope)
-        if severity is None:
-            return None  # evidence too small to matter
+    severity, confidence = _graded(rule, scope, cost_s, runtime_s)
+    if severity is None:
+        return None  # evidence too small to matter
     evidence = {name: scope.lookup(name) for name in rule.evidence}
     files = _listed(ev.evaluate(rule.files)) if rule.files is not None else []
     ranks = [int(r) for r in _listed(ev.evaluate(rule.ranks))] if rule.ranks is not None else []
@@ -124,7 +120,7 @@ def _finding(rule: Rule, scope: _RuleScope, ev: Evaluator, runtime_s: float) -> 
         recommendation=Recommendation(
             text=render.render(rule.recommendation["text"], values),
             commands=_commands(rule, values)),
-        fix=fix, references=list(rule.references),
+        fix=fix, references=list(rule.references), confidence=confidence.to_dict(),
     )
 
 
@@ -134,20 +130,15 @@ def _commands(rule: Rule, values: dict[str, Any]) -> list[str]:
     return [c for c in rendered if c.strip()]
 
 
-def _severity_for(rule: Rule, share: float, scope: _RuleScope) -> str | None:
-    def limit(name: str) -> float:  # engine policy: global or per-rule override, never a rule threshold
-        return scope.config.threshold(name, PARAMS[name].default, rule.code)
-
-    if share < limit(MIN_SHARE):
-        return None
-    if share >= limit(HIGH_SHARE):
-        by_cost = "high"
-    elif share >= limit(WARN_SHARE):
-        by_cost = "warn"
-    else:
-        by_cost = "info"
-    # the rule's severity is a ceiling: cost can only lower it
-    return max(rule.severity, by_cost, key=SEVERITY_RANK.__getitem__)
+def _graded(rule: Rule, scope: _RuleScope, cost_s: float, runtime_s: float) -> tuple[str | None, Confidence]:
+    """Severity and confidence (advisor.engine.significance); the declared severity for rules
+    whose cost does not set it."""
+    if rule.cost is None or not rule.cost_sets_severity:
+        return rule.severity, DECLARED
+    ctx = scope.ctx
+    impact = Impact(cost_s, runtime_s, ctx.value("io_time_s"))
+    noise = ctx.value("timing_noise") if rule.evidence_kind == "timing" else None
+    return grade(rule.severity, rule.evidence_kind, impact, noise, Limits.of(scope.config, rule.code))
 
 
 def _fix(rule: Rule, ev: Evaluator) -> dict[str, Any] | None:

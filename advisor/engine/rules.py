@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.engine import expr, render
 from advisor.engine.evaluator import FUNCTIONS
+from advisor.engine.significance import EVIDENCE_KINDS
 from advisor.errors import ConfigError
 from advisor.facts import PARAMS, registry
 from advisor.findings import CATEGORIES, SEVERITIES
@@ -30,7 +31,7 @@ INPUT_KINDS = ("darshan", "ior", "campaign", "snapshot")
 REQUIRED = ("code", "name", "title", "category", "severity", "condition", "message",
             "recommendation", "docs")
 OPTIONAL = ("thresholds", "cost", "evidence", "files", "ranks", "fix", "references", "inputs",
-            "cost_sets_severity")
+            "cost_sets_severity", "evidence_kind")
 DOC_PARTS = ("what", "why", "how", "example")
 TEMPLATE_NAMES = {"cost_s", "cost_share", "files", "ranks", "fix", "nprocs", "runtime_s"}
 """Names every message template may use besides the rule's evidence and thresholds."""
@@ -60,6 +61,7 @@ class Rule:
     references: list[str] = field(default_factory=list)
     inputs: tuple[str, ...] = ("darshan",)
     cost_sets_severity: bool = True
+    evidence_kind: str = "counts"  # what the cost rests on: "timing" (compared times) or "counts"
     source: str = ""  # file:line
     depends_on: set[str] = field(default_factory=set)  # codes used in fired()
 
@@ -146,7 +148,7 @@ def _rule(node: yaml.Node, where: _Where) -> Rule:
 
     def need(key: str, ok: bool, what: str) -> None:
         if not ok:
-            raise ConfigError(f"{at[key]}: '{key}' must be {what}")
+            raise ConfigError(f"{at.get(key, where.at(node))}: '{key}' must be {what}")
 
     code = value["code"]
     need("code", isinstance(code, str) and bool(CODE.match(code)), "letters then 3 digits, e.g. IO001")
@@ -176,6 +178,10 @@ def _rule(node: yaml.Node, where: _Where) -> Rule:
          "a list of " + ", ".join(INPUT_KINDS))
     refs = value.get("references") or []
     need("references", isinstance(refs, list) and all(isinstance(r, str) for r in refs), "a list of text")
+    kind = value.get("evidence_kind")
+    need("evidence_kind", kind in EVIDENCE_KINDS or (kind is None and value.get("cost") is None),
+         "one of " + ", ".join(EVIDENCE_KINDS) + " (what the cost rests on: compared times, or counted "
+         "operations and bytes; every rule with a cost states it)")
     fix = value.get("fix")
     need("fix", fix is None or (isinstance(fix, dict) and isinstance(fix.get("transform"), str)),
          "null or a mapping with 'transform'")
@@ -204,7 +210,7 @@ def _rule(node: yaml.Node, where: _Where) -> Rule:
         files=parse("files", value.get("files")), ranks=parse("ranks", value.get("ranks")),
         fix=fix, references=refs, inputs=tuple(inputs),
         cost_sets_severity=bool(value.get("cost_sets_severity", True)),
-        source=where.at(node),
+        evidence_kind=kind or "counts", source=where.at(node),
     )
     _check_names(rule, at)
     return rule

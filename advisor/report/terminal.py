@@ -89,6 +89,9 @@ def _finding(f: Finding, verbose: bool) -> Padding:
     if f.cost_s > 0:
         head.append(f"  ~{fmt_secs(f.cost_s)} lost", style="dim")
     parts: list[Any] = [head, Padding(Text(f.message), (0, 0, 0, 7))]
+    if f.confidence:
+        parts.append(Padding(Text(f"confidence {f.confidence['level']}: {f.confidence['reason']}", style="dim"),
+                             (0, 0, 0, 7)))
     if f.files:
         shown = ", ".join(_short(p, 70) for p in f.files[:MAX_FILES])
         more = f" and {len(f.files) - MAX_FILES} more" if len(f.files) > MAX_FILES else ""

@@ -132,6 +132,7 @@ def finding_view(f: Finding, rank: int, runtime: float, job_id: str) -> dict:
         "cost_s": cost,
         "cost": fmt_secs(cost) if cost else "",
         "cost_share": fmt_pct(cost / runtime) if cost and runtime else "",
+        "confidence": f"{f.confidence['level']}: {f.confidence['reason']}" if f.confidence else "",
         "evidence": [(str(k), fmt_value(str(k), v)) for k, v in list(f.evidence.items())[:MAX_EVIDENCE]],
         "files": files[:MAX_FILES],
         "more_files": max(0, len(files) - MAX_FILES),

@@ -1,0 +1,101 @@
+"""The severity formula of docs/rules.md, with worked examples from the real corpus.
+
+Each example holds what the engine weighed for one finding of one corpus log (cost, run
+time, I/O time, the job's timing noise); the page shows what :func:`grade` makes of it, so
+the documented outcome is always the code's. ``tests/test_significance.py`` diagnoses the
+logs again and checks that the inputs recorded here are still what the engine sees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.engine.significance import Impact, Limits, describe, grade
+from advisor.formatting import fmt_secs
+
+
+@dataclass(frozen=True)
+class Example:
+    log: str  # path under the corpus (../shared/corpus)
+    code: str
+    kind: str
+    ceiling: str
+    impact: Impact
+    noise: dict | None  # the fact timing_noise (timing evidence only)
+
+
+EXAMPLES = (
+    Example("darshan-logs/darshan_logs/release_logs/mpi-io-test-x86_64-3.4.5.darshan", "IMB003", "timing", "high",
+            Impact(0.008408, 0.034662, 0.022987), {"seconds": 0.05, "why": "the floor", "page_cache": True}),
+    Example("darshan-logs/darshan_logs/release_logs/mpi-io-test-x86_64-3.4.7.darshan", "MD001", "timing", "high",
+            Impact(0.025212, 0.072112, 0.054102), {"seconds": 0.05, "why": "the floor", "page_cache": True}),
+    Example("darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample.darshan", "IMB003", "timing", "high",
+            Impact(36.447166, 117.0, 49.027784),
+            {"seconds": 46.274075, "why": "slowest of 2,048 ranks of 17 operations (mean 2.9 s, no DXT)",
+             "page_cache": False}),
+    Example("generated/e_mpiio_collective_256k/case.darshan", "IMB003", "timing", "high",
+            Impact(0.174725, 0.553784, 0.115167),
+            {"seconds": 0.068484, "why": "page-cache jitter: 128.0 MiB per process in a 553.8 ms run",
+             "page_cache": True}),
+    Example("traps/T05/case.darshan", "IMB001", "timing", "high", Impact(1.525129, 1.730066, 0.056243),
+            {"seconds": 0.05, "why": "the floor", "page_cache": False}),
+    Example("traps/T06/case.darshan", "MD001", "timing", "high", Impact(2.137146, 3.625926, 2.138902),
+            {"seconds": 0.05616, "why": "slowest of 4 ranks of 4,022 operations (mean 532 us, no DXT)",
+             "page_cache": False}),
+    Example("traps/T03/case.darshan", "MPI001", "counts", "high", Impact(0.047675, 0.153492, 0.095351), None),
+    Example("darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample-badost.darshan", "LUS010",
+            "timing", "high", Impact(766.788363, 780.0, 34.187007),
+            {"seconds": 10.826551, "why": "slowest of 2,048 ranks of 152 operations (mean 224.8 ms, no DXT)",
+             "page_cache": False}),
+)
+
+
+def outcome(example: Example, limits: Limits = Limits()):
+    """(severity, confidence) the engine gives the example."""
+    return grade(example.ceiling, example.kind, example.impact, example.noise, limits)
+
+
+def severity_section(limits: Limits = Limits()) -> str:
+    """The formula and the worked examples, as Markdown."""
+    rows = ["| log | rule | evidence | cost | noise | severity | confidence: reason |", "|---|---|---|---|---|---|---|"]
+    for ex in EXAMPLES:
+        severity, sure = outcome(ex, limits)
+        noise = fmt_secs(ex.noise["seconds"]) if ex.noise else "-"
+        rows.append(f"| {ex.log.rsplit('/', 2)[-2] if ex.log.endswith('case.darshan') else ex.log.rsplit('/', 1)[-1]} "
+                    f"| {ex.code} | {ex.kind} | {describe(ex.impact)} | {noise} | {severity} "
+                    f"| {sure.level}: {sure.reason} |")
+    pct = lambda x: f"{x * 100:g} %"  # noqa: E731
+    return f"""## Severity: impact and significance
+
+A rule's `severity` is a ceiling. A finding's severity is the lowest of three levels:
+
+1. **the ceiling** declared in the rule file;
+2. **impact**, from the cost `cost_s` (seconds of run time lost): `cost / run time` >= {pct(limits.high_share)}
+   high, >= {pct(limits.warn_share)} warn, below that info, below {pct(limits.min_share)} no finding at all; a
+   cost of at least {pct(limits.io_warn_share)} of the job's I/O time is at least warn (the main thing wrong with
+   the I/O, even when I/O is a small part of the run);
+3. **significance**, from what the cost rests on (`evidence_kind` in the rule file, required with a `cost`):
+   - `counts` (operations, bytes, sizes, offsets): as certain as the counters, however short the run
+     (400,000 fwrites of 100 bytes are a pattern, not an accident): confidence high;
+   - `timing` (stragglers, time imbalance, metadata time, per-OST rates, a model's shortfall): the cost is
+     compared with the job's timing noise (the fact `timing_noise`), the largest of
+     - the floor `timing_floor_s` (50 ms): scheduler slices, MPI start-up skew and timer overhead make
+       ranks differ by tens of milliseconds on any node;
+     - the operations behind the time: a rank's time is a sum of n operation times of spread s (from the
+       DXT trace, else the mean operation time: a coefficient of variation of 1); the slowest of P ranks
+       exceeds the mean by about `s * sqrt(n) * sqrt(2 ln P)` by chance alone;
+     - the page cache: a run shorter than `cache_regime_runtime_s` (1 s) moving less than
+       `cache_regime_bytes` (1 GiB) per process only copies into memory; those copies stall together, so
+       their jitter is of the order of the data time per process.
+
+     At {limits.significant:g}x the noise or more (`significance_high`) the confidence is high, except in the page
+     cache (medium: such timings do not show how the file system behaves); from 1x to {limits.significant:g}x medium,
+     at most warn; below the noise low, at most info, and the finding says so in one line.
+
+Every finding carries `confidence` (`level`, `reason`, `ratio` = cost / noise) in the JSON; the terminal and
+the HTML report show it. All the numbers above are `[thresholds]` keys of the site config (docs/config.md).
+
+Worked examples (real logs of the corpus; the outcome is computed by the engine when this page is built):
+
+{chr(10).join(rows)}
+"""
