@@ -5,7 +5,9 @@ file or file per process -, operation, API, transfer size and stripe layout). Fr
 curves: the knee (where adding clients stops paying), the point where file-per-process
 clients start to exceed the OSTs and the drop there, a collapse at the largest scale,
 read vs write gaps, flat curves, and with baseline runs the tests that regressed.
-:func:`diagnose_campaign` runs the campaign rules over it and returns one Diagnosis.
+:func:`campaign_profile` carries a campaign to the engine, whose campaign rules
+(:mod:`advisor.facts.campaign`) judge it; :func:`advisor.pipeline.diagnose_campaign`
+does that and returns one Diagnosis.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from advisor.errors import InputError
-from advisor.findings import Diagnosis
-from advisor.ingest.ior.model import FPP, SHARED, IorRun, IorTest
+from advisor.ingest import load_profile
+from advisor.ingest.ior.model import FPP, SHARED, IorProfile, IorTest, label
 from advisor.profile import JobInfo, JobProfile, Provenance
 
 ACCESS_NAMES = {FPP: "file per process", SHARED: "shared file", "": "access unknown"}
@@ -100,15 +103,12 @@ def _study_names(profiles: list[JobProfile]) -> list[str]:
 
 def build_curves(profiles: list[JobProfile], config=None) -> tuple[list[Curve], list[str]]:
     """Curves of the IOR runs in `profiles` (one point per test, operation and task count)."""
-    from advisor.facts.ior import label
-
     points: dict[CurveKey, dict[int, Point]] = {}
     notes: list[str] = []
     for profile, study in zip(profiles, _study_names(profiles)):
-        run = profile.extras.get("ior")
-        if not isinstance(run, IorRun):
+        if not isinstance(profile, IorProfile):
             continue
-        for test in run.tests:
+        for test in profile.run.tests:
             tasks = test.params.tasks
             if not tasks:
                 notes.append(f"{profile.source.path}: {label(test)} states no task count; left out")
@@ -216,7 +216,7 @@ def regressions(campaign: Campaign) -> list[tuple[CurveKey, Point, Point]]:
 
 def figure_data(campaign: Campaign, osts: int | None) -> dict:
     """Compact plot data: curves, the 'clients exceed OSTs' points and the baseline overlay
-    (the knees are filled in by :func:`diagnose_campaign` from the CAM001 finding)."""
+    (the knees are filled in by :func:`advisor.pipeline.diagnose_campaign` from the CAM001 finding)."""
     def series(curves: list[Curve]) -> list[dict]:
         return [{"label": c.label, "access": c.key.access, "operation": c.key.operation,
                  "study": c.key.study, "tasks": [p.tasks for p in c.points],
@@ -232,37 +232,24 @@ def figure_data(campaign: Campaign, osts: int | None) -> dict:
             "baseline": series(campaign.baseline), "knees": [], "clients_exceed_osts": exceed}
 
 
-# ---- diagnosis -------------------------------------------------------------------------------
+# ---- the engine's input -------------------------------------------------------------------------------
 
-def campaign_profile(campaign: Campaign) -> JobProfile:
+@dataclass(kw_only=True)
+class CampaignProfile(JobProfile):
+    """A campaign as the engine's input: the campaign rules apply to it."""
+
+    kind: ClassVar[str] = "campaign"
+    campaign: Campaign
+
+
+def campaign_profile(campaign: Campaign) -> CampaignProfile:
     """A profile carrying the campaign, so that the engine runs the campaign rules over it."""
     where = str(Path(campaign.sources[0]).parent) if campaign.sources else "<campaign>"
     source = Provenance(path=where, format="ior-campaign", parser="ioadvisor campaign",
                         notes=[f"{len(campaign.sources)} IOR runs, {len(campaign.curves)} curves"] + campaign.notes)
     job = JobInfo(nprocs=campaign.max_tasks, exe=f"IOR campaign of {len(campaign.sources)} runs",
                   metadata={"runs": str(len(campaign.sources))})
-    return JobProfile(source=source, job=job, extras={"campaign": campaign})
-
-
-def diagnose_campaign(profiles: list[JobProfile], config=None,
-                      baseline_profiles: list[JobProfile] | None = None) -> Diagnosis:
-    """Campaign rules over the IOR runs of one study (and its baseline): one Diagnosis."""
-    from advisor.config import load_config
-    from advisor.engine import diagnose
-
-    config = config if config is not None else load_config()
-    campaign = build_campaign(profiles, config, baseline_profiles)
-    if not campaign.curves:
-        raise InputError(campaign_profile(campaign).source.path, "no IOR test with a task count and a result")
-    diagnosis = diagnose(campaign_profile(campaign), config)
-    diagnosis.source["runs"] = list(campaign.sources)
-    figures = figure_data(campaign, config.system.osts)
-    # the knees drawn are the ones CAM001 reports (same significance threshold)
-    figures["knees"] = [{"label": k["curve"], "tasks": k["tasks"], "bw_mib_s": k["bw_mib_s"]}
-                        for f in diagnosis.findings if f.code == "CAM001"
-                        for k in f.evidence.get("campaign_knees", [])]
-    diagnosis.figures["campaign"] = figures
-    return diagnosis
+    return CampaignProfile(source=source, job=job, campaign=campaign)
 
 
 def load_runs(paths: list[str | Path]) -> tuple[list[JobProfile], list[str]]:
@@ -270,8 +257,6 @@ def load_runs(paths: list[str | Path]) -> tuple[list[JobProfile], list[str]]:
 
     Files that are not usable IOR output are skipped with their one-line reason.
     """
-    from advisor.ingest import load_profile
-
     profiles, skipped = [], []
     files: list[Path] = []
     for path in map(Path, paths):
@@ -282,7 +267,7 @@ def load_runs(paths: list[str | Path]) -> tuple[list[JobProfile], list[str]]:
         except InputError as exc:
             skipped.append(str(exc))
             continue
-        if isinstance(profile.extras.get("ior"), IorRun):
+        if isinstance(profile, IorProfile):
             profiles.append(profile)
         else:
             skipped.append(f"{file}: not an IOR run ({profile.source.format})")

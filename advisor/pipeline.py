@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.config import SiteConfig
-from advisor.engine import check_thresholds, diagnose, input_kind
+from advisor.campaign import build_campaign, campaign_profile, figure_data, load_runs
+from advisor.engine import check_thresholds, diagnose
 from advisor.engine.rules import load_catalogue
-from advisor.errors import AdvisorError, ConfigError
+from advisor.errors import AdvisorError, ConfigError, InputError
 from advisor.findings import Diagnosis
 from advisor.ingest import detect, start_profile
+from advisor.ingest.ior.model import IorProfile
 from advisor.profile import JobProfile
 
 if TYPE_CHECKING:
@@ -93,8 +95,14 @@ def run(inputs: Sequence[Input], stages: Stages, config: SiteConfig) -> Run:
     """Every stage `stages` asks for over every input (paths, or profiles already loaded)."""
     pending = _ingest(inputs, stages)
     first = next(pending, None)  # its parse runs in its child while the rules and the model load
-    check_thresholds(config, load_catalogue())  # a wrong config or model fails once, before any input
-    model = load_model(stages.model)
+    try:
+        check_thresholds(config, load_catalogue())  # a wrong config or model fails once, before any input
+        model = load_model(stages.model)
+    except AdvisorError:
+        pending.close()
+        if first is not None and hasattr(first[1], "__self__"):
+            first[1].__self__.cancel()  # an isolated parse (advisor.ingest.isolate.Isolated.result)
+        raise
     out = Run()
     for path, profile_of in itertools.chain([first] if first else [], pending):
         try:
@@ -196,9 +204,7 @@ def _figures(profile: JobProfile) -> dict:
 
 def _campaign(done: Run, stages: Stages, config: SiteConfig) -> list[Result]:
     """A campaign diagnosis when two or more inputs are IOR runs (or one and a baseline)."""
-    from advisor.campaign import diagnose_campaign, load_runs
-
-    runs = [r.profile for r in done.results if r.profile is not None and input_kind(r.profile) == "ior"]
+    runs = [r.profile for r in done.results if isinstance(r.profile, IorProfile)]
     if not runs or (len(runs) < 2 and not stages.baselines):
         return []
     base, skipped = load_runs(list(stages.baselines))
@@ -207,3 +213,20 @@ def _campaign(done: Run, stages: Stages, config: SiteConfig) -> list[Result]:
         raise ConfigError(f"--baseline: no IOR run in {', '.join(stages.baselines)}")
     diagnosis = diagnose_campaign(runs, config, base)
     return [Result(diagnosis.source.get("path", "campaign"), diagnosis)]
+
+
+def diagnose_campaign(profiles: list[JobProfile], config: SiteConfig,
+                      baseline_profiles: list[JobProfile] | None = None) -> Diagnosis:
+    """Campaign rules over the IOR runs of one study (and its baseline): one Diagnosis."""
+    campaign = build_campaign(profiles, config, baseline_profiles)
+    if not campaign.curves:
+        raise InputError(campaign_profile(campaign).source.path, "no IOR test with a task count and a result")
+    diagnosis = diagnose(campaign_profile(campaign), config)
+    diagnosis.source["runs"] = list(campaign.sources)
+    figures = figure_data(campaign, config.system.osts)
+    # the knees drawn are the ones CAM001 reports (same significance threshold)
+    figures["knees"] = [{"label": k["curve"], "tasks": k["tasks"], "bw_mib_s": k["bw_mib_s"]}
+                        for f in diagnosis.findings if f.code == "CAM001"
+                        for k in f.evidence.get("campaign_knees", [])]
+    diagnosis.figures["campaign"] = figures
+    return diagnosis

@@ -12,7 +12,7 @@ small and every fact is a vector operation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -182,8 +182,15 @@ class MountPoint:
 
 @dataclass
 class JobProfile:
-    """Everything later stages know about one job (or one benchmark run)."""
+    """Everything later stages know about one job: a Darshan log or parser dump.
 
+    Inputs of another kind are subclasses carrying their own typed payload (an IOR run:
+    :class:`advisor.ingest.ior.model.IorProfile`; a node snapshot:
+    :class:`advisor.ingest.snapshot.SnapshotProfile`; a campaign:
+    :class:`advisor.campaign.CampaignProfile`); `kind` says which rules apply to it.
+    """
+
+    kind: ClassVar[str] = "darshan"  # a rule's `inputs` name the kinds it applies to
     source: Provenance
     job: JobInfo
     modules: dict[str, ModuleInfo] = field(default_factory=dict)
@@ -192,8 +199,8 @@ class JobProfile:
     mounts: list[MountPoint] = field(default_factory=list)
     lustre: dict[int, LustreLayout] = field(default_factory=dict)  # record id -> layout
     dxt: dict[str, DxtTrace] = field(default_factory=dict)
-    # Inputs that are not Darshan logs carry their own typed payload here
-    # (e.g. "ior": advisor.ingest.ior model, "snapshot": node settings).
+    ingest: dict[str, Any] = field(default_factory=dict)  # how the parse went (seconds, memory)
+    # A parser dump's raw sections, kept for inspection (`show`, tests); no stage reads them.
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property

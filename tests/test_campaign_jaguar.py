@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.campaign import build_campaign, diagnose_campaign, load_runs
+from advisor.campaign import build_campaign, load_runs
+from advisor.pipeline import diagnose_campaign
 from advisor.config import from_dict
 
 MB_PER_MIB = 1.048576

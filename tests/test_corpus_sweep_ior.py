@@ -93,7 +93,7 @@ def test_every_ior_file_parsed_or_refused(corpus: Path):
             assert exc.reason and "\n" not in str(exc), path
             refused.append((path, exc.reason))
             continue
-        run = profile.extras["ior"]
+        run = profile.run
         text = path.read_text(errors="replace")
         printed = {"ior-json": _printed_json, "ior-csv": _printed_csv}.get(
             run.format, _printed_text)(text)

@@ -129,7 +129,7 @@ def test_profile_job_fields():
     profile = load_profile(DATA / "ior_text_3.3.0.txt")
     assert profile.source.format == "ior-text" and profile.job.nprocs == 2
     assert profile.job.exe.startswith("ior -w -r") and profile.job.runtime_s == 1.0
-    assert profile.extras["ior"].tests[0].params.api == "POSIX"
+    assert profile.run.tests[0].params.api == "POSIX"
 
 
 @pytest.mark.parametrize("text, size", [("1m", 1 << 20), ("2048k", 2 << 20), ("47008", 47008), ("4G", 4 << 30)])

@@ -30,7 +30,7 @@ def _three_views(case: str) -> dict[str, dict[str, dict[str, float]]]:
     darshan = api.load(GEN / case / "case.darshan")
     plan = build_plan(darshan, source="dxt")  # the DXT trace, all 4 ranks, unscaled
     by_phase = plan_parts(plan, "ext4")
-    ior = ior_parts(api.load(GEN / case / "ior.txt").extras["ior"].tests[0])
+    ior = ior_parts(api.load(GEN / case / "ior.txt").run.tests[0])
     prof = profile_parts(darshan)
     out = {}
     for direction, phase in (("write", 0), ("read", 1)):

@@ -279,7 +279,8 @@ def test_report_command_re_renders_and_rejects_bad_input(tmp_path):
 
 # -- campaigns and snapshots ---------------------------------------------------------------
 def test_campaign_curves_with_knee_osts_and_baseline(tmp_path):
-    from advisor.campaign import diagnose_campaign, load_runs
+    from advisor.campaign import load_runs
+    from advisor.pipeline import diagnose_campaign
     from advisor.config import from_dict
     from tests.test_campaign_jaguar import write_ior_log
 

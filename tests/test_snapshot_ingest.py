@@ -29,7 +29,7 @@ def test_snapshot_loads_as_profile(doc, tmp_path):
     path.write_text(json.dumps(doc))
     profile = load_profile(path)
     assert profile.source.format == "snapshot"
-    assert profile.extras["snapshot"]["host"]["hostname"] == doc["host"]["hostname"]
+    assert profile.settings["host"]["hostname"] == doc["host"]["hostname"]
     assert {m.path for m in profile.mounts} == {m["path"] for m in doc["mounts"]}
 
 

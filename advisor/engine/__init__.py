@@ -21,18 +21,6 @@ SUMMARY_FACTS = ("bytes_read", "bytes_written", "io_time_s", "io_share", "read_t
                  "write_time_s", "meta_time_s", "files_accessed", "modules", "interfaces")
 
 
-def input_kind(profile: JobProfile) -> str:
-    """Which rules apply: "darshan" (logs and parser dumps), "ior", "campaign" or "snapshot"."""
-    fmt = profile.source.format
-    if "campaign" in profile.extras:
-        return "campaign"
-    if fmt.startswith("ior") or "ior" in profile.extras:
-        return "ior"
-    if fmt == "snapshot" or "snapshot" in profile.extras:
-        return "snapshot"
-    return "darshan"
-
-
 def check_thresholds(config: SiteConfig, catalogue: Catalogue) -> None:
     """Every [thresholds] name must be a rule's threshold or a fact parameter (ConfigError)."""
     registry()
@@ -60,7 +48,7 @@ def diagnose(profile: JobProfile, config: SiteConfig | None = None,
     check_thresholds(config, catalogue)
     ctx = FactContext(profile, config, expectation)
     runtime = ctx.value("runtime_s") or 0.0
-    outcome = run(catalogue, ctx, input_kind(profile), float(runtime))
+    outcome = run(catalogue, ctx, profile.kind, float(runtime))
     job = profile.job
     diagnosis = Diagnosis(
         source={"path": profile.source.path, "format": profile.source.format,

@@ -1,17 +1,10 @@
-"""Facts about a benchmark campaign (several IOR runs as scaling curves, advisor.campaign).
-
-advisor.campaign is imported in the functions, not here: every diagnosis registers these
-facts, only a campaign computes them.
-"""
+"""Facts about a benchmark campaign (several IOR runs as scaling curves, advisor.campaign)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from advisor.campaign import (Campaign, CampaignProfile, collapse, exceed_point, gain_per_doubling, knee,
+                              pair_curves, regressions)
 from advisor.facts import FactContext, Missing, NotApplicable, fact, param
-
-if TYPE_CHECKING:
-    from advisor.campaign import Campaign
 
 KNEE_GAIN = param("campaign_knee_gain", 0.10, "after the knee, adding clients gains less than this per doubling")
 OST_DROP = param("campaign_ost_drop", 0.10, "a drop this large where clients start to exceed OSTs is reported")
@@ -22,14 +15,9 @@ FLAT = param("campaign_flat", 1.30, "a curve whose best point is less than this 
 
 
 def _campaign(ctx: FactContext) -> Campaign:
-    campaign = ctx.profile.extras.get("campaign")
-    if campaign is None:
+    if not isinstance(ctx.profile, CampaignProfile):
         raise NotApplicable("not a campaign")
-    from advisor.campaign import Campaign
-
-    if not isinstance(campaign, Campaign):
-        raise NotApplicable("not a campaign")
-    return campaign
+    return ctx.profile.campaign
 
 
 def _pt(p) -> dict:
@@ -44,8 +32,6 @@ def campaign_curves(ctx: FactContext) -> int:
 @fact("campaign_knees", "list", "Curves with a knee: the task count after which doubling the clients "
       "gains less than campaign_knee_gain on the way to the curve's peak (flat curves excluded).")
 def campaign_knees(ctx: FactContext) -> list[dict]:
-    from advisor.campaign import gain_per_doubling, knee
-
     osts = ctx.config.system.osts
     flat = {f["curve"] for f in ctx.get("campaign_flat_curves")}
     out = []
@@ -64,8 +50,6 @@ def campaign_knees(ctx: FactContext) -> list[dict]:
 @fact("campaign_ost_drops", "list", "File-per-process curves that drop by campaign_ost_drop or more "
       "right after the files outnumber the OSTs, and where they recover.")
 def campaign_ost_drops(ctx: FactContext) -> list[dict]:
-    from advisor.campaign import exceed_point
-
     osts = ctx.get("ior_osts")
     out = []
     for curve in _campaign(ctx).curves:
@@ -84,8 +68,6 @@ def campaign_ost_drops(ctx: FactContext) -> list[dict]:
 @fact("campaign_collapses", "list", "Curves whose largest task count loses campaign_collapse or more "
       "against the one before.")
 def campaign_collapses(ctx: FactContext) -> list[dict]:
-    from advisor.campaign import collapse
-
     out = []
     for curve in _campaign(ctx).curves:
         pair = collapse(curve)
@@ -101,8 +83,6 @@ def campaign_collapses(ctx: FactContext) -> list[dict]:
 @fact("campaign_rw_gaps", "list", "Kinds of test whose read and write rates differ by campaign_rw_gap "
       "or more at some task count: the largest gap and the one at the largest scale.")
 def campaign_rw_gaps(ctx: FactContext) -> list[dict]:
-    from advisor.campaign import pair_curves
-
     out = []
     for write, read in pair_curves(_campaign(ctx).curves):
         reads = {p.tasks: p.bw_mib for p in read.points}
@@ -135,8 +115,6 @@ def campaign_flat_curves(ctx: FactContext) -> list[dict]:
 @fact("campaign_regressions", "list", "Tests the baseline campaign also ran (same kind, same task count) "
       "that lost campaign_regression or more.")
 def campaign_regressions(ctx: FactContext) -> list[dict]:
-    from advisor.campaign import regressions
-
     campaign = _campaign(ctx)
     if not campaign.baseline:
         raise NotApplicable("no baseline campaign (--baseline)")
@@ -155,8 +133,6 @@ def campaign_regressions(ctx: FactContext) -> list[dict]:
 
 @fact("campaign_compared_tests", "count", "Tests matched between the campaign and its baseline.")
 def campaign_compared_tests(ctx: FactContext) -> int:
-    from advisor.campaign import regressions
-
     campaign = _campaign(ctx)
     if not campaign.baseline:
         raise NotApplicable("no baseline campaign (--baseline)")

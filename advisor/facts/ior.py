@@ -13,7 +13,7 @@ import re
 
 from advisor.facts import FactContext, Missing, NotApplicable, fact, param
 from advisor.formatting import size_arg
-from advisor.ingest.ior.model import FPP, SHARED, IorRun, IorTest
+from advisor.ingest.ior.model import FPP, SHARED, IorProfile, IorRun, IorTest, label
 
 MIN_SUSPICIOUS_READ = param("ior_cache_read_ratio", 3.0,
                             "a read this many times faster than the write of the same data suggests a cache")
@@ -21,19 +21,9 @@ MB_PER_MIB = 1.048576
 
 
 def _run(ctx: FactContext) -> IorRun:
-    run = ctx.profile.extras.get("ior")
-    if not isinstance(run, IorRun):
+    if not isinstance(ctx.profile, IorProfile):
         raise NotApplicable("not an IOR run")
-    return run
-
-
-def label(test: IorTest) -> str:
-    """``test 0 (file per process, POSIX, 64 tasks)``: how findings name a test."""
-    p = test.params
-    access = {FPP: "file per process", SHARED: "shared file"}.get(p.access, "access unknown")
-    api = " ".join(p.api.split())  # from the log: a newline would end the shell comment it goes in
-    parts = [access] + ([api] if api else []) + ([f"{p.tasks} tasks"] if p.tasks else [])
-    return f"test {test.test_id} ({', '.join(parts)})"
+    return ctx.profile.run
 
 
 def _nodes(test: IorTest) -> int | None:

@@ -11,16 +11,16 @@ import fnmatch
 from typing import Any
 
 from advisor.facts import FactContext, Missing, NotApplicable, fact
+from advisor.ingest.snapshot import SnapshotProfile
 from advisor.lustre_tools import client_oscs, int_values
 
 PAGE = 4096  # bytes per page when the snapshot does not say
 
 
 def _doc(ctx: FactContext) -> dict[str, Any]:
-    doc = ctx.profile.extras.get("snapshot")
-    if not isinstance(doc, dict):
+    if not isinstance(ctx.profile, SnapshotProfile):
         raise NotApplicable("not a node snapshot")
-    return doc
+    return ctx.profile.settings
 
 
 def _targets(ctx: FactContext):

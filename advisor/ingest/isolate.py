@@ -146,7 +146,7 @@ def _child(conn, load: Callable[[Path], JobProfile], path: Path, budget: int) ->
         profile = load(path)
         # What parsing this input cost, for `show --json` and bench/ingest.py.
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        profile.extras["ingest"] = {
+        profile.ingest = {
             "isolated": True, "parse_s": round(time.perf_counter() - start, 4),
             "parser_cpu_s": round(usage.ru_utime + usage.ru_stime, 4),
             "parser_peak_rss_kb": usage.ru_maxrss}

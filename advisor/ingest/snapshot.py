@@ -1,6 +1,6 @@
 """Node snapshots (``ioadvisor collect``, ``ioadvisor/snapshot/vN``) as an input format.
 
-The profile carries the validated document in ``extras["snapshot"]`` and the node's
+The profile (:class:`SnapshotProfile`) carries the validated document and the node's
 mount table in ``mounts``. A snapshot written by a newer ioadvisor (a schema version
 this one does not know) is refused with a clear one-line error.
 """
@@ -12,7 +12,8 @@ import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from advisor.collect import SCHEMA_VERSION
 from advisor.errors import InputError
@@ -66,7 +67,15 @@ def load(path: Path) -> JobProfile:
     return profile_of(validate(doc, str(path)), str(path))
 
 
-def profile_of(doc: dict[str, Any], path: str) -> JobProfile:
+@dataclass(kw_only=True)
+class SnapshotProfile(JobProfile):
+    """The profile of a node snapshot: its validated document, for the server and client rules."""
+
+    kind: ClassVar[str] = "snapshot"
+    settings: dict[str, Any]
+
+
+def profile_of(doc: dict[str, Any], path: str) -> SnapshotProfile:
     """The profile of a validated snapshot document."""
     host = doc["host"].get("hostname", "")
     job = JobInfo(jobid="", exe=f"node snapshot of {host}", start_time=float(doc["collected_at"]),
@@ -75,7 +84,7 @@ def profile_of(doc: dict[str, Any], path: str) -> JobProfile:
     source = Provenance(path=path, format="snapshot", parser="ioadvisor snapshot",
                         log_version=doc["schema"].rsplit("/", 1)[-1], notes=list(doc.get("notes", [])))
     mounts = [MountPoint(path=m["path"], fstype=m["fstype"]) for m in doc["mounts"]]
-    return JobProfile(source=source, job=job, mounts=mounts, extras={"snapshot": doc})
+    return SnapshotProfile(source=source, job=job, mounts=mounts, settings=doc)
 
 
 FORMAT = register(InputFormat(name="snapshot", sniff=_sniff, load=load))

@@ -55,8 +55,8 @@ class Progress:
 
 def plan_for(point: sweep.Point, fstype: str):
     """The replay plan of one sweep point (the replayer's IOR source, then its transforms)."""
-    from advisor.ingest.ior.model import FPP, SHARED, IorParams, IorRun, IorTest
-    from advisor.profile import JobInfo, JobProfile, Provenance
+    from advisor.ingest.ior.model import FPP, SHARED, IorParams, IorProfile, IorRun, IorTest
+    from advisor.profile import JobInfo, Provenance
     from advisor.replay_plan import build_plan
     from replay.collective import collective
     from replay.transforms import stripe
@@ -70,8 +70,8 @@ def plan_for(point: sweep.Point, fstype: str):
         fsync_per_write=point.fsync == "per-write", random_offsets=point.order == "random",
         test_file="calibration")
     run = IorRun(format="ior-json", tests=[IorTest(params=params)])
-    profile = JobProfile(Provenance(f"<calibration {point.key}>", "ior-json", "ioadvisor calibrate"),
-                         JobInfo(nprocs=point.nprocs), extras={"ior": run})
+    profile = IorProfile(source=Provenance(f"<calibration {point.key}>", "ior-json", "ioadvisor calibrate"),
+                         job=JobInfo(nprocs=point.nprocs), run=run)
     plan = build_plan(profile, source="ior", scale=1.0)
     if point.api == "collective-view":
         plan = collective(plan)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 
 from advisor.expectation import JobExpectation
+from advisor.ingest.ior.model import IorProfile
 from advisor.models import mount
 from advisor.models.features import Part
 from advisor.models.train import Model
@@ -23,10 +24,10 @@ MIN_SECONDS = 1e-3
 
 def measured(profile: JobProfile) -> tuple[list[Part], float]:
     """The job's parts and its measured I/O seconds (slowest rank), or ([], 0) when unknown."""
-    if "ior" in profile.extras:
+    if isinstance(profile, IorProfile):
         from advisor.models.sources.ior import ior_measured_mib_s, ior_parts
 
-        for test in profile.extras["ior"].tests:
+        for test in profile.run.tests:
             parts = ior_parts(test)
             rates = {op: ior_measured_mib_s(test, op) for op in parts}
             if parts and all(rates.values()):

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from advisor.errors import AdvisorError, InputError
+from advisor.ingest.ior.model import IorProfile
 from advisor.models.calibrate import DATA_FILE, MOUNT_FILE, SHIPPED_DATA_FILE, Dataset
 from advisor.models.features import FEATURES_VERSION, features, names
 from advisor.models.train import TrainingSet
@@ -128,7 +129,7 @@ def _log(path: Path, out: Collected, quiet: bool) -> None:
         out.skipped.append(str(exc))
         return
     before = len(out.rows)
-    if "ior" in profile.extras:
+    if isinstance(profile, IorProfile):
         _ior(profile, path, out)
         kind = "IOR"
     else:
@@ -144,7 +145,7 @@ def _log(path: Path, out: Collected, quiet: bool) -> None:
 def _ior(profile, path: Path, out: Collected) -> None:
     from advisor.models.sources.ior import ior_measured_mib_s, ior_parts
 
-    for test in profile.extras["ior"].tests:
+    for test in profile.run.tests:
         for op, part in ior_parts(test).items():
             mib_s = ior_measured_mib_s(test, op)
             if mib_s:

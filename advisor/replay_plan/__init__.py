@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy
 
 from advisor.errors import InputError
+from advisor.ingest.ior.model import IorProfile
 from advisor.profile import JobProfile
 from advisor.replay_plan.counters import synthesize
 from advisor.replay_plan.dxt import add_dxt, usable_traces
@@ -31,7 +32,7 @@ def choose_source(profile: JobProfile) -> str:
         return "dxt"
     if any(m in profile.records and len(profile.records[m]) for m in ("POSIX", "STDIO", "MPI-IO")):
         return "counters"
-    if "ior" in profile.extras:
+    if isinstance(profile, IorProfile):
         return "ior"
     raise InputError(profile.source.path, "nothing to replay: no DXT trace, no POSIX/STDIO/MPI-IO "
                                           "counters and no IOR parameters")
@@ -80,7 +81,7 @@ def build_plan(profile: JobProfile, *, source: str = "auto", scale: float | None
             raise InputError(profile.source.path, "no readable DXT trace in this log")
         notes = add_dxt(profile, builder, files, think_time=think_time)
     elif src == "ior":
-        if "ior" not in profile.extras:
+        if not isinstance(profile, IorProfile):
             raise InputError(profile.source.path, "not an IOR output: no IOR parameters to replay")
         notes = add_ior(profile, builder, files, scale=scale)
     else:
@@ -108,8 +109,7 @@ def build_plan(profile: JobProfile, *, source: str = "auto", scale: float | None
 def _nranks(profile: JobProfile, source: str) -> int:
     n = profile.job.nprocs
     if source == "ior":
-        run = profile.extras["ior"]
-        n = max(n, getattr(run, "tasks", 0) or 0)
+        n = max(n, profile.run.tasks or 0)
     for trace in usable_traces(profile).values():
         n = max(n, int(numpy.max(trace.rank)) + 1)
     return max(n, 1)

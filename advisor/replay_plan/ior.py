@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.errors import InputError
+from advisor.ingest.ior.model import IorProfile
 from advisor.profile import JobProfile
 from advisor.replay_plan.stream import SUB_EMPTY, FileTable, StreamBuilder
 from replay.plan import MPIIO, MPIIO_COLL, POSIX, READ, UNLINK, WRITE
@@ -22,11 +23,11 @@ MPI_APIS = {"MPIIO", "HDF5", "NCMPI", "PNETCDF", "ADIOS"}
 
 
 def ior_test(profile: JobProfile):
-    run = profile.extras.get("ior")
-    tests = [t for t in getattr(run, "tests", []) if t.params.transfer_size and t.params.block_size]
+    run_tests = profile.run.tests if isinstance(profile, IorProfile) else []
+    tests = [t for t in run_tests if t.params.transfer_size and t.params.block_size]
     if not tests:
         raise InputError(profile.source.path, "the IOR output states no transfer and block size to replay")
-    return tests[0], len(getattr(run, "tests", []))
+    return tests[0], len(run_tests)
 
 
 def ior_bytes_ops(profile: JobProfile) -> tuple[int, int]:

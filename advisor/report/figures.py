@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from advisor import metrics
+from advisor.ingest.snapshot import SnapshotProfile
 from advisor.profile import DXT_READ, DXT_WRITE, JobProfile
 from advisor.report.timeline import timeline_data
 
@@ -49,8 +50,8 @@ def figure_data(profile: JobProfile) -> dict:
         "osts": ost_figure(files),
         "top_files": top_files(files),
     }
-    if isinstance(profile.extras.get("snapshot"), dict):
-        sections["snapshot"] = snapshot_tables(profile.extras["snapshot"])
+    if isinstance(profile, SnapshotProfile):
+        sections["snapshot"] = snapshot_tables(profile.settings)
     return {"version": 1, **{k: v for k, v in sections.items() if v}}
 
 

@@ -63,7 +63,7 @@ def show_entry(profile: JobProfile, top_files: int = 10) -> dict:
         "ok": True,
         "source": {"format": profile.source.format, "parser": profile.source.parser,
                    "log_version": profile.source.log_version, "notes": list(profile.source.notes),
-                   "ingest": profile.extras.get("ingest")},
+                   "ingest": profile.ingest or None},
         "job": {"jobid": j.jobid, "uid": j.uid, "nprocs": j.nprocs, "start_time": _num(j.start_time),
                 "end_time": _num(j.end_time), "runtime_s": _num(j.runtime_s), "exe": j.exe,
                 "library_version": j.library_version, "metadata": dict(j.metadata)},
@@ -93,7 +93,7 @@ def _extra_tables(profile: JobProfile) -> list:
     """IOR tests and snapshot settings (inputs that are not Darshan-like)."""
     from advisor.ingest.ior.view import extra_tables
 
-    return [list(t) for t in extra_tables(profile.extras)]
+    return [list(t) for t in extra_tables(profile)]
 
 
 def _module_json(ms: ModuleSummary) -> dict:

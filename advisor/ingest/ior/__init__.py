@@ -1,6 +1,6 @@
 """IOR output (text 2.x-4.x, IO500 captures, JSON, CSV) as an input format.
 
-The profile of an IOR log carries the parsed run in ``extras["ior"]``
+The profile of an IOR log (:class:`IorProfile`) carries the parsed run
 (:class:`advisor.ingest.ior.model.IorRun`) and fills ``job`` where it applies:
 ``exe`` is the command line, ``nprocs`` the task count, start/end from the
 Began/Finished lines.
@@ -15,7 +15,7 @@ from advisor.errors import InputError
 from advisor.ingest import InputFormat, register
 from advisor.ingest.ior.csv import RANK_HEADER, RESULTS_HEADER, SUMMARY_HEADER, parse_csv
 from advisor.ingest.ior.json import parse_json
-from advisor.ingest.ior.model import IorRun
+from advisor.ingest.ior.model import IorProfile, IorRun
 from advisor.ingest.ior.text import HEADER, parse_date, parse_text
 from advisor.profile import JobInfo, JobProfile, Provenance
 
@@ -77,7 +77,7 @@ def load_run(path: str | Path) -> IorRun:
     return parse_ior(data.decode("utf-8", "replace"), str(path))
 
 
-def profile_of(run: IorRun, path: str) -> JobProfile:
+def profile_of(run: IorRun, path: str) -> IorProfile:
     """The job profile of a parsed IOR run."""
     start, end = parse_date(run.began), parse_date(run.finished)
     runtime = (end - start) if start is not None and end is not None and end >= start else sum(
@@ -89,7 +89,7 @@ def profile_of(run: IorRun, path: str) -> JobProfile:
                             "api": ",".join(apis), "tests": str(len(run.tests))})
     source = Provenance(path=path, format=run.format, parser=f"ioadvisor {run.format}",
                         log_version=run.version, notes=list(run.notes))
-    return JobProfile(source=source, job=job, extras={"ior": run})
+    return IorProfile(source=source, job=job, run=run)
 
 
 def load(path: Path) -> JobProfile:

@@ -4,16 +4,18 @@ One file holds one :class:`IorRun`; a run holds one :class:`IorTest` per test IO
 executed (an ``-f`` script, or several invocations appended to one file, give
 several). Bandwidths are IOR's own unit, MiB/s; sizes are bytes.
 
-Carried in ``JobProfile.extras["ior"]`` and read by ``advisor.facts.ior`` and
-``advisor.campaign``.
+Carried by an :class:`IorProfile` and read by ``advisor.facts.ior``,
+``advisor.campaign``, the replay planner and the models.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-MiB = 1 << 20
+from advisor.profile import JobProfile
+from advisor.units import MiB
 
 SHARED = "shared"  # one file for all tasks (IOR "single-shared-file")
 FPP = "fpp"  # one file per process (IOR -F, "file-per-process")
@@ -175,3 +177,20 @@ class IorRun:
         values = [t.bandwidth(operation) for t in self.tests]
         values = [v for v in values if v is not None]
         return max(values) if values else None
+
+
+def label(test: IorTest) -> str:
+    """``test 0 (file per process, POSIX, 64 tasks)``: how findings name a test."""
+    p = test.params
+    access = {FPP: "file per process", SHARED: "shared file"}.get(p.access, "access unknown")
+    api = " ".join(p.api.split())  # from the log: a newline would end the shell comment it goes in
+    parts = [access] + ([api] if api else []) + ([f"{p.tasks} tasks"] if p.tasks else [])
+    return f"test {test.test_id} ({', '.join(parts)})"
+
+
+@dataclass(kw_only=True)
+class IorProfile(JobProfile):
+    """The profile of one IOR output file: its run, for the IOR rules."""
+
+    kind: ClassVar[str] = "ior"
+    run: IorRun

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.ingest.ior.model import FPP, SHARED, IorRun
+from advisor.ingest.ior.model import FPP, SHARED, IorProfile, IorRun
+from advisor.ingest.snapshot import SnapshotProfile
+from advisor.profile import JobProfile
 
 Table = tuple[str, list[str], list[list[str]]]
 
@@ -57,11 +59,10 @@ def snapshot_tables(doc: dict[str, Any]) -> list[Table]:
         ("Lustre parameters", ["param", "value"], params)) if t[2]]
 
 
-def extra_tables(extras: dict[str, Any]) -> list[Table]:
-    """Tables for the payloads `show` does not know itself."""
-    tables: list[Table] = []
-    if isinstance(extras.get("ior"), IorRun):
-        tables += ior_tables(extras["ior"])
-    if isinstance(extras.get("snapshot"), dict):
-        tables += snapshot_tables(extras["snapshot"])
-    return tables
+def extra_tables(profile: JobProfile) -> list[Table]:
+    """Tables for the payloads `show` does not know itself (IOR runs, node snapshots)."""
+    if isinstance(profile, IorProfile):
+        return ior_tables(profile.run)
+    if isinstance(profile, SnapshotProfile):
+        return snapshot_tables(profile.settings)
+    return []
