@@ -7,7 +7,7 @@ STAMP   = $(VENV)/.installed
 TRACE  ?= traces/ior-small-shared-4k.darshan
 OUT    ?= out
 
-.PHONY: demo docs-screenshot test venv system-deps bench lint clean
+.PHONY: demo docs docs-screenshot test venv system-deps bench lint clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,14 @@ system-deps:
 
 test: $(STAMP) system-deps
 	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup tests
+
+# The rule pages of docs/rules.md, from the catalogue (tests/test_rules_catalogue.py checks they are current).
+docs: $(STAMP)
+	$(VENV)/bin/ioadvisor rules --write-docs docs/rules.md
+
+# ruff's rule sets and line length are in pyproject.toml.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(PY) $$b || exit 1; done

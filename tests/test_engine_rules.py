@@ -51,12 +51,22 @@ def test_good_rule_loads(tmp_path):
     (("  evidence_kind: counts\n", ""), 1, "every rule with a cost states it"),
     (("cost: small_write_cost_s", "cost: fired('ZZZ999')"), 1, "names no rule"),
     (("condition: small_write_count >= min_count", "condition: eval('1')"), 7, "unknown function 'eval'"),
+    (("  fix: null", "  fix: {transform: coalesse}"), 13, "unknown fix transform 'coalesse'"),
+    (("  fix: null", "  fix: {transform: coalesce, size: 4096}"), 13, "no parameter 'size'"),
+    (("  fix: null", "  fix: {transform: coalesce, transfer_size: \"=nope(\"}"), 13, "bad fix expression"),
+    (("  fix: null", "  fix: {transform: stripe, count: many}"), 13, "count must be int, got 'many'"),
 ])
 def test_mistakes_name_file_and_line(tmp_path, change, line, words):
     text = GOOD.replace(*change)
     with pytest.raises(ConfigError) as err:
         build_catalogue(_load(tmp_path, text))
     assert f"r.yaml:{line}" in str(err.value) and words in str(err.value)
+
+
+def test_a_fix_the_replayer_knows_loads(tmp_path):
+    text = GOOD.replace("  fix: null", "  fix: {transform: coalesce, transfer_size: \"=min_count * 4096\"}")
+    (rule,) = _load(tmp_path, text)
+    assert rule.fix["transform"] == "coalesce"
 
 
 def test_yaml_syntax_error_has_line(tmp_path):

@@ -117,5 +117,5 @@ def test_docs_rules_md_is_current():
     docs = Path(__file__).parents[1] / "docs" / "rules.md"
     current = docs.read_text(encoding="utf-8")
     rules = sorted(load_catalogue().rules, key=lambda r: r.code)
-    assert docs_page(current, rules) == current, "run `ioadvisor rules --write-docs docs/rules.md`"
+    assert docs_page(current, rules) == current, "run `make docs` (ioadvisor rules --write-docs docs/rules.md)"
     assert all(f"# {r.code} " in current for r in rules)

@@ -22,6 +22,7 @@ from advisor.engine.significance import EVIDENCE_KINDS
 from advisor.errors import ConfigError
 from advisor.facts import PARAMS, registry
 from advisor.findings import CATEGORIES, SEVERITIES
+from replay.transforms import FIXES
 
 if TYPE_CHECKING:
     import yaml
@@ -198,6 +199,7 @@ def _rule(node: yaml.Node, where: _Where) -> Rule:
             raise ConfigError(f"{at[key]}: bad {key} expression: {exc}") from None
 
     if fix:
+        _check_fix(fix, at["fix"])
         fix = {k: parse("fix", v[1:]) if isinstance(v, str) and v.startswith("=") else v
                for k, v in fix.items()}
     rule = Rule(
@@ -214,6 +216,28 @@ def _rule(node: yaml.Node, where: _Where) -> Rule:
     )
     _check_names(rule, at)
     return rule
+
+
+def _check_fix(fix: dict[str, Any], at: str) -> None:
+    """A fix names a transform of the replayer and only its parameters; a literal value has the
+    parameter's type (an '=expression' is sized per job, so checked when the rule fires)."""
+    name = fix["transform"]
+    if name not in FIXES:
+        raise ConfigError(f"{at}: unknown fix transform '{name}' (the replayer's: {', '.join(FIXES)})")
+    params = FIXES[name][1]
+    for key, value in fix.items():
+        if key == "transform":
+            continue
+        if key not in params:
+            known = ", ".join(params) or "none"
+            raise ConfigError(f"{at}: fix '{name}' has no parameter '{key}' (its parameters: {known})")
+        if isinstance(value, str) and value.startswith("="):
+            continue
+        try:
+            params[key](value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{at}: fix '{name}': {key} must be {params[key].__name__}, "
+                              f"got {value!r}") from None
 
 
 def _check_names(rule: Rule, at: dict[str, str]) -> None:
