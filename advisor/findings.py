@@ -85,11 +85,6 @@ class Finding:
     confidence: dict[str, Any] | None = None
 
 
-def _time_at_stake(f: Finding) -> float:
-    saved = f.prediction.time_saved_s if f.prediction else None
-    return float(saved) if isinstance(saved, (int, float)) else f.cost_s
-
-
 @dataclass
 class NotChecked:
     """A check that could not run, and why (e.g. no LUSTRE module, no DXT)."""
@@ -118,9 +113,11 @@ class Diagnosis:
                    job={"jobid": "", "nprocs": 0, "runtime_s": 0.0, "exe": ""}, error=reason)
 
     def sorted_findings(self) -> list[Finding]:
-        """Findings by severity, then by time at stake (largest first): the time a learned model
-        predicts the fix saves when it made a prediction, else the rule's estimate of time lost."""
-        return sorted(self.findings, key=lambda f: (SEVERITY_RANK[f.severity], -_time_at_stake(f), f.code))
+        """Findings by severity, then by the time they cost (largest first), in every reporter.
+
+        A prediction belongs to a fix that several findings may share (its saving is the fix's,
+        not the finding's): predictions rank the fixes (:meth:`fixes`), never the findings."""
+        return sorted(self.findings, key=lambda f: (SEVERITY_RANK[f.severity], -f.cost_s, f.code))
 
     def fixes(self) -> list[FixSummary]:
         """The distinct fixes the findings propose, best first (advisor.fixes)."""

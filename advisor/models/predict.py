@@ -5,8 +5,8 @@ The model stage of :mod:`advisor.pipeline` (``ioadvisor diagnose --model``, the 
 
 - for every finding with a fix, the job's replay plan (the same one ``--verify`` runs) and
   the plan with the fix applied are both predicted phase by phase; the predicted speedup,
-  its interval and the I/O time it would save go to ``finding.prediction``, and findings
-  are re-ranked by predicted time saved;
+  its interval and the I/O time it would save go to ``finding.prediction`` and rank the
+  fixes (findings stay ordered by severity and the time they cost);
 - before the engine runs, the job's measured bandwidth is compared with what the model
   expects for its pattern on the model's file system (:mod:`advisor.models.expect`); the
   anomaly rules of the catalogue (ANM001) decide on a finding from that comparison in the
@@ -137,10 +137,9 @@ def _round(x: float | None) -> float | None:
 
 
 def predict_findings(model: Model, profile: JobProfile, diagnosis: Diagnosis, exp: JobExpectation) -> None:
-    """Predictions for the findings' fixes and the model's summary, findings re-ranked (in place)."""
+    """Predictions for the findings' fixes and the model's summary (in place)."""
     _fix_predictions(model, profile, diagnosis, exp)
     diagnosis.summary["model"] = _summary(model, exp)
-    diagnosis.findings = diagnosis.sorted_findings()
 
 
 def _fix_predictions(model: Model, profile: JobProfile, diagnosis: Diagnosis, exp: JobExpectation) -> None:
