@@ -158,6 +158,23 @@ class DxtTrace:
     def __len__(self) -> int:
         return int(self.rank.shape[0])
 
+    _ARRAYS = ("rank", "record_id", "op", "offset", "length", "start", "end")
+
+    def subset(self, mask: np.ndarray) -> "DxtTrace":
+        """The segments where `mask` is true (same module and host names)."""
+        return DxtTrace(self.module, *(getattr(self, a)[mask] for a in self._ARRAYS),
+                        hostnames=dict(self.hostnames), readable=self.readable, note=self.note)
+
+    @classmethod
+    def concat(cls, module: str, parts: list["DxtTrace"]) -> "DxtTrace":
+        """The segments of `parts` as one trace, sorted by rank then start."""
+        if not parts:
+            return cls.empty(module)
+        arrays = {a: np.concatenate([getattr(p, a) for p in parts]) for a in cls._ARRAYS}
+        order = np.lexsort((arrays["start"], arrays["rank"]))
+        hosts = {r: h for p in parts for r, h in p.hostnames.items()}
+        return cls(module, *(arrays[a][order] for a in cls._ARRAYS), hostnames=hosts)
+
     @classmethod
     def empty(cls, module: str, note: str = "", readable: bool = True) -> "DxtTrace":
         return cls(

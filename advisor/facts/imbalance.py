@@ -15,7 +15,8 @@ import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import col, data_files, dxt, nprocs, records
-from advisor.profile import DXT_READ, DXT_WRITE
+from advisor.facts.aggregation import collective_ids
+from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace
 
 SLOW = param("straggler_factor", 2.0, "a rank slower than the median rank by this factor is a straggler")
 
@@ -27,10 +28,30 @@ class RankTable:
     source: str  # "dxt" or "counters"
 
 
-def _rank_table(ctx: FactContext) -> RankTable:
+def _application_trace(ctx: FactContext) -> DxtTrace | None:
+    """DXT segments as the application issued them: POSIX, except for files accessed with
+    collective MPI-IO, whose POSIX segments are the aggregators' and are replaced by the
+    ranks' MPI-IO calls (DXT_MPIIO) when that trace exists."""
     try:
         trace = dxt(ctx, "DXT_POSIX")
     except Missing:
+        return None
+    collective = collective_ids(ctx)
+    if not collective:
+        return trace
+    ids = np.fromiter(collective, np.uint64, len(collective))
+    parts = [trace.subset(~np.isin(trace.record_id, ids))]
+    try:
+        mpiio = dxt(ctx, "DXT_MPIIO")
+        parts.append(mpiio.subset(np.isin(mpiio.record_id, ids)))
+    except Missing:
+        pass
+    return DxtTrace.concat("DXT_POSIX", parts)
+
+
+def _rank_table(ctx: FactContext) -> RankTable:
+    trace = _application_trace(ctx)
+    if trace is not None and len(trace) == 0:
         trace = None
     if trace is not None:
         # one table per phase (writes, reads): a rank's span in one phase is its time in it
@@ -156,12 +177,18 @@ def data_imbalance_cost_s(ctx: FactContext) -> float:
     return max(0.0, float(t.seconds[active].max() - np.median(t.seconds[active])))
 
 
-def _shared_skew(ctx: FactContext) -> list[dict]:
-    """Shared files whose slowest rank took much longer than the average rank."""
+def _shared_skew(ctx: FactContext, posix_only: bool = False) -> list[dict]:
+    """Shared files whose slowest rank took much longer than the average rank.
+
+    A file accessed with collective MPI-IO is judged by its MPI-IO record (unless `posix_only`):
+    below it only the aggregators do POSIX I/O, so their POSIX spread is the configuration
+    (cb_nodes), not the application's imbalance.
+    """
     out = []
     n = nprocs(ctx)
+    collective = set() if posix_only else collective_ids(ctx)
     for f in data_files(ctx):
-        s = f.by_module.get("POSIX")
+        s = f.by_module.get("MPI-IO" if f.record_id in collective else "POSIX")
         if s is None or not s.shared or s.slowest_rank_time is None or n < 2:
             continue
         mean = s.io_time / n
@@ -202,7 +229,7 @@ def shared_bytes_imbalance(ctx: FactContext) -> float:
 @fact("single_writer_shared", "record", "The shared file where one rank moved most of the bytes (POSIX layer).")
 def single_writer_shared(ctx: FactContext) -> dict:
     best = None
-    for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx)):
+    for d in ctx.memo("shared_skew.posix", lambda: _shared_skew(ctx, posix_only=True)):
         if d["bytes"] > 0 and d["slowest_bytes"] >= 0.5 * d["bytes"]:
             if best is None or d["bytes"] > best["bytes"]:
                 best = d

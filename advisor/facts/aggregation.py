@@ -1,0 +1,187 @@
+"""MPI-IO aggregation: which files collective buffering funnelled, and what it cost in bytes.
+
+With collective buffering (ROMIO's two-phase I/O) only the aggregator ranks touch the file
+system, so the POSIX records of a collectively accessed file describe the aggregators, not
+the application: one rank doing all the POSIX I/O is the configuration (cb_nodes), not an
+imbalance. The application's own balance is in the MPI-IO record of the file.
+
+The same funnel can multiply the bytes: when the collective buffer of an aggregator holds
+holes (the ranks' pieces do not tile it), ROMIO reads the whole buffer, fills in the pieces
+and writes it back (read-modify-write); independent I/O with data sieving does the same on
+its sieve buffer. The POSIX layer then moves far more bytes than the MPI-IO layer asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.facts import FactContext, Missing, fact, requests
+from advisor.facts._darshan import col, data_files, nprocs, records, shared_mask
+
+
+def collective_ids(ctx: FactContext) -> set[int]:
+    """Record ids of the files accessed with collective MPI-IO reads or writes (empty without MPI-IO)."""
+
+    def build() -> set[int]:
+        try:
+            rec = records(ctx, "MPI-IO")
+        except Missing:
+            return set()
+        coll = col(rec, "COLL_READS") + col(rec, "COLL_WRITES")
+        return {int(i) for i in rec.ids[coll > 0]}
+
+    return ctx.memo("aggregation.collective_ids", build)
+
+
+@fact("aggregated_files", "list", "Shared files accessed with collective MPI-IO: their POSIX I/O is the "
+      "aggregators' (rank balance is judged at the MPI-IO layer).")
+def aggregated_files(ctx: FactContext) -> list[str]:
+    ids = collective_ids(ctx)
+    return [f.path for f in data_files(ctx) if f.record_id in ids and "POSIX" in f.by_module][:10]
+
+
+@dataclass(frozen=True)
+class Amplified:
+    """One file whose POSIX traffic exceeds what MPI-IO asked for."""
+
+    path: str
+    mpiio_read: int
+    mpiio_written: int
+    posix_read: int
+    posix_written: int
+    extra_s: float  # wall seconds the job spent on the extra bytes
+
+    @property
+    def extra_bytes(self) -> int:
+        return max(0, self.posix_read - self.mpiio_read) + max(0, self.posix_written - self.mpiio_written)
+
+
+def _extra_share(posix: int, mpiio: int) -> float:
+    return max(0, posix - mpiio) / posix if posix > 0 else 0.0
+
+
+def _amplified(ctx: FactContext) -> list[Amplified]:
+    out = []
+    for f in data_files(ctx):
+        mpi, posix = f.by_module.get("MPI-IO"), f.by_module.get("POSIX")
+        if mpi is None or posix is None or posix.bytes <= mpi.bytes:
+            continue
+        summed = (posix.write_time * _extra_share(posix.bytes_written, mpi.bytes_written)
+                  + posix.read_time * _extra_share(posix.bytes_read, mpi.bytes_read))
+        out.append(Amplified(f.path, mpi.bytes_read, mpi.bytes_written, posix.bytes_read, posix.bytes_written,
+                             summed * _wall_share(posix)))
+    out.sort(key=lambda a: -a.extra_s)
+    return out
+
+
+def _wall_share(posix) -> float:
+    """Wall seconds per summed POSIX second of a file: the ranks that did its I/O worked in parallel.
+
+    Darshan's slowest rank time says how much of the summed time one rank carried: all of it when
+    one aggregator did everything (the others wait for it in the collective call).
+    """
+    if posix.slowest_rank_time is not None and posix.io_time > 0:
+        return min(1.0, posix.slowest_rank_time / posix.io_time)
+    return 1.0 / max(posix.ranks, 1)
+
+
+def amplified(ctx: FactContext) -> list[Amplified]:
+    return ctx.memo("aggregation.amplified", lambda: _amplified(ctx))
+
+
+def _totals(ctx: FactContext) -> tuple[int, int, int, int]:
+    files = amplified(ctx)
+    if not files:
+        raise Missing("no file moved more bytes at the POSIX layer than through MPI-IO")
+    return (sum(a.mpiio_read for a in files), sum(a.mpiio_written for a in files),
+            sum(a.posix_read for a in files), sum(a.posix_written for a in files))
+
+
+@fact("amplification_factor", "ratio", "POSIX bytes / MPI-IO bytes of the files where POSIX moved more "
+      "(read-modify-write of collective buffers, data sieving).")
+def amplification_factor(ctx: FactContext) -> float:
+    mr, mw, pr, pw = _totals(ctx)
+    return (pr + pw) / max(mr + mw, 1)
+
+
+@fact("amplified_write_factor", "ratio", "POSIX bytes written / MPI-IO bytes written on those files.")
+def amplified_write_factor(ctx: FactContext) -> float:
+    _mr, mw, _pr, pw = _totals(ctx)
+    return pw / mw if mw else float(pw > 0)
+
+
+@fact("amplified_read_factor", "ratio", "POSIX bytes read / MPI-IO bytes read on those files "
+      "(reads with no MPI-IO read are the read half of read-modify-write).")
+def amplified_read_factor(ctx: FactContext) -> float:
+    mr, _mw, pr, _pw = _totals(ctx)
+    return pr / mr if mr else float(pr > 0)
+
+
+@fact("amplified_mpiio_bytes", "bytes", "Bytes MPI-IO asked for on the amplified files.")
+def amplified_mpiio_bytes(ctx: FactContext) -> int:
+    mr, mw, _pr, _pw = _totals(ctx)
+    return mr + mw
+
+
+@fact("amplified_posix_bytes", "bytes", "Bytes the POSIX layer moved on the amplified files.")
+def amplified_posix_bytes(ctx: FactContext) -> int:
+    _mr, _mw, pr, pw = _totals(ctx)
+    return pr + pw
+
+
+@fact("amplified_extra_bytes", "bytes", "POSIX bytes beyond what MPI-IO asked for.")
+def amplified_extra_bytes(ctx: FactContext) -> int:
+    return sum(a.extra_bytes for a in amplified(ctx))
+
+
+@fact("amplification_cost_s", "s", "Wall seconds the POSIX layer spent on the extra bytes (their share of "
+      "the POSIX read and write time, as carried by the slowest rank of each file).")
+def amplification_cost_s(ctx: FactContext) -> float:
+    return float(sum(a.extra_s for a in amplified(ctx)))
+
+
+@fact("amplified_files", "list", "Files whose POSIX traffic most exceeds their MPI-IO traffic.")
+def amplified_files(ctx: FactContext) -> list[str]:
+    return [a.path for a in amplified(ctx)[:10]]
+
+
+@fact("amplified_collective", "bool", "The most amplified file was accessed with collective MPI-IO "
+      "(read-modify-write of collective buffers rather than independent data sieving).")
+def amplified_collective(ctx: FactContext) -> bool:
+    top = amplified(ctx)
+    if not top:
+        raise Missing("no file moved more bytes at the POSIX layer than through MPI-IO")
+    return any(f.path == top[0].path for f in data_files(ctx) if f.record_id in collective_ids(ctx))
+
+
+def _indep_shared_rows(ctx: FactContext) -> np.ndarray:
+    """POSIX rows of shared files that MPI-IO accessed independently (ROMIO passes those requests on)."""
+    try:
+        mpi = records(ctx, "MPI-IO")
+    except Missing:
+        return np.zeros(0, bool)
+    indep = mpi.ids[(col(mpi, "INDEP_READS") + col(mpi, "INDEP_WRITES")) > 0]
+    t = requests.table(ctx)
+    return shared_mask(t.rec) & np.isin(t.rec.ids, indep)
+
+
+def _register_indep_small(op: str) -> None:
+    @fact(f"mpiio_indep_small_{op}_cost_s", "s", f"Seconds per process small POSIX {op}s lose (against "
+          f"rpc_size requests) on shared files MPI-IO accessed independently: what collective buffering "
+          f"would merge away, whatever the request size class.")
+    def cost(ctx: FactContext) -> float:
+        rows = ctx.memo("aggregation.indep_rows", lambda: _indep_shared_rows(ctx))
+        t = requests.table(ctx)
+        if not rows.any() or t.small[op][rows].sum() <= 0:
+            return 0.0
+        rpc = ctx.config.system.rpc_size or (1 << 20)
+        gain = max(0.0, 1.0 - ctx.get(f"small_{op}_mean_size") / rpc)
+        return float(t.small_seconds[op][rows].sum()) * gain / nprocs(ctx)
+
+    cost.__name__ = f"mpiio_indep_small_{op}_cost_s"
+
+
+for _op in ("read", "write"):
+    _register_indep_small(_op)

@@ -1,0 +1,88 @@
+"""MPI-IO aggregation: collective buffering is not imbalance, amplified bytes are, and
+independent small requests to a shared file are a collective-I/O finding.
+
+Real runs (the labelled traps T02 and T07, copied to tests/data/traps) and hand-built profiles.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from advisor.config import SiteConfig
+from advisor.engine import diagnose
+from advisor.facts import FactContext
+from advisor.ingest.darshan_log import load
+from advisor.profile import SHARED_RANK, JobInfo, JobProfile, ModuleRecords, Provenance
+
+TRAPS = Path(__file__).parent / "data" / "traps"
+MiB = 1 << 20
+
+
+def _findings(name: str) -> dict:
+    return {f.code: f for f in diagnose(load(TRAPS / f"{name}.darshan"), SiteConfig()).findings}
+
+
+def test_one_aggregator_doing_all_posix_io_is_not_imbalance_but_its_48x_rewrite_is_found():
+    found = _findings("T02")
+    assert not {"IMB001", "IMB002", "IMB003"} & set(found)  # the MPI-IO layer is balanced (18.04 vs 18.07 s)
+    amp = found["MPI007"]
+    assert amp.category == "redundant-io" and amp.files == ["/scratch/T02/testfile"]
+    # POSIX_BYTES_WRITTEN 3238002688 and _READ 6408896512 for 64 MiB each through MPI-IO
+    assert amp.evidence["amplified_write_factor"] == pytest.approx(3238002688 / (64 * MiB), rel=1e-6)
+    assert amp.evidence["amplified_read_factor"] == pytest.approx(6408896512 / (64 * MiB), rel=1e-6)
+    assert amp.evidence["amplified_collective"] is True and "read-modify-write" in amp.message
+    # the extra bytes' share of rank 0's POSIX time (2.40 s write + 3.42 s read), not more
+    assert 5.0 < amp.cost_s < 5.85
+    assert "romio_ds_write" in " ".join(amp.recommendation.commands)
+    assert "IO030" not in found and "IO031" not in found  # the same bytes, said once, with their cause
+
+
+def test_independent_small_mpiio_writes_to_a_shared_file_are_a_no_collective_finding():
+    found = _findings("T07")
+    mpi003 = found["MPI003"]
+    assert mpi003.category == "no-collective" and mpi003.severity in ("warn", "high")
+    # what the 4,096 8 KiB POSIX writes below lose against 1 MiB requests, per process
+    assert mpi003.cost_s == pytest.approx(mpi003.evidence["mpiio_indep_small_write_cost_s"], rel=1e-3)
+    assert mpi003.cost_s > found["MPI004"].cost_s and "small ones reach the file system" in mpi003.message
+    assert "MPI007" not in found  # ROMIO passed the requests 1:1: no amplification
+
+
+def _profile(posix: dict, mpiio: dict, nprocs: int = 4) -> JobProfile:
+    """One shared file (id 7) seen by MPI-IO and POSIX with the given counters."""
+    def records(module: str, counters: dict) -> ModuleRecords:
+        ints = {k: np.array([v], np.int64) for k, v in counters.items() if isinstance(v, int)}
+        floats = {k: np.array([v], np.float64) for k, v in counters.items() if isinstance(v, float)}
+        return ModuleRecords(module, np.array([7], np.uint64), np.array([SHARED_RANK]), ints, floats)
+
+    return JobProfile(Provenance("hand", "darshan", "test"), JobInfo(nprocs=nprocs, runtime_s=100.0),
+                      records={"POSIX": records("POSIX", posix), "MPI-IO": records("MPI-IO", mpiio)},
+                      names={7: "/lus/out.dat"})
+
+
+def test_amplification_cost_is_the_posix_time_on_the_extra_bytes_as_the_slowest_rank_carried_it():
+    posix = {"POSIX_BYTES_WRITTEN": 1000 * MiB, "POSIX_BYTES_READ": 750 * MiB, "POSIX_WRITES": 10,
+             "POSIX_READS": 10, "POSIX_F_WRITE_TIME": 8.0, "POSIX_F_READ_TIME": 4.0,
+             "POSIX_F_SLOWEST_RANK_TIME": 6.0, "POSIX_F_FASTEST_RANK_TIME": 2.0}
+    mpiio = {"MPIIO_BYTES_WRITTEN": 250 * MiB, "MPIIO_COLL_WRITES": 10, "MPIIO_F_WRITE_TIME": 40.0,
+             "MPIIO_F_SLOWEST_RANK_TIME": 10.0, "MPIIO_F_FASTEST_RANK_TIME": 10.0}
+    ctx = FactContext(_profile(posix, mpiio))
+    assert ctx.get("amplified_write_factor") == 4.0 and ctx.get("amplification_factor") == 7.0
+    assert ctx.get("amplified_extra_bytes") == 1500 * MiB
+    # 8 s x 3/4 extra writes + 4 s x all reads (none asked for) = 10 summed s; slowest rank carried 6 of 12
+    assert ctx.get("amplification_cost_s") == pytest.approx(5.0)
+    assert ctx.get("amplified_collective") is True
+    assert ctx.get("shared_time_imbalance") == 0.0  # judged at MPI-IO: 10 s = 10 s
+
+
+def test_no_amplification_when_posix_moves_what_mpiio_asked_for():
+    posix = {"POSIX_BYTES_WRITTEN": 256 * MiB, "POSIX_WRITES": 64, "POSIX_F_WRITE_TIME": 2.0,
+             "POSIX_F_SLOWEST_RANK_TIME": 2.0, "POSIX_F_FASTEST_RANK_TIME": 0.0}
+    mpiio = {"MPIIO_BYTES_WRITTEN": 256 * MiB, "MPIIO_INDEP_WRITES": 64, "MPIIO_F_WRITE_TIME": 2.5,
+             "MPIIO_F_SLOWEST_RANK_TIME": 2.0, "MPIIO_F_FASTEST_RANK_TIME": 0.1}
+    ctx = FactContext(_profile(posix, mpiio))
+    assert ctx.value("amplification_factor") is None and "no file moved more" in ctx.reason("amplification_factor")
+    # independent MPI-IO: ROMIO's POSIX requests are the ranks' own, so POSIX imbalance counts
+    assert ctx.get("shared_time_imbalance") == pytest.approx(1.0)
