@@ -73,6 +73,9 @@ def test_site_config_sets_the_limits():
     assert Limits.of(config).significant == 10 and Limits.of(config).high_share == LIMITS.high_share
     assert Limits.of(config, "IMB003").high_share == 0.5
     assert grade("high", "timing", Impact(0.3, 1.0), FLOOR, Limits.of(config))[0] == "warn"  # 6x < 10x
+    seconds = Limits.of(SiteConfig(thresholds={"severity_high_min_s": 1.0}))
+    assert grade("high", "counts", Impact(0.0477, 0.1535), None, seconds)[0] == "warn"  # T03's 48 ms
+    assert grade("high", "counts", Impact(1.5, 3.0), None, seconds)[0] == "high"
 
 
 # ---------------------------------------------------------------- the real corpus

@@ -19,7 +19,8 @@ from advisor.engine import expr, render
 from advisor.engine.evaluator import Evaluator
 from advisor.engine.rules import Catalogue, Rule
 from advisor.engine.significance import DECLARED, Confidence, Impact, Limits, grade
-from advisor.facts import PARAMS, FactContext, Missing, NotApplicable
+from advisor.facts import PARAMS, FactContext, Missing, NotApplicable, registry
+from advisor.formatting import fmt_num
 from advisor.findings import Finding, NotChecked, Recommendation
 
 MAX_LISTED = 50  # files/ranks listed in one finding
@@ -137,8 +138,19 @@ def _graded(rule: Rule, scope: _RuleScope, cost_s: float, runtime_s: float) -> t
         return rule.severity, DECLARED
     ctx = scope.ctx
     impact = Impact(cost_s, runtime_s, ctx.value("io_time_s"))
-    noise = ctx.value("timing_noise") if rule.evidence_kind == "timing" else None
-    return grade(rule.severity, rule.evidence_kind, impact, noise, Limits.of(scope.config, rule.code))
+    if rule.evidence_kind == "timing":
+        return grade(rule.severity, "timing", impact, ctx.value("timing_noise"), Limits.of(scope.config, rule.code))
+    return grade(rule.severity, "counts", impact, None, Limits.of(scope.config, rule.code), _counted(rule, scope))
+
+
+def _counted(rule: Rule, scope: _RuleScope) -> str:
+    """The first operation count the rule quotes as evidence: 'small_write_count 262,144'."""
+    facts = registry()
+    for name in rule.evidence:
+        value = scope.lookup(name) if name in facts and facts[name].unit == "ops" else None
+        if isinstance(value, (int, float)) and value > 0:
+            return f"{name} {fmt_num(value)}"
+    return ""
 
 
 def _fix(rule: Rule, ev: Evaluator) -> dict[str, Any] | None:

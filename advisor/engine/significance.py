@@ -4,7 +4,8 @@ A finding's severity is the lowest of three levels:
 
 - the rule's ceiling (``severity`` in the rule file);
 - its impact: the cost as a share of the run time (``severity_high_share``, 10 %: high;
-  ``severity_warn_share``, 2 %: warn; below: info; below ``severity_min_share`` no finding);
+  ``severity_warn_share``, 2 %: warn; below: info; below ``severity_min_share`` no finding;
+  a site may also ask high findings to cost at least ``severity_high_min_s`` seconds);
   a cost of at least ``severity_io_warn_share`` (50 %) of the job's I/O time is at least warn
   (the main thing wrong with the I/O, even when I/O is a small part of the run);
 - its significance: a cost resting on counts (operations, bytes, offsets) is as certain as
@@ -27,6 +28,8 @@ from advisor.formatting import fmt_pct, fmt_secs
 HIGH_SHARE = param("severity_high_share", 0.10, "a finding costing this share of the run time or more is high")
 WARN_SHARE = param("severity_warn_share", 0.02, "below this share of the run time a finding is at most info")
 MIN_SHARE = param("severity_min_share", 0.001, "below this share of the run time there is no finding at all")
+HIGH_MIN_S = param("severity_high_min_s", 0.0,
+                   "a finding costing less than this many seconds is at most warn (0: the share decides)")
 IO_WARN_SHARE = param("severity_io_warn_share", 0.5,
                       "a finding costing this share of the job's I/O time or more is at least warn")
 SIGNIFICANT = param("significance_high", 3.0,
@@ -48,6 +51,7 @@ class Limits:
     min_share: float = 0.001
     io_warn_share: float = 0.5
     significant: float = 3.0
+    high_min_s: float = 0.0
 
     @classmethod
     def of(cls, config: SiteConfig, code: str | None = None) -> "Limits":
@@ -55,7 +59,8 @@ class Limits:
         def get(name: str) -> float:
             return float(config.threshold(name, PARAMS[name].default, code))
 
-        return cls(get(HIGH_SHARE), get(WARN_SHARE), get(MIN_SHARE), get(IO_WARN_SHARE), get(SIGNIFICANT))
+        return cls(get(HIGH_SHARE), get(WARN_SHARE), get(MIN_SHARE), get(IO_WARN_SHARE), get(SIGNIFICANT),
+                   get(HIGH_MIN_S))
 
 
 @dataclass(frozen=True)
@@ -88,11 +93,13 @@ class Impact:
         return self.cost_s / self.io_time_s if self.io_time_s else None
 
 
-def confidence(kind: str, impact: Impact, noise: dict | None, limits: Limits) -> Confidence:
+def confidence(kind: str, impact: Impact, noise: dict | None, limits: Limits, counted: str = "") -> Confidence:
     """The confidence of a cost resting on evidence of `kind`, against the job's timing `noise`
-    ({'seconds', 'why'} from the fact ``timing_noise``; None when unknown)."""
+    ({'seconds', 'why'} from the fact ``timing_noise``; None when unknown); `counted` names the
+    count behind counted evidence ('small_write_count 262,144')."""
     if kind == "counts":
-        return Confidence("high", "counted: operations and bytes, not timings, so certain however short the run")
+        what = f" ({counted})" if counted else ""
+        return Confidence("high", f"counted{what}: operations and bytes, not timings, so certain however short the run")
     if not noise or not noise.get("seconds"):
         return Confidence("medium", "timed, and the timing noise of this input is unknown")
     effect, floor = impact.cost_s, float(noise["seconds"])
@@ -117,7 +124,7 @@ def impact_level(impact: Impact, limits: Limits) -> str | None:
         return "high"  # run time unknown: the ceiling and the significance decide
     if share < limits.min_share:
         return None
-    if share >= limits.high_share:
+    if share >= limits.high_share and impact.cost_s >= limits.high_min_s:
         return "high"
     if share >= limits.warn_share or (impact.io_share or 0) >= limits.io_warn_share:
         return "warn"
@@ -125,9 +132,9 @@ def impact_level(impact: Impact, limits: Limits) -> str | None:
 
 
 def grade(ceiling: str, kind: str, impact: Impact, noise: dict | None,
-          limits: Limits) -> tuple[str | None, Confidence]:
+          limits: Limits, counted: str = "") -> tuple[str | None, Confidence]:
     """The finding's severity (None: no finding) and its confidence."""
-    sure = confidence(kind, impact, noise, limits)
+    sure = confidence(kind, impact, noise, limits, counted)
     by_cost = impact_level(impact, limits)
     if by_cost is None:
         return None, sure

@@ -22,6 +22,7 @@ class Example:
     ceiling: str
     impact: Impact
     noise: dict | None  # the fact timing_noise (timing evidence only)
+    counted: str = ""  # the operation count quoted for counted evidence
 
 
 EXAMPLES = (
@@ -31,7 +32,7 @@ EXAMPLES = (
             Impact(0.025212, 0.072112, 0.054102), {"seconds": 0.05, "why": "the floor", "page_cache": True}),
     Example("darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample.darshan", "IMB003", "timing", "high",
             Impact(36.447166, 117.0, 49.027784),
-            {"seconds": 46.274075, "why": "slowest of 2,048 ranks of 17 operations (mean 2.9 s, no DXT)",
+            {"seconds": 46.274075, "why": "chance spread of 17 operations per rank over 2,048 ranks (mean 2.9 s, no DXT)",
              "page_cache": False}),
     Example("generated/e_mpiio_collective_256k/case.darshan", "IMB003", "timing", "high",
             Impact(0.174725, 0.553784, 0.115167),
@@ -40,19 +41,23 @@ EXAMPLES = (
     Example("traps/T05/case.darshan", "IMB001", "timing", "high", Impact(1.525129, 1.730066, 0.056243),
             {"seconds": 0.05, "why": "the floor", "page_cache": False}),
     Example("traps/T06/case.darshan", "MD001", "timing", "high", Impact(2.137146, 3.625926, 2.138902),
-            {"seconds": 0.05616, "why": "slowest of 4 ranks of 4,022 operations (mean 532 us, no DXT)",
+            {"seconds": 0.05616, "why": "chance spread of 4,022 operations per rank over 4 ranks "
+                                            "(mean 532 us, no DXT)",
              "page_cache": False}),
     Example("traps/T03/case.darshan", "MPI001", "counts", "high", Impact(0.047675, 0.153492, 0.095351), None),
+    Example("generated/b_small_io_shared_4k/case.darshan", "IO001", "counts", "high",
+            Impact(0.066172, 0.122244, 0.081861), None, "small_write_count 16,384"),
     Example("darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample-badost.darshan", "LUS010",
             "timing", "high", Impact(766.788363, 780.0, 34.187007),
-            {"seconds": 10.826551, "why": "slowest of 2,048 ranks of 152 operations (mean 224.8 ms, no DXT)",
+            {"seconds": 10.826551, "why": "chance spread of 152 operations per rank over 2,048 ranks "
+                                            "(mean 224.8 ms, no DXT)",
              "page_cache": False}),
 )
 
 
 def outcome(example: Example, limits: Limits = Limits()):
     """(severity, confidence) the engine gives the example."""
-    return grade(example.ceiling, example.kind, example.impact, example.noise, limits)
+    return grade(example.ceiling, example.kind, example.impact, example.noise, limits, example.counted)
 
 
 def severity_section(limits: Limits = Limits()) -> str:
@@ -71,7 +76,8 @@ A rule's `severity` is a ceiling. A finding's severity is the lowest of three le
 
 1. **the ceiling** declared in the rule file;
 2. **impact**, from the cost `cost_s` (seconds of run time lost): `cost / run time` >= {pct(limits.high_share)}
-   high, >= {pct(limits.warn_share)} warn, below that info, below {pct(limits.min_share)} no finding at all; a
+   high (and, if the site sets `severity_high_min_s`, at least that many seconds), >= {pct(limits.warn_share)}
+   warn, below that info, below {pct(limits.min_share)} no finding at all; a
    cost of at least {pct(limits.io_warn_share)} of the job's I/O time is at least warn (the main thing wrong with
    the I/O, even when I/O is a small part of the run);
 3. **significance**, from what the cost rests on (`evidence_kind` in the rule file, required with a `cost`):
