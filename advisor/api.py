@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import advisor.fleet.settings  # noqa: F401  registers [fleet]: a library caller reads the whole site file
+import advisor.hooks.settings  # noqa: F401  registers [hook]
 from advisor import pipeline
 from advisor.config import SiteConfig, load_config
 from advisor.findings import Diagnosis

@@ -14,6 +14,8 @@ import sys
 
 import click
 
+import advisor.fleet.settings  # noqa: F401  registers [fleet]: every command accepts the whole site file
+import advisor.hooks.settings  # noqa: F401  registers [hook]
 from advisor import __version__
 from advisor.errors import AdvisorError
 

@@ -22,6 +22,10 @@ part of the tool adds its own section with :func:`section`::
     @dataclass
     class HookConfig:
         enabled: bool = True
+
+Those sections live with their part (``advisor/hooks/settings.py``, ``advisor/fleet/settings.py``)
+and import only this module; the program (``advisor.cli``) and the library (``advisor.api``)
+import them, so every command accepts the whole site file and this module imports nothing above it.
 """
 
 from __future__ import annotations
@@ -36,10 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import ConfigError
+from advisor.units import MiB, quantity
 
 ENV_VAR = "IOADVISOR_CONFIG"
 
-MiB = 1 << 20
 
 SECTIONS: dict[str, type] = {}
 """TOML section name -> dataclass type; filled by :func:`section`."""
@@ -225,15 +229,9 @@ def _thresholds(table: Any, where: str) -> dict[str, Any]:
 
 
 def _threshold_value(value: Any, where: str) -> Any:
-    from advisor.engine.expr import ExprError, quantity
-
     try:
         return quantity(value)
-    except ExprError:
+    except ValueError:
         raise ConfigError(f"{where} must be a number (units allowed: '10%', '4MiB'), "
                           f"not {value!r}") from None
 
-
-# Sections other parts own, registered on import so every command accepts the whole site file.
-import advisor.fleet.settings  # noqa: E402,F401  [fleet]
-import advisor.hooks.settings  # noqa: E402,F401  [hook]

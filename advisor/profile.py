@@ -18,6 +18,9 @@ import numpy as np
 
 SHARED_RANK = -1
 """Darshan's rank for a record reduced over all ranks of a shared file."""
+DATA_MODULES = ("POSIX", "STDIO")
+"""The layer that reaches the file system; MPI-IO and HDF5 time is spent in these below them."""
+STD_STREAMS = ("<STDIN>", "<STDOUT>", "<STDERR>")
 
 
 @dataclass
@@ -195,6 +198,17 @@ class DxtTrace:
 class MountPoint:
     path: str
     fstype: str
+
+
+def shared_mask(rec: ModuleRecords) -> np.ndarray:
+    """True for records of files opened by more than one rank (reduced or not)."""
+    shared = rec.ranks == SHARED_RANK
+    ids = rec.ids[~shared]
+    if ids.size:
+        uniq, counts = np.unique(ids, return_counts=True)
+        multi = uniq[counts > 1]
+        shared |= np.isin(rec.ids, multi)
+    return shared
 
 
 @dataclass

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from advisor.engine import expr
 from advisor.engine.evaluator import evaluate
 from advisor.engine.expr import ExprError, parse
+from advisor.units import UNITS, quantity
 
 
 @pytest.mark.parametrize("text,values,expected", [
@@ -73,11 +74,20 @@ def test_names_and_calls_are_reported_for_load_time_checks():
 
 
 def test_quantity_units():
-    assert expr.quantity("10%") == 0.1
-    assert expr.quantity("4MiB") == 4 << 20
-    assert expr.quantity(3) == 3
-    with pytest.raises(ExprError):
-        expr.quantity("4 apples")
+    assert quantity("10%") == 0.1
+    assert quantity("4MiB") == 4 << 20 and isinstance(quantity("4MiB"), int)
+    assert quantity(" -2s ") == -2.0 and quantity("1.5GiB") == 3 << 29 and quantity(".5ms") == 5e-4
+    assert quantity(3) == 3
+    for bad in ("4 apples", "MiB", "1e", True, None, "2 * 3"):
+        with pytest.raises(ValueError):
+            quantity(bad)
+
+
+@given(st.floats(0, 1e12, allow_nan=False) | st.integers(0, 10**12), st.sampled_from([*UNITS, ""]))
+def test_a_quantity_reads_as_in_a_rule_condition(number, unit):
+    """Thresholds (units.quantity) and numbers inside conditions (the expression parser) agree."""
+    text = f"{number}{unit}"
+    assert quantity(text) == expr.parse(text).value
 
 
 ATOMS = st.sampled_from(["x", "y", "1", "0", "2.5", "1MiB", "10%", "'s'", "true", "null", "[1, 2]",

@@ -17,7 +17,8 @@ import pytest
 
 from advisor.errors import InputError
 from advisor.models import bandwidth, store
-from advisor.models.features import FEATURES_VERSION, job_features, names
+from advisor.models.features import FEATURES_VERSION, names
+from advisor.models.sources.darshan import job_features
 from advisor.models.predict import DEFAULT_MODEL, load
 from advisor.models.train import Model
 from tests.conftest import CORPUS

@@ -13,6 +13,7 @@ from datetime import date
 import click
 
 from advisor.errors import InputError
+from advisor.fleet.settings import validate  # also registers [fleet] for this command's config
 
 SUBCOMMANDS = ("run", "report", "expect")
 
@@ -102,7 +103,6 @@ def fleet_options(config, flags: dict, **rest):
     """FleetOptions from the command line's `flags` (None or empty: not given) over the site
     config's [fleet] section over the built-in defaults."""
     from advisor.fleet.run import FleetOptions
-    from advisor.fleet.settings import validate
     from advisor.fleet.walk import DEFAULT_PATTERNS
 
     site = validate(config.section("fleet"), config.path or "site config")

@@ -25,14 +25,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from advisor.units import NUMBER, UNITS, with_unit
+
 MAX_LENGTH = 4000
 MAX_DEPTH = 60
 
-UNITS = {
-    "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
-    "KB": 1000, "MB": 1000**2, "GB": 1000**3,
-    "%": 0.01, "s": 1.0, "ms": 1e-3, "us": 1e-6,
-}
 KEYWORDS = {"and", "or", "not", "in", "true", "false", "null"}
 
 
@@ -78,27 +75,8 @@ def tokenize(text: str) -> list[Token]:
 
 
 def _number(text: str) -> float | int:
-    m = re.fullmatch(r"([0-9.eE+-]+?)(KiB|MiB|GiB|TiB|KB|MB|GB|ms|us|%|s)?", text)
-    digits, unit = m.group(1), m.group(2)
-    value: float | int = float(digits) if any(c in digits for c in ".eE") else int(digits)
-    if unit:
-        value = value * UNITS[unit]
-        if isinstance(value, float) and value.is_integer() and unit not in ("%", "ms", "us", "s"):
-            value = int(value)
-    return value
-
-
-def quantity(value: Any) -> int | float:
-    """A threshold value: a number, or text with a unit ('10%', '4MiB', '-2s')."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        node = parse(value.strip())
-        if isinstance(node, Unary) and node.op == "-" and isinstance(node.operand, Const):
-            node = Const(node.pos, -node.operand.value) if isinstance(node.operand.value, (int, float)) else node
-        if isinstance(node, Const) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            return node.value
-    raise ExprError(f"{value!r} is not a number (units: {', '.join(UNITS)})")
+    m = re.fullmatch(rf"({NUMBER})({'|'.join(UNITS)})?", text)
+    return with_unit(m.group(1), m.group(2))
 
 
 # ---------------------------------------------------------------- AST

@@ -22,6 +22,7 @@ from advisor.engine.significance import EVIDENCE_KINDS
 from advisor.errors import ConfigError
 from advisor.facts import PARAMS, registry
 from advisor.findings import CATEGORIES, SEVERITIES
+from advisor.units import quantity
 from replay.transforms import FIXES
 
 if TYPE_CHECKING:
@@ -168,8 +169,8 @@ def _rule(node: yaml.Node, where: _Where) -> Rule:
     thresholds = value.get("thresholds") or {}
     need("thresholds", isinstance(thresholds, dict), "a mapping of names to numbers")
     try:
-        thresholds = {str(k): expr.quantity(v) for k, v in thresholds.items()}
-    except expr.ExprError as exc:
+        thresholds = {str(k): quantity(v) for k, v in thresholds.items()}
+    except ValueError as exc:
         raise ConfigError(f"{at['thresholds']}: {exc}") from None
     evidence = value.get("evidence") or []
     need("evidence", isinstance(evidence, list) and all(isinstance(e, str) for e in evidence),

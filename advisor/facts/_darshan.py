@@ -9,12 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.facts import FactContext, Missing, NotApplicable
-from advisor.profile import SHARED_RANK, DxtTrace, ModuleRecords
-
-DATA_MODULES = ("POSIX", "STDIO")
-"""The layer that reaches the file system; MPI-IO and HDF5 time is spent in these below them."""
-STD_STREAMS = ("<STDIN>", "<STDOUT>", "<STDERR>")
-
+from advisor.profile import STD_STREAMS, DxtTrace, ModuleRecords
 
 def darshan_like(ctx: FactContext) -> None:
     """NotApplicable unless the profile holds Darshan module records (logs and parser dumps)."""
@@ -46,17 +41,6 @@ def maybe(ctx: FactContext, module: str) -> ModuleRecords | None:
 
 def nprocs(ctx: FactContext) -> int:
     return max(int(ctx.profile.job.nprocs or 0), 1)
-
-
-def shared_mask(rec: ModuleRecords) -> np.ndarray:
-    """True for records of files opened by more than one rank (reduced or not)."""
-    shared = rec.ranks == SHARED_RANK
-    ids = rec.ids[~shared]
-    if ids.size:
-        uniq, counts = np.unique(ids, return_counts=True)
-        multi = uniq[counts > 1]
-        shared |= np.isin(rec.ids, multi)
-    return shared
 
 
 def data_mask(ctx: FactContext, rec: ModuleRecords) -> np.ndarray:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.facts import FactContext, fact, param
-from advisor.facts._darshan import col, data_files, data_mask, nprocs, records, shared_mask
+from advisor.facts._darshan import col, data_files, data_mask, nprocs, records
+from advisor.profile import shared_mask
 
 
 META_RANK = param("meta_rank_seconds", 30.0, "metadata seconds above which a rank counts as slow")

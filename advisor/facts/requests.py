@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
-from advisor.facts._darshan import col, dxt, nprocs, records, shared_mask, top_files
-from advisor.profile import DXT_READ, DXT_WRITE, ModuleRecords
+from advisor.facts._darshan import col, dxt, nprocs, records, top_files
+from advisor.profile import DXT_READ, DXT_WRITE, ModuleRecords, shared_mask
 
 SMALL = param("small_request_bytes", 1 << 20, "requests below this size are small (bytes)")
 

@@ -157,7 +157,7 @@ def _finding_mount(profile: JobProfile, finding: Finding) -> str:
 
 
 def _features(profile: JobProfile) -> dict[str, float]:
-    from advisor.models.features import job_features
+    from advisor.models.sources.darshan import job_features
 
     return job_features(profile)
 

@@ -1,6 +1,6 @@
 """Expected I/O bandwidth of a whole job from the fleet's own history (used by `ioadvisor fleet`).
 
-Trained on a site's history (the fleet dataset: :func:`advisor.models.features.job_features`
+Trained on a site's history (the fleet dataset: :func:`advisor.models.sources.darshan.job_features`
 per job, target log10 of bytes per second of per-process I/O time), it says what a job
 *like this one* usually gets on this machine; a job far below that is worth a look even
 when no rule fires (a slow OST, a busy file system, a bad node). Judging a job with a model

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from advisor.units import MiB
+
 FEATURES_VERSION = 2
 ALIGNMENT = 4096  # a request is aligned when its offset is a multiple of the page size
 SMALL_CALL = 100 * 1024  # Darshan's "small" bins end at 100 KiB
@@ -154,18 +156,6 @@ def matrix(rows: list[dict[str, float]], feature_names: list[str]) -> np.ndarray
     return out
 
 
-def job_features(profile) -> dict[str, float]:
-    """Features of a whole Darshan job (both directions as one part), with their version.
-
-    The fleet stores this per job; :mod:`advisor.models.bandwidth` learns from it.
-    """
-    from advisor.models.sources.darshan import job_part
-
-    out = features(job_part(profile))
-    out["features_version"] = float(FEATURES_VERSION)
-    return out
-
-
 def bandwidth_mib_s(bytes_moved: float, io_time_s: float) -> float:
     """Bytes moved per second of I/O time, in MiB/s (NaN when either is not positive)."""
-    return bytes_moved / io_time_s / (1 << 20) if io_time_s > 0 and bytes_moved > 0 else math.nan
+    return bytes_moved / io_time_s / MiB if io_time_s > 0 and bytes_moved > 0 else math.nan

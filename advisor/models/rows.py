@@ -113,8 +113,7 @@ def _node(snapshot: dict) -> dict:
 
 
 def _log(path: Path, out: Collected, quiet: bool) -> None:
-    from advisor import api
-    from advisor.ingest import detect
+    from advisor.ingest import detect, load_profile
 
     if quiet:
         try:
@@ -122,7 +121,7 @@ def _log(path: Path, out: Collected, quiet: bool) -> None:
         except InputError:
             return  # READMEs, scripts, per-rank CSVs next to the logs
     try:
-        profile = api.load(path)
+        profile = load_profile(path)
     except AdvisorError as exc:
         if not quiet:
             raise

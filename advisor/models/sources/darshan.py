@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.facts._darshan import DATA_MODULES, STD_STREAMS, shared_mask
-from advisor.models.features import Part
-from advisor.profile import JobProfile, ModuleRecords
+from advisor.models.features import FEATURES_VERSION, Part, features
+from advisor.profile import DATA_MODULES, STD_STREAMS, JobProfile, ModuleRecords, shared_mask
 
 DIRECTIONS = ("write", "read")
 _OP = {"write": "WRITE", "read": "READ"}
@@ -178,4 +177,14 @@ def measured_parts(profile: JobProfile) -> dict[str, Measured]:
         share = meta_ops[d] / total_meta_ops if total_meta_ops else 1.0 / len(parts)
         seconds = (own + meta * share) / nprocs * slowest
         out[d] = Measured(d, part.bytes, seconds)
+    return out
+
+
+def job_features(profile: JobProfile) -> dict[str, float]:
+    """Features of a whole Darshan job (both directions as one part), with their version.
+
+    The fleet stores this per job; :mod:`advisor.models.bandwidth` learns from it.
+    """
+    out = features(job_part(profile))
+    out["features_version"] = float(FEATURES_VERSION)
     return out
