@@ -25,7 +25,7 @@ from advisor.engine import check_thresholds, diagnose
 from advisor.engine.rules import load_catalogue
 from advisor.errors import AdvisorError, ConfigError, InputError
 from advisor.findings import Diagnosis
-from advisor.ingest import detect, start_profile
+from advisor.ingest import start_profile
 from advisor.ingest.ior.model import IorProfile
 from advisor.profile import JobProfile
 
@@ -150,10 +150,7 @@ def _start(item: Input, stages: Stages) -> tuple[str, Callable[[], JobProfile]]:
         return item.source.path, lambda: item
     path = str(item)
     try:
-        if stages.isolate:
-            return path, start_profile(path, timeout_s=stages.timeout_s)
-        fmt = detect(path)
-        return path, lambda: fmt.load(Path(path))
+        return path, start_profile(path, timeout_s=stages.timeout_s, isolate=stages.isolate)
     except AdvisorError as exc:
         error = exc
 

@@ -7,6 +7,7 @@ the rules only ever see the job profile.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from dataclasses import dataclass
@@ -112,14 +113,24 @@ def load_profile(path: str | Path, *, timeout_s: float = 120.0) -> JobProfile:
     return start_profile(path, timeout_s=timeout_s)()
 
 
-def start_profile(path: str | Path, *, timeout_s: float = 120.0) -> Callable[[], JobProfile]:
+def start_profile(path: str | Path, *, timeout_s: float = 120.0,
+                  isolate: bool = True) -> Callable[[], JobProfile]:
     """Start reading one input; calling the result gives its profile (or raises InputError).
 
     An isolated parse runs on in its child until then, so the caller can work meanwhile.
+    `isolate=False` parses in this process: for a caller that already is such a child.
     """
     fmt = detect(path)
-    if fmt.isolate:
+    load = functools.partial(checked_load, fmt.load)
+    if isolate and fmt.isolate:
         from advisor.ingest.isolate import Isolated
 
-        return Isolated(fmt.load, Path(path), timeout_s=timeout_s).result
-    return lambda: fmt.load(Path(path))
+        return Isolated(load, Path(path), timeout_s=timeout_s).result
+    return lambda: load(Path(path))
+
+
+def checked_load(load: Callable[[Path], JobProfile], path: Path) -> JobProfile:
+    """`load(path)`, refused when a value is beyond what any real job can have (one line)."""
+    from advisor.ingest.plausible import check
+
+    return check(load(path))

@@ -9,26 +9,22 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from advisor.collect import SCHEMA_VERSION
 from advisor.errors import InputError
-from advisor.ingest import InputFormat, register
+from advisor.ingest import InputFormat, jsondoc, register
 from advisor.profile import JobInfo, JobProfile, MountPoint, Provenance
 
 MAX_BYTES = 64 << 20
 _SCHEMA_MARK = re.compile(rb'"schema"\s*:\s*"ioadvisor/snapshot/v(\d+)"')
 
 
-@lru_cache(maxsize=1)
 def schema() -> dict[str, Any]:
     """The JSON schema of the snapshot version this ioadvisor writes and reads."""
-    text = resources.files("advisor").joinpath(f"schemas/snapshot-v{SCHEMA_VERSION}.json").read_text()
-    return json.loads(text)
+    return jsondoc.schema(f"snapshot-v{SCHEMA_VERSION}")
 
 
 def _sniff(path: Path, head: bytes) -> bool:
@@ -46,12 +42,7 @@ def validate(doc: Any, path: str) -> dict[str, Any]:
     if version > SCHEMA_VERSION:
         raise InputError(path, f"snapshot schema v{version} is newer than this ioadvisor reads "
                                f"(v{SCHEMA_VERSION}): upgrade ioadvisor or collect with this version")
-    import jsonschema  # only when a snapshot is read: it costs ~0.3 s to import
-
-    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(doc), key=lambda e: list(e.path))
-    if errors:
-        where = "/".join(str(p) for p in errors[0].absolute_path) or "document"
-        raise InputError(path, f"invalid snapshot at {where}: {errors[0].message[:200]}")
+    jsondoc.validate(doc, f"snapshot-v{SCHEMA_VERSION}", path, "snapshot")
     return doc
 
 
@@ -59,7 +50,7 @@ def load(path: Path) -> JobProfile:
     try:
         if path.stat().st_size > MAX_BYTES:
             raise InputError(str(path), "too large for a snapshot")
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = jsondoc.decode(path.read_text(encoding="utf-8"), str(path), "snapshot")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(str(path), f"cannot read: {exc}") from None
     except json.JSONDecodeError as exc:

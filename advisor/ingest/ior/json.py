@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from advisor.errors import InputError
+from advisor.ingest import jsondoc
 from advisor.ingest.ior.blocks import apply_option
 from advisor.ingest.ior.model import FPP, SHARED, IorIteration, IorRun, IorSummary, IorTest
 from advisor.ingest.ior.options import fill_missing, params_from_command_line
@@ -27,11 +28,15 @@ def parse_json(text: str, path: str = "<json>") -> IorRun:
     """Parse an IOR JSON summary; InputError (one line) when nothing usable is in it."""
     run = IorRun(format="ior-json")
     try:
-        doc = json.loads(text)
-    except ValueError:
-        doc = _recover(text, run)
+        doc = jsondoc.decode(text, path, "IOR JSON summary")
+    except json.JSONDecodeError:
+        try:
+            doc = _recover(text, run)
+        except RecursionError:
+            raise InputError(path, "IOR JSON summary nested too deeply to be read") from None
     if not isinstance(doc, dict) or not ("tests" in doc or "summary" in doc):
         raise InputError(path, "not an IOR JSON summary (no 'tests' or 'summary')")
+    jsondoc.validate(doc, "ior-json", path, "IOR JSON summary")
     _fill_run(run, doc)
     if not any(t.summaries for t in run.tests):
         cut = " (the document is cut short: the run aborted)" if run.notes else ""

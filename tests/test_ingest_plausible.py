@@ -1,0 +1,118 @@
+"""Values no real job can have are refused at ingest, one line naming the field and value.
+
+Each case edits one field of a real input (tests/data) the way a broken or hostile
+file would; before, these ended in numpy allocating terabytes, OverflowError,
+RecursionError or TypeError (exit 3).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from advisor.errors import InputError
+from advisor.ingest import load_profile
+from advisor.ingest.plausible import MAX_RANKS
+from tests.conftest import DATA
+
+PARSER = DATA / "dumps" / "a_good_fpp_posix_1m.parser.txt"
+DXT = DATA / "dumps" / "a_good_fpp_posix_1m.dxt.txt"
+IOR_JSON = DATA / "ior" / "ior_4.0.0_summary.json"
+IOR_CSV = DATA / "ior" / "ior_csv_4.0.0.txt"
+
+
+def _edited(tmp_path, source, pattern, replacement, name=None):
+    text = source.read_text()
+    edited, n = re.subn(pattern, replacement, text, count=1, flags=re.MULTILINE)
+    assert n == 1, f"{pattern!r} not in {source.name}"
+    path = tmp_path / (name or source.name)
+    path.write_text(edited)
+    return path
+
+
+@pytest.mark.parametrize("pattern, replacement, words", [
+    (r"^# nprocs: 4$", "# nprocs: 1099511627776", "implausible nprocs 1099511627776"),
+    (r"^# nprocs: 4$", "# nprocs: 1000000000000", "implausible nprocs 1000000000000"),
+    (r"^# start_time: \d+$", "# start_time: 1e30", "implausible start_time 1e+30"),
+    (r"(POSIX_BYTES_WRITTEN\t)\d+", r"\g<1>inf", "implausible POSIX_BYTES_WRITTEN inf"),
+    (r"(POSIX_F_WRITE_TIME\t)[\d.]+", r"\g<1>1e309", "implausible POSIX_F_WRITE_TIME inf"),
+    (r"^POSIX\t0\t", "POSIX\t99999999999\t", "implausible POSIX rank 99999999999"),
+])
+def test_absurd_values_in_a_parser_dump_are_refused(tmp_path, pattern, replacement, words):
+    path = _edited(tmp_path, PARSER, pattern, replacement)
+    with pytest.raises(InputError, match=re.escape(words)) as err:
+        load_profile(path)
+    assert "\n" not in str(err.value)
+
+
+def test_the_bounds_leave_the_real_input_alone():
+    profile = load_profile(PARSER)
+    assert 0 < profile.job.nprocs < MAX_RANKS
+
+
+def test_a_negative_dxt_rank_is_refused(tmp_path):
+    text = DXT.read_text().replace("# DXT, rank: 0,", "# DXT, rank: -5,", 1)
+    text = re.sub(r"^( X_POSIX +)0( +write)", r"\g<1>-5\g<2>", text, count=1, flags=re.MULTILINE)
+    path = tmp_path / DXT.name
+    path.write_text(text)
+    with pytest.raises(InputError, match="implausible DXT_POSIX rank -5"):
+        load_profile(path)
+
+
+def _ior_json(tmp_path, edit):
+    doc = json.loads(IOR_JSON.read_text())
+    edit(doc)
+    path = tmp_path / "ior.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: d.update(tests=None), "at tests: None is not of type 'array'"),
+    (lambda d: d["tests"][0].update(Parameters=[1, 2]), "at tests/0/Parameters: [1, 2] is not of type"),
+    (lambda d: d["tests"][0]["Parameters"].update(blockSize=int("9" * 400)),
+     "at tests/0/Parameters/blockSize"),
+    (lambda d: d["summary"][0].update(numTasks=10 ** 15), "at summary/0/numTasks"),
+])
+def test_ior_json_of_the_wrong_types_is_refused(tmp_path, edit, words):
+    with pytest.raises(InputError, match=re.escape(words)) as err:
+        load_profile(_ior_json(tmp_path, edit))
+    assert len(str(err.value)) < 400
+
+
+def test_deeply_nested_ior_json_is_refused(tmp_path):
+    text = IOR_JSON.read_text().rstrip()
+    path = tmp_path / "ior.json"
+    path.write_text(text[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(InputError, match="nested too deeply"):
+        load_profile(path)
+
+
+def test_nan_bandwidth_in_ior_csv_is_refused(tmp_path):
+    path = _edited(tmp_path, IOR_CSV, r"^write,[\d.]+,", "write,NaN,")
+    with pytest.raises(InputError, match="implausible test 0 write bandwidth"):
+        load_profile(path)
+
+
+def test_huge_integers_in_a_snapshot_are_refused(tmp_path):
+    doc = json.loads(subprocess.run([sys.executable, "-m", "advisor", "collect"], capture_output=True,
+                                    text=True, check=True).stdout)
+    text = json.dumps(doc)
+    for digits, words in ((5000, "implausible number"), (400, "at collected_at")):
+        path = tmp_path / f"snap{digits}.json"
+        path.write_text(re.sub(r'"collected_at": [\d.e+]+', '"collected_at": ' + "9" * digits, text))
+        with pytest.raises(InputError, match=words) as err:
+            load_profile(path)
+        assert len(str(err.value)) < 400
+
+
+def test_diagnose_reports_an_implausible_input_as_an_input_error(tmp_path):
+    path = _edited(tmp_path, PARSER, r"^# nprocs: 4$", "# nprocs: 1099511627776")
+    out = subprocess.run([sys.executable, "-m", "advisor", "diagnose", str(path), "--json", "-"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip() == f"ioadvisor: error: {path}: implausible nprocs 1099511627776 (expected -1 to 16777216)"
