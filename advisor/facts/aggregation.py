@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, requests
-from advisor.facts._darshan import col, data_files, nprocs, records, shared_mask
+from advisor.facts._darshan import col, data_files, nprocs, records
+from advisor.profile import shared_mask
 
 
 def collective_ids(ctx: FactContext) -> set[int]:
