@@ -17,8 +17,8 @@ from advisor.facts import PARAMS, FactContext, registry
 from advisor.findings import Diagnosis, NotChecked
 from advisor.profile import JobProfile
 
-SUMMARY_FACTS = ("bytes_read", "bytes_written", "io_time_s", "io_share", "read_time_s",
-                 "write_time_s", "meta_time_s", "files_accessed", "modules", "interfaces")
+SUMMARY_FACTS = ("bytes_read", "bytes_written", "io_time_s", "io_share", "io_layer", "read_time_s",
+                 "write_time_s", "meta_time_s", "files_accessed", "modules", "interfaces", "counter_notes")
 
 
 def check_thresholds(config: SiteConfig, catalogue: Catalogue) -> None:

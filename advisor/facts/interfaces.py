@@ -6,6 +6,7 @@ import numpy as np
 
 from advisor.facts import FactContext, Missing, fact
 from advisor.facts._darshan import col, data_files, dxt, maybe, nprocs, records, summary, total
+from advisor.facts.sanity import bounded
 
 
 @fact("stdio_bytes", "bytes", "Bytes read and written through STDIO (fread/fwrite/fprintf ...).")
@@ -24,7 +25,7 @@ def stdio_share(ctx: FactContext) -> float:
 @fact("stdio_time_s", "s", "STDIO read + write + metadata seconds per process.")
 def stdio_time_s(ctx: FactContext) -> float:
     s = summary(ctx).modules.get("STDIO")
-    return s.io_time / nprocs(ctx) if s else 0.0
+    return bounded(ctx, "STDIO").total() if s else 0.0
 
 
 @fact("stdio_files", "list", "Files with the most STDIO bytes.")
@@ -91,7 +92,8 @@ def mpiio_time_s(ctx: FactContext) -> float:
     s = summary(ctx).modules.get("MPI-IO")
     if s is None:
         raise Missing("no MPI-IO records in the log")
-    return (s.read_time + s.write_time) / nprocs(ctx)
+    b = bounded(ctx, "MPI-IO")
+    return b.consistent("read") + b.consistent("write")
 
 
 @fact("mpiio_indep_time_s", "s", "Seconds per process of independent MPI-IO on shared files (op-weighted).")

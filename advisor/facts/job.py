@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from advisor.facts import FactContext, Missing, fact
 from advisor.facts._darshan import darshan_like, data_files, maybe, nprocs, summary
+from advisor.facts.sanity import base_time, job_time
 
 
 @fact("runtime_s", "s", "Wall-clock run time of the job.")
@@ -39,32 +40,29 @@ def bytes_written(ctx: FactContext) -> int:
     return int(_base(ctx).bytes_written)
 
 
-def _time(ctx: FactContext, attr: str) -> float:
-    s = _base(ctx)
-    return sum(getattr(s.modules[m], attr) for m in s.base_modules) / nprocs(ctx)
-
-
-@fact("read_time_s", "s", "Read time per process (base-layer seconds of all ranks / ranks).")
+@fact("read_time_s", "s", "Read time per process at the base layer (POSIX + STDIO), bounded by what a "
+      "process could spend (facts/sanity.py).")
 def read_time_s(ctx: FactContext) -> float:
-    return _time(ctx, "read_time")
+    return base_time(ctx).read
 
 
-@fact("write_time_s", "s", "Write time per process (base-layer seconds of all ranks / ranks).")
+@fact("write_time_s", "s", "Write time per process at the base layer, bounded like read_time_s.")
 def write_time_s(ctx: FactContext) -> float:
-    return _time(ctx, "write_time")
+    return base_time(ctx).write
 
 
-@fact("meta_time_s", "s", "Metadata time (open, stat, seek, sync ...) per process.")
+@fact("meta_time_s", "s", "Metadata time (open, stat, seek, sync ...) per process, bounded like read_time_s.")
 def meta_time_s(ctx: FactContext) -> float:
-    return _time(ctx, "meta_time")
+    return base_time(ctx).meta
 
 
-@fact("io_time_s", "s", "I/O time per process: read + write + metadata seconds of all ranks / ranks.")
+@fact("io_time_s", "s", "I/O time per process at the layer the job called (io_layer: MPI-IO for its "
+      "MPI-IO files, POSIX + STDIO for the rest), bounded by what a process could spend.")
 def io_time_s(ctx: FactContext) -> float:
-    return _base(ctx).io_time_s / nprocs(ctx)
+    return job_time(ctx).total
 
 
-@fact("io_share", "ratio", "Share of the run time each process spent in I/O on average.")
+@fact("io_share", "ratio", "Share of the run time each process spent in I/O on average (io_time_s / run time).")
 def io_share(ctx: FactContext) -> float:
     return min(ctx.get("io_time_s") / ctx.get("runtime_s"), 1.0)
 

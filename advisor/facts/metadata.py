@@ -6,6 +6,7 @@ import numpy as np
 
 from advisor.facts import FactContext, fact, param
 from advisor.facts._darshan import col, data_files, data_mask, nprocs, records
+from advisor.facts.sanity import rank_bound
 from advisor.profile import shared_mask
 
 
@@ -23,7 +24,8 @@ def _rank_meta(ctx: FactContext) -> np.ndarray:
     n = max(nprocs(ctx), int(rec.ranks.max()) + 1 if len(rec) else 0)
     per_rank = np.bincount(rec.ranks[own], weights=col(rec, "F_META_TIME")[own], minlength=n)
     shared = rec.ranks == -1
-    return per_rank + col(rec, "F_META_TIME")[shared].sum() / n
+    # overlapping calls (threads) sum to more than a rank has: bound each rank by its files' lives
+    return np.minimum(per_rank + col(rec, "F_META_TIME")[shared].sum() / n, rank_bound(ctx, "POSIX", n))
 
 
 @fact("max_rank_meta_time_s", "s", "Metadata seconds of the rank that spent the most in metadata.")

@@ -62,11 +62,13 @@ def _header(d: Diagnosis) -> Panel:
     lines = [f"[bold]{escape(str(d.source.get('path', '')))}[/]  ({escape(str(d.source.get('format', '')))})",
              _job_line(job)]
     if s:
+        layer = f" in {escape(str(s['io_layer']))}" if s.get("io_layer") else ""
         io = (f"read {fmt_bytes(s.get('bytes_read'))}  written {fmt_bytes(s.get('bytes_written'))}  "
-              f"I/O time {fmt_secs(s.get('io_time_s'))} per process")
+              f"I/O time {fmt_secs(s.get('io_time_s'))} per process{layer}")
         if s.get("io_share") is not None:
             io += f" ({fmt_pct(s.get('io_share'))} of the run)"
         lines.append(io)
+        lines.extend(f"[dim]note: {escape(str(n))}[/]" for n in s.get("counter_notes") or [])
     counts = {sev: sum(f.severity == sev for f in d.findings) for sev in STYLE}
     title = "  ".join(f"[{STYLE[k]}]{v} {k}[/]" for k, v in counts.items() if v) or "no findings"
     return Panel("\n".join(lines), title="ioadvisor", subtitle=title, expand=True)

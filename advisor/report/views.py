@@ -74,7 +74,10 @@ def _header_facts(d: Diagnosis, runtime: float) -> list[tuple[str, str]]:
                                      f"{fmt_bytes(_float(summary.get('bytes_written')))} written"))
     if "io_time_s" in summary:
         share = f" ({fmt_pct(_float(summary['io_share']))} of run time)" if "io_share" in summary else ""
-        facts.append(("time in I/O", fmt_secs(_float(summary["io_time_s"])) + share))
+        layer = f" in {summary['io_layer']}" if summary.get("io_layer") else ""
+        facts.append(("time in I/O", fmt_secs(_float(summary["io_time_s"])) + f" per process{layer}" + share))
+    for note in summary.get("counter_notes") or []:
+        facts.append(("counters not believed", str(note)))
     for key, label in (("files_accessed", "files"), ("interfaces", "interfaces"), ("modules", "modules")):
         if summary.get(key) not in (None, "", []):
             facts.append((label, fmt_value(key, summary[key]) if not isinstance(summary[key], list)
