@@ -121,7 +121,6 @@ def test_trap_t06_metadata_bound_stays_flagged():
 
 @pytest.mark.parametrize("rel,code", [
     ("darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample-badost.darshan", "LUS010"),
-    ("darshan-logs/darshan_logs/skew_io/skew-autobench-ior.darshan", "IMB003"),
     ("darshan-logs/darshan_logs/imbalanced_io/imbalanced-io.darshan", "LUS002"),
 ])
 def test_real_problems_keep_high_with_high_confidence(rel, code):
