@@ -131,7 +131,7 @@ class Diagnosis:
         return {"schema": SCHEMA_ID, **doc}
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> "Diagnosis":
+    def from_dict(cls, doc: dict[str, Any]) -> Diagnosis:
         findings = []
         for f in doc.get("findings", []):
             f = dict(f)

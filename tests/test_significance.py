@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import jsonschema
@@ -19,7 +19,7 @@ from advisor.findings import Diagnosis
 from tests.conftest import CORPUS
 from tests.helpers import require
 
-LIMITS = Limits()
+LIMITS = Limits.of()
 FLOOR = {"seconds": 0.05, "why": "the floor", "page_cache": False}
 RELEASE = "darshan-logs/darshan_logs/release_logs"
 TIMED = {"IMB001", "IMB003", "MD001", "MD002", "LUS010"}
@@ -80,7 +80,7 @@ def test_site_config_sets_the_limits():
 
 # ---------------------------------------------------------------- the real corpus
 
-@lru_cache(maxsize=None)
+@cache
 def diagnosis(rel: str) -> Diagnosis:
     path = CORPUS / rel
     require(path.exists(), f"corpus log {path} not found")
@@ -91,7 +91,9 @@ def diagnosis(rel: str) -> Diagnosis:
 
 def _release_logs() -> list[str]:
     folder = CORPUS / RELEASE
-    return sorted(f"{RELEASE}/{p.name}" for p in folder.glob("mpi-io-test-x86_64-3.4*.darshan")) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    return sorted(f"{RELEASE}/{p.name}" for p in folder.glob("mpi-io-test-x86_64-3.4*.darshan"))
 
 
 @pytest.mark.parametrize("rel", _release_logs() or [f"{RELEASE}/mpi-io-test-x86_64-3.4.5.darshan"])

@@ -44,18 +44,20 @@ CAP = {"high": "high", "medium": "warn", "low": "info"}
 
 @dataclass(frozen=True)
 class Limits:
-    """The policy's numbers (engine parameters, overridable in the site config)."""
+    """The policy's numbers: the parameters above, as the site config sets them."""
 
-    high_share: float = 0.10
-    warn_share: float = 0.02
-    min_share: float = 0.001
-    io_warn_share: float = 0.5
-    significant: float = 3.0
-    high_min_s: float = 0.0
+    high_share: float
+    warn_share: float
+    min_share: float
+    io_warn_share: float
+    significant: float
+    high_min_s: float
 
     @classmethod
-    def of(cls, config: SiteConfig, code: str | None = None) -> "Limits":
+    def of(cls, config: SiteConfig | None = None, code: str | None = None) -> Limits:
         """The site's limits for rule `code` (global or per-rule overrides, else the defaults)."""
+        config = config if config is not None else SiteConfig()
+
         def get(name: str) -> float:
             return float(config.threshold(name, PARAMS[name].default, code))
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.engine.significance import Impact, Limits, describe, grade
-from advisor.formatting import fmt_secs
+from advisor.facts import PARAMS, registry
+from advisor.formatting import fmt_bytes, fmt_secs
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,8 @@ EXAMPLES = (
             Impact(0.025212, 0.072112, 0.054102), {"seconds": 0.05, "why": "the floor", "page_cache": True}),
     Example("darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample.darshan", "IMB003", "timing", "high",
             Impact(36.447166, 117.0, 49.027784),
-            {"seconds": 46.274075, "why": "chance spread of 17 operations per rank over 2,048 ranks (mean 2.9 s, no DXT)",
+            {"seconds": 46.274075,
+             "why": "chance spread of 17 operations per rank over 2,048 ranks (mean 2.9 s, no DXT)",
              "page_cache": False}),
     Example("generated/e_mpiio_collective_256k/case.darshan", "IMB001", "timing", "high",
             Impact(0.373485, 0.553784, 0.115167),
@@ -55,13 +57,16 @@ EXAMPLES = (
 )
 
 
-def outcome(example: Example, limits: Limits = Limits()):
-    """(severity, confidence) the engine gives the example."""
+def outcome(example: Example, limits: Limits | None = None):
+    """(severity, confidence) the engine gives the example (default limits)."""
+    limits = limits or Limits.of()
     return grade(example.ceiling, example.kind, example.impact, example.noise, limits, example.counted)
 
 
-def severity_section(limits: Limits = Limits()) -> str:
-    """The formula and the worked examples, as Markdown."""
+def severity_section(limits: Limits | None = None) -> str:
+    """The formula and the worked examples, as Markdown (default limits)."""
+    limits = limits or Limits.of()
+    registry()  # the noise parameters are declared by advisor.facts.noise
     rows = ["| log | rule | evidence | cost | noise | severity | confidence: reason |", "|---|---|---|---|---|---|---|"]
     for ex in EXAMPLES:
         severity, sure = outcome(ex, limits)
@@ -70,6 +75,8 @@ def severity_section(limits: Limits = Limits()) -> str:
                     f"| {ex.code} | {ex.kind} | {describe(ex.impact)} | {noise} | {severity} "
                     f"| {sure.level}: {sure.reason} |")
     pct = lambda x: f"{x * 100:g} %"  # noqa: E731
+    floor, short, small = (PARAMS[name].default for name in
+                           ("timing_floor_s", "cache_regime_runtime_s", "cache_regime_bytes"))
     return f"""## Severity: impact and significance
 
 A rule's `severity` is a ceiling. A finding's severity is the lowest of three levels:
@@ -85,14 +92,14 @@ A rule's `severity` is a ceiling. A finding's severity is the lowest of three le
      (400,000 fwrites of 100 bytes are a pattern, not an accident): confidence high;
    - `timing` (stragglers, time imbalance, metadata time, per-OST rates, a model's shortfall): the cost is
      compared with the job's timing noise (the fact `timing_noise`), the largest of
-     - the floor `timing_floor_s` (50 ms): scheduler slices, MPI start-up skew and timer overhead make
-       ranks differ by tens of milliseconds on any node;
+     - the floor `timing_floor_s` ({fmt_secs(floor)}): scheduler slices, MPI start-up skew and timer
+       overhead make ranks differ by tens of milliseconds on any node;
      - the operations behind the time: a rank's time is a sum of n operation times of spread s (from the
        DXT trace, else the mean operation time: a coefficient of variation of 1); the slowest of P ranks
        exceeds the mean by about `s * sqrt(n) * sqrt(2 ln P)` by chance alone;
-     - the page cache: a run shorter than `cache_regime_runtime_s` (1 s) moving less than
-       `cache_regime_bytes` (1 GiB) per process only copies into memory; those copies stall together, so
-       their jitter is of the order of the data time per process.
+     - the page cache: a run shorter than `cache_regime_runtime_s` ({fmt_secs(short)}) moving less
+       than `cache_regime_bytes` ({fmt_bytes(small)}) per process only copies into memory; those copies
+       stall together, so their jitter is of the order of the data time per process.
 
      At {limits.significant:g}x the noise or more (`significance_high`) the confidence is high, except in the page
      cache (medium: such timings do not show how the file system behaves); from 1x to {limits.significant:g}x medium,

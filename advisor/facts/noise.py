@@ -72,7 +72,8 @@ def _operations(ctx: FactContext) -> tuple[float, str] | None:
         sigma, how = spread, f"spread {fmt_secs(spread)} in DXT"
     else:
         sigma, how = io_s / ops, f"mean {fmt_secs(io_s / ops)}, no DXT"
-    return sigma * math.sqrt(ops) * extreme, f"chance spread of {ops:,.0f} operations per rank over {ranks:,} ranks ({how})"
+    why = f"chance spread of {ops:,.0f} operations per rank over {ranks:,} ranks ({how})"
+    return sigma * math.sqrt(ops) * extreme, why
 
 
 def _dxt_spread(ctx: FactContext) -> float | None:
