@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path
 
 import jsonschema
+import numpy as np
 import pytest
 
 from advisor import api
@@ -16,6 +17,7 @@ from advisor.engine.significance import Impact, Limits, grade
 from advisor.engine.worked_examples import EXAMPLES, outcome
 from advisor.facts import FactContext
 from advisor.findings import Diagnosis
+from advisor.profile import JobInfo, JobProfile, ModuleRecords, Provenance
 from tests.conftest import CORPUS
 from tests.helpers import require
 
@@ -153,3 +155,40 @@ def test_worked_examples_of_the_docs_are_what_the_engine_sees(example):
         assert noise["page_cache"] == example.noise["page_cache"]
     severity, sure = outcome(example)
     assert (f.severity, f.confidence["level"], f.confidence["reason"]) == (severity, sure.level, sure.reason)
+
+
+# ---------------------------------------------------------------- the noise fact, hand-built
+
+def _ranks(nprocs: int, runtime: float, writes: int, write_s: float, bytes_each: int) -> FactContext:
+    """`nprocs` ranks, each writing `bytes_each` in `writes` calls taking `write_s` in all, to its own file."""
+    n = nprocs
+    counters = {"POSIX_WRITES": np.full(n, writes, np.int64), "POSIX_OPENS": np.ones(n, np.int64),
+                "POSIX_BYTES_WRITTEN": np.full(n, bytes_each, np.int64)}
+    fcounters = {"POSIX_F_WRITE_TIME": np.full(n, write_s), "POSIX_F_META_TIME": np.zeros(n)}
+    ids, ranks = np.arange(1, n + 1, dtype=np.uint64), np.arange(n, dtype=np.int64)
+    rec = ModuleRecords("POSIX", ids, ranks, counters, fcounters)
+    profile = JobProfile(Provenance("hand", "darshan", "test"), JobInfo(nprocs=n, runtime_s=runtime),
+                         records={"POSIX": rec}, names={i + 1: f"/scratch/f{i}" for i in range(n)})
+    return FactContext(profile, SiteConfig())
+
+
+def test_noise_of_few_fast_operations_is_the_floor():
+    noise = _ranks(4, 30.0, 8, 0.004, 8 << 30).get("timing_noise")
+    assert noise == {"seconds": 0.05, "why": "the floor", "page_cache": False}
+
+
+def test_noise_of_the_slowest_of_many_ranks_grows_with_their_number():
+    # 100 calls of 0.1 s per rank (plus one open): chance spread 0.1 s * sqrt(101) * sqrt(2 ln P)
+    few = _ranks(4, 600.0, 100, 10.0, 8 << 30).get("timing_noise")
+    many = _ranks(1024, 600.0, 100, 10.0, 8 << 30).get("timing_noise")
+    per_op = 10.0 / 101
+    assert few["seconds"] == pytest.approx(per_op * math.sqrt(101) * math.sqrt(2 * math.log(4)))
+    assert many["seconds"] == pytest.approx(per_op * math.sqrt(101) * math.sqrt(2 * math.log(1024)))
+    assert "101 operations per rank over 1,024 ranks" in many["why"] and "no DXT" in many["why"]
+
+
+def test_noise_of_a_short_small_run_is_its_page_cache_time():
+    short = _ranks(4, 0.3, 2, 0.2, 16 << 20).get("timing_noise")
+    assert short["page_cache"] and short["seconds"] == pytest.approx(0.2) and "16 MiB per process" in short["why"]
+    assert not _ranks(4, 3.0, 2, 0.2, 16 << 20).get("timing_noise")["page_cache"]  # a longer run
+    assert not _ranks(4, 0.3, 2, 0.2, 2 << 30).get("timing_noise")["page_cache"]  # more than the cache takes
