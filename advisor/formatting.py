@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from advisor.units import MiB
+
 IEC = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
@@ -61,7 +63,7 @@ def fmt_rate(x: Any) -> str:
     """Bytes per second as MiB/s (or GiB/s)."""
     if x is None:
         return "?"
-    mib = float(x) / (1 << 20)
+    mib = float(x) / MiB
     return f"{mib / 1024:.1f} GiB/s" if mib >= 1024 else f"{mib:.1f} MiB/s"
 
 

@@ -253,16 +253,6 @@ def select(params: dict[str, str], pattern: str) -> dict[str, str]:
     return {name: value for name, value in params.items() if fnmatch.fnmatchcase(name, pattern)}
 
 
-def int_values(params: dict[str, str], pattern: str) -> list[int]:
-    """Integer values of the parameters matching `pattern` (non-integers skipped)."""
-    out = []
-    for value in select(params, pattern).values():
-        m = re.fullmatch(r"\s*(-?\d+)\s*", value)
-        if m:
-            out.append(int(m.group(1)))
-    return out
-
-
 def client_oscs(params: dict[str, str], pattern: str) -> dict[str, str]:
     """Like :func:`select`, without the OSCs an MDT uses to reach the OSTs (``-osc-MDT0000``)."""
     return {k: v for k, v in select(params, pattern).items() if not re.search(r"-osc-MDT[0-9a-f]{4}", k)}

@@ -21,14 +21,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from advisor.profile import SHARED_RANK, JobProfile, LustreLayout, ModuleRecords
+from replay.plan import SIZE_BIN_EDGES, SIZE_BIN_NAMES
 
-# Darshan's access-size bins: counter suffix and inclusive upper bound in bytes.
-SIZE_BINS: tuple[tuple[str, float], ...] = (
-    ("0_100", 100), ("100_1K", 1024), ("1K_10K", 10240), ("10K_100K", 102400),
-    ("100K_1M", 1048576), ("1M_4M", 4194304), ("4M_10M", 10485760),
-    ("10M_100M", 104857600), ("100M_1G", 1073741824), ("1G_PLUS", float("inf")),
-)
-_BIN_UPPER = np.array([hi for _, hi in SIZE_BINS[:-1]], dtype=np.float64)
+# Darshan's access-size bins: counter suffix and inclusive upper bound in bytes (their one
+# definition is the replayer's, which imports nothing of ours).
+SIZE_BINS: tuple[tuple[str, float], ...] = tuple(zip(SIZE_BIN_NAMES, [*SIZE_BIN_EDGES.tolist(), float("inf")]))
 
 
 @dataclass(frozen=True)
@@ -67,11 +64,6 @@ BASE_LAYERS: tuple[tuple[str, ...], ...] = (
     ("POSIX", "STDIO", "DFS"), ("DAOS",), ("MPI-IO",), ("H5D", "PNETCDF_VAR"))
 # Which module's numbers describe a file at its lowest level.
 FILE_LAYER_ORDER = ("POSIX", "STDIO", "DFS", "DAOS", "MPI-IO", "H5D", "PNETCDF_VAR", "H5F", "PNETCDF_FILE")
-
-
-def size_bin_index(sizes: np.ndarray) -> np.ndarray:
-    """Index into SIZE_BINS of each access size (Darshan's (lower, upper] bins)."""
-    return np.searchsorted(_BIN_UPPER, np.asarray(sizes, dtype=np.float64), side="left")
 
 
 def _pos(col: np.ndarray) -> np.ndarray:
@@ -166,13 +158,6 @@ class ModuleSummary(_Totals):
     rank_time_imbalance: float | None = None  # max/mean of rank_time over all ranks
     rank_bytes_imbalance: float | None = None  # max/mean of rank_bytes over all ranks
     shared_time_imbalance: float | None = None  # busiest shared file: slowest rank time / mean rank time
-
-    @property
-    def size_hist(self) -> dict[str, int]:
-        """Read and write operations together per size bin."""
-        keys = self.size_hist_read.keys() | self.size_hist_write.keys()
-        return {k: self.size_hist_read.get(k, 0) + self.size_hist_write.get(k, 0)
-                for k, _ in SIZE_BINS if k in keys}
 
 
 @dataclass

@@ -19,13 +19,13 @@ from advisor.findings import Diagnosis
 from advisor.fixes import fix_key, proposed_fixes
 from advisor.profile import JobProfile
 from advisor.replay_plan import build_plan
+from advisor.units import MiB
 from replay import safety, stats
 from replay.launch import LaunchError, LaunchOptions, run_plans
 from replay.plan import Plan
 from replay.reshape import fold
 from replay.transforms import apply_fix
 
-MiB = 1 << 20
 VERIFY_MAX_BYTES = 256 * MiB  # automatic scale: every variant runs `repeat` times
 VERIFY_MAX_OPS = 200_000
 LAYOUT_FSTYPES = ("lustre",)  # file systems where a stripe layout can be set (lfs setstripe)

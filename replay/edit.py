@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from replay.plan import DATA_OPS, FLAG_PAD, MPIIO_COLL, OP_COLUMNS, op_columns
+from replay.plan import DATA_OPS, FLAG_PAD, OP_COLUMNS, op_columns
 
 
 def take(ops: dict[str, np.ndarray], index) -> dict[str, np.ndarray]:
@@ -100,10 +100,6 @@ def ranks_per_file(ops: dict[str, np.ndarray], nranks: int, nfiles: int) -> np.n
         return np.zeros(nfiles, np.int64)
     pairs = np.unique(ops["file"].astype(np.int64) * (nranks + 1) + ops["rank"])
     return np.bincount(pairs // (nranks + 1), minlength=nfiles)
-
-
-def collective_mask(ops: dict[str, np.ndarray]) -> np.ndarray:
-    return data_mask(ops) & (ops["api"] == MPIIO_COLL)
 
 
 def add_transform(meta: dict, entry: dict) -> dict:

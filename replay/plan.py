@@ -104,14 +104,6 @@ def file_columns(n: int, **cols) -> dict[str, np.ndarray]:
     return {k: _column(k, cols.get(k), n, FILE_COLUMNS, FILE_DEFAULTS) for k in FILE_COLUMNS}
 
 
-def concat_ops(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Concatenate op column sets (in the given order)."""
-    parts = [p for p in parts if len(p["op"])]
-    if not parts:
-        return op_columns(0)
-    return {k: np.concatenate([p[k] for p in parts]) for k in OP_COLUMNS}
-
-
 @dataclass
 class Plan:
     """Per-rank ordered operations on neutral files, plus per-file layout wishes."""
@@ -200,25 +192,6 @@ class Plan:
             _, inv = np.unique(ops["batch"][b], return_inverse=True)
             size = max(size, int(np.bincount(inv.reshape(-1), weights=ops["length"][b]).max()))
         return size
-
-    def file_totals(self) -> dict[str, np.ndarray]:
-        """What executing the plan must do, per file (the fidelity reference)."""
-        ops, n = self.ops, self.nfiles
-        real = (ops["flags"] & FLAG_PAD) == 0
-
-        def count(code):
-            m = (ops["op"] == code) & real
-            return np.bincount(ops["file"][m], minlength=n)
-
-        def nbytes(code):
-            m = (ops["op"] == code) & real
-            return np.bincount(ops["file"][m], weights=ops["length"][m], minlength=n).astype(np.int64)
-
-        return {
-            "opens": count(OPEN) + count(CREATE), "reads": count(READ), "writes": count(WRITE),
-            "bytes_read": nbytes(READ), "bytes_written": nbytes(WRITE), "fsyncs": count(FSYNC),
-            "stats": count(STAT), "closes": count(CLOSE), "unlinks": count(UNLINK),
-        }
 
     def summary(self) -> dict[str, Any]:
         """A compact description of the plan for `--plan-only` and for results."""

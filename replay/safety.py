@@ -226,13 +226,6 @@ class Scratch:
         if self.path is not None and self.path.exists():
             _remove_tree(self.path)
 
-    def subdir(self, name: str) -> Path:
-        assert self.path is not None
-        d = self.path / name
-        d.mkdir(mode=0o700)
-        return d
-
-
 
 def remove_stale(target: Path) -> list[Path]:
     """Remove the scratch directories under `target` that a killed run left: made on this host

@@ -12,7 +12,7 @@ import pytest
 from advisor.errors import ConfigError
 from advisor.hooks.child import run_as_user
 from advisor.hooks.epilog import job_from_slurm_env, parse_scontrol, run_job, slurm_epilog
-from advisor.hooks.job import JobContext, expand_hostlist, first_host
+from advisor.hooks.job import JobContext, expand_hostlist
 from advisor.hooks.settings import load_settings
 from advisor.hooks.wrapper import check_wrapper, render_wrapper, wrapper_paths
 
@@ -48,7 +48,7 @@ def test_hostlists_expand_like_scontrol_show_hostnames():
     assert expand_hostlist("n[01-03,7],gpu[1-2]-ib,login") == ["n01", "n02", "n03", "n7", "gpu1-ib",
                                                               "gpu2-ib", "login"]
     assert expand_hostlist("r[1-2]n[8-10]") == ["r1n8", "r1n9", "r1n10", "r2n8", "r2n9", "r2n10"]
-    assert first_host("c[0099-0101]") == "c0099"
+    assert expand_hostlist("c[0099-0101]")[0] == "c0099"
     for bad in ("n[1-", "n[a-b]", "n[3-1]"):
         with pytest.raises(ValueError):
             expand_hostlist(bad)

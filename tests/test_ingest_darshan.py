@@ -15,7 +15,8 @@ from advisor.errors import InputError
 from advisor.ingest import detect, load_profile
 from advisor.ingest.darshan_log import _check_usable, load, sniff, sniff_gzip
 from advisor.ingest.isolate import IsolatedCrash, run_isolated
-from advisor.metrics import SIZE_BINS, per_file, size_bin_index, summarize
+from advisor.metrics import SIZE_BINS, per_file, summarize
+from replay.plan import size_bins
 from advisor.profile import DXT_READ, DXT_WRITE, SHARED_RANK
 
 REPO = Path(__file__).resolve().parents[1]
@@ -283,7 +284,7 @@ def test_a_loader_bug_is_not_disguised_as_bad_input():
 
 def test_size_bins_are_darshans_upper_inclusive_bins():
     names = [n for n, _ in SIZE_BINS]
-    idx = size_bin_index(np.array([0, 100, 101, 1024, 1025, 1048576, 1048577, 2**30, 2**30 + 1]))
+    idx = size_bins(np.array([0, 100, 101, 1024, 1025, 1048576, 1048577, 2**30, 2**30 + 1]))
     assert [names[i] for i in idx] == ["0_100", "0_100", "100_1K", "100_1K", "1K_10K",
                                        "100K_1M", "1M_4M", "100M_1G", "1G_PLUS"]
 
@@ -294,7 +295,7 @@ def test_histogram_from_counters_equals_histogram_of_dxt_sizes(trace):
     ms = summarize(p).modules["POSIX"]
     t = p.dxt["DXT_POSIX"]
     for op, hist in ((DXT_READ, ms.size_hist_read), (DXT_WRITE, ms.size_hist_write)):
-        counts = np.bincount(size_bin_index(t.length[t.op == op]), minlength=len(SIZE_BINS))
+        counts = np.bincount(size_bins(t.length[t.op == op]), minlength=len(SIZE_BINS))
         assert {name: int(c) for (name, _), c in zip(SIZE_BINS, counts)} == hist
 
 

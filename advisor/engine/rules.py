@@ -67,12 +67,6 @@ class Rule:
     source: str = ""  # file:line
     depends_on: set[str] = field(default_factory=set)  # codes used in fired()
 
-    def facts_used(self) -> set[str]:
-        used: set[str] = set(self.evidence)
-        for node in self.expressions():
-            used |= expr.names(node)
-        return used - set(self.thresholds)
-
     def expressions(self) -> list[expr.Node]:
         nodes = [self.condition, self.cost, self.files, self.ranks]
         nodes += [v for v in (self.fix or {}).values() if isinstance(v, expr.Node)]

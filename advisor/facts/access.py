@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact
-from advisor.facts._darshan import col, data_files, nprocs, records, summary
+from advisor.facts._darshan import col, nprocs, records, summary
 
 RANDOM_PENALTY = 0.5  # share of a random request's time a sequential stream would save (read-ahead, seeks)
 MISALIGNED_PENALTY = 0.3  # share of a misaligned request's time spent on the extra stripe/page/lock
@@ -153,7 +153,3 @@ def read_share_bytes(ctx: FactContext) -> float:
 def rw_switches(ctx: FactContext) -> int:
     return int(_posix(ctx).rw_switches)
 
-
-@fact("data_file_count", "count", "Files that moved data.")
-def data_file_count(ctx: FactContext) -> int:
-    return sum(1 for f in data_files(ctx) if f.bytes > 0)

@@ -24,10 +24,6 @@ def _pt(p) -> dict:
     return {"tasks": p.tasks, "bw_mib_s": round(p.bw_mib, 2)}
 
 
-@fact("campaign_curves", "count", "Scaling curves in the campaign (kinds of test x operation).")
-def campaign_curves(ctx: FactContext) -> int:
-    return len(_campaign(ctx).curves)
-
 
 @fact("campaign_knees", "list", "Curves with a knee: the task count after which doubling the clients "
       "gains less than campaign_knee_gain on the way to the curve's peak (flat curves excluded).")

@@ -40,10 +40,6 @@ def uses_mpiio(ctx: FactContext) -> bool:
     return maybe(ctx, "MPI-IO") is not None
 
 
-@fact("uses_hdf5", "bool", "The job has HDF5 (H5F/H5D) records.")
-def uses_hdf5(ctx: FactContext) -> bool:
-    return any(m in ctx.profile.records for m in ("H5F", "H5D"))
-
 
 @fact("posix_shared_bytes_without_mpiio", "bytes",
       "Bytes moved with plain POSIX on files several ranks share and MPI-IO never opened.")

@@ -49,14 +49,6 @@ def data_per_node(test: IorTest) -> int | None:
     return per_task * tpn if per_task is not None and tpn else None
 
 
-@fact("ior_tests", "count", "Tests in the IOR output.")
-def ior_tests(ctx: FactContext) -> int:
-    return len(_run(ctx).tests)
-
-
-@fact("ior_tasks", "count", "Largest task count of the run's tests.")
-def ior_tasks(ctx: FactContext) -> int:
-    return _run(ctx).tasks
 
 
 @fact("client_memory_bytes", "bytes", "RAM of one client node ([system] client_memory_bytes).")

@@ -14,8 +14,8 @@ import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import darshan_like, data_files, nprocs
+from advisor.units import GiB, MiB
 
-MiB, GiB = 1 << 20, 1 << 30
 BIG_SHARED = param("big_shared_file_bytes", 1 * GiB, "a shared file this large deserves more than one stripe")
 BIG_FILE = param("inherit_file_bytes", 1 * GiB, "files this large in one directory, all on one stripe, suggest a lost default layout")
 

@@ -15,17 +15,14 @@ import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import col, dxt, nprocs, records, top_files
+from advisor.metrics import SIZE_BINS
 from advisor.profile import DXT_READ, DXT_WRITE, ModuleRecords, shared_mask
 
 SMALL = param("small_request_bytes", 1 << 20, "requests below this size are small (bytes)")
 
 # Darshan's size bins: counter suffix and inclusive byte range.
-BINS = (
-    ("0_100", 0, 100), ("100_1K", 101, 1024), ("1K_10K", 1025, 10240),
-    ("10K_100K", 10241, 102400), ("100K_1M", 102401, 1048576), ("1M_4M", 1048577, 4194304),
-    ("4M_10M", 4194305, 10485760), ("10M_100M", 10485761, 104857600),
-    ("100M_1G", 104857601, 1073741824), ("1G_PLUS", 1073741825, 1 << 62),
-)
+BINS = tuple((suffix, int(lo) + 1 if lo else 0, int(min(hi, 1 << 62)))
+             for (suffix, hi), (_, lo) in zip(SIZE_BINS, [("", 0), *SIZE_BINS]))
 OPS = {"read": ("READS", "SIZE_READ_", "F_READ_TIME", "BYTES_READ", DXT_READ),
        "write": ("WRITES", "SIZE_WRITE_", "F_WRITE_TIME", "BYTES_WRITTEN", DXT_WRITE)}
 
@@ -202,14 +199,8 @@ def _register(op: str) -> None:
             raise Missing("the file system of the shared files is unknown (no mount table)")
         return fstype
 
-    @fact(f"avg_{op}_size", "bytes", f"Mean POSIX {op} size.")
-    def avg_size(ctx: FactContext) -> float:
-        t = table(ctx)
-        n = t.ops[op].sum()
-        return float(col(t.rec, b_col).sum() / n) if n else 0.0
-
     for fn in (ops, small_count, small_share, small_time, small_mean, small_cost, small_files,
-               shared_ops, small_shared, small_shared_share, small_shared_time, small_shared_fstype, avg_size):
+               shared_ops, small_shared, small_shared_share, small_shared_time, small_shared_fstype):
         fn.__name__ = f"{fn.__name__}_{op}"
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from advisor.facts import FactContext, Missing, NotApplicable, fact
 from advisor.ingest.snapshot import SnapshotProfile
-from advisor.lustre_tools import client_oscs, int_values
+from advisor.lustre_tools import client_oscs
 
 PAGE = 4096  # bytes per page when the snapshot does not say
 
@@ -242,13 +242,6 @@ def client_rpc_bytes(ctx: FactContext) -> int:
     page = _doc(ctx)["memory"].get("page_size") or PAGE
     return ctx.get("osc_pages_per_rpc") * int(page)
 
-
-@fact("server_brw_mb", "MiB", "Largest obdfilter.*.brw_size on this node (a server's bulk RPC size).")
-def server_brw_mb(ctx: FactContext) -> int:
-    values = int_values(_params(ctx), "obdfilter.*.brw_size")
-    if not values:
-        raise Missing("no obdfilter.*.brw_size in the snapshot (not an OSS)")
-    return max(values)
 
 
 # ---- directory layouts ------------------------------------------------------------------

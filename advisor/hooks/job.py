@@ -52,12 +52,6 @@ def expand_hostlist(hostlist: str) -> list[str]:
     return hosts
 
 
-def first_host(hostlist: str) -> str:
-    """The first host of a hostlist (what `scontrol show hostnames` prints first)."""
-    entries = _split_top_level(hostlist.strip())
-    return _expand_entry(entries[0])[0] if entries else ""
-
-
 def _split_top_level(text: str) -> list[str]:
     entries, depth, start = [], 0, 0
     for i, ch in enumerate(text):

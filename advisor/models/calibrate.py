@@ -27,6 +27,7 @@ from advisor.models import design as sweep
 from advisor.models import mount
 from advisor.models.features import FEATURES_VERSION, features, names
 from advisor.models.sources.plan import plan_parts
+from advisor.units import MiB
 
 DATA_FILE, MOUNT_FILE, FAILED_FILE = "calibration.csv", "mount.json", "failed.csv"
 SHIPPED_DATA_FILE = DATA_FILE + ".gz"  # a finished calibration, compressed to ship: read, never resumed
@@ -309,7 +310,7 @@ def _rows(point: sweep.Point, plan, variant: dict, ident: dict, cache: str) -> l
             continue
         row = {"key": point.key, "phase": phase, "direction": "read" if part.bytes_read else "write",
                **{f: getattr(point, f) for f in FACTORS}, "bytes": int(part.bytes),
-               "seconds": f"{seconds:.6g}", "mib_s": f"{part.bytes / seconds / (1 << 20):.6g}",
+               "seconds": f"{seconds:.6g}", "mib_s": f"{part.bytes / seconds / MiB:.6g}",
                "runs_s": " ".join(f"{t:.6g}" for t in times), "cache_policy": cache,
                "features_version": FEATURES_VERSION,
                "fstype": ident["fstype"], "source": ident["source"], "host": ident["host"], "measured_at": stamp}

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
-KiB, MiB = 1 << 10, 1 << 20
+from advisor.units import KiB, MiB
+
 TRANSFERS = tuple(KiB << k for k in range(15))  # 1 KiB .. 16 MiB (below a page too: apps do that)
 OPS = ("write-read", "read")  # write then read back (warm), or read data written before the run (cold)
 LAYOUTS = ("shared", "fpp")
@@ -71,10 +72,6 @@ class Point:
         if self.api == "collective-view":  # one call per rank: within the replayer's 64 MiB buffer
             volume = min(volume, VIEW_CALL_BYTES)
         return int(min(max(volume // self.transfer_bytes, 1), cap))
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 def _valid(op: str, layout: str, nprocs: int, api: str, fsync: str, order: str) -> bool:
     if op == "read" and fsync != "none":

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from advisor.units import MiB
 
 FEATURES_VERSION = 2
 ALIGNMENT = 4096  # a request is aligned when its offset is a multiple of the page size
@@ -154,8 +153,3 @@ def matrix(rows: list[dict[str, float]], feature_names: list[str]) -> np.ndarray
             if value is not None:
                 out[i, j] = value
     return out
-
-
-def bandwidth_mib_s(bytes_moved: float, io_time_s: float) -> float:
-    """Bytes moved per second of I/O time, in MiB/s (NaN when either is not positive)."""
-    return bytes_moved / io_time_s / MiB if io_time_s > 0 and bytes_moved > 0 else math.nan

@@ -63,13 +63,6 @@ class Model:
             hi = self.upper.predict(x) if self.upper is not None else mid
         return mid, np.minimum(lo, mid), np.maximum(hi, mid)
 
-    def predict_mib_s(self, x: np.ndarray) -> np.ndarray:
-        return np.power(10.0, self.predict_log(x)[0])
-
-    @property
-    def n_rows(self) -> int:
-        return int(self.meta.get("rows", 0))
-
     @property
     def cv_median_factor(self) -> float:
         """Typical miss of out-of-fold predictions, as a factor (x or /)."""

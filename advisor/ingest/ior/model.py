@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from advisor.profile import JobProfile
-from advisor.units import MiB
 
 SHARED = "shared"  # one file for all tasks (IOR "single-shared-file")
 FPP = "fpp"  # one file per process (IOR -F, "file-per-process")

@@ -16,6 +16,7 @@ import numpy as np
 
 from advisor.models.features import FEATURES_VERSION, Part, features
 from advisor.profile import DATA_MODULES, STD_STREAMS, JobProfile, ModuleRecords, shared_mask
+from advisor.units import MiB
 
 DIRECTIONS = ("write", "read")
 _OP = {"write": "WRITE", "read": "READ"}
@@ -33,7 +34,7 @@ class Measured:
 
     @property
     def mib_s(self) -> float:
-        return self.bytes / self.seconds / (1 << 20) if self.seconds > 0 else math.nan
+        return self.bytes / self.seconds / MiB if self.seconds > 0 else math.nan
 
 
 def _col(rec: ModuleRecords, name: str, rows: np.ndarray) -> np.ndarray:
