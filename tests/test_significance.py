@@ -192,3 +192,18 @@ def test_noise_of_a_short_small_run_is_its_page_cache_time():
     assert short["page_cache"] and short["seconds"] == pytest.approx(0.2) and "16 MiB per process" in short["why"]
     assert not _ranks(4, 3.0, 2, 0.2, 16 << 20).get("timing_noise")["page_cache"]  # a longer run
     assert not _ranks(4, 0.3, 2, 0.2, 2 << 30).get("timing_noise")["page_cache"]  # more than the cache takes
+
+
+def test_terminal_and_html_say_why_a_timed_finding_is_low():
+    import io
+
+    from advisor.report.html import render_html
+    from advisor.report.terminal import console, print_report
+
+    d = diagnosis(f"{RELEASE}/mpi-io-test-x86_64-3.4.5.darshan")
+    (f,) = [f for f in d.findings if f.code == "IMB003"]
+    buffer = io.StringIO()
+    print_report(d, console(buffer))
+    text = " ".join(buffer.getvalue().split())
+    assert f"confidence low: {f.confidence['reason']}" in text
+    assert f"confidence low: {f.confidence['reason']}" in render_html([d])

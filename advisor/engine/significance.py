@@ -101,7 +101,7 @@ def confidence(kind: str, impact: Impact, noise: dict | None, limits: Limits, co
     count behind counted evidence ('small_write_count 262,144')."""
     if kind == "counts":
         what = f" ({counted})" if counted else ""
-        return Confidence("high", f"counted{what}: operations and bytes, not timings, so certain however short the run")
+        return Confidence("high", f"counted{what}, not timed: certain however short the run")
     if not noise or not noise.get("seconds"):
         return Confidence("medium", "timed, and the timing noise of this input is unknown")
     effect, floor = impact.cost_s, float(noise["seconds"])

@@ -91,7 +91,7 @@ def _finding(f: Finding, verbose: bool) -> Padding:
     if f.cost_s > 0:
         head.append(f"  ~{fmt_secs(f.cost_s)} lost", style="dim")
     parts: list[Any] = [head, Padding(Text(f.message), (0, 0, 0, 7))]
-    if f.confidence:
+    if f.confidence and (verbose or f.cost_s > 0):  # a finding without a cost states what the input says
         parts.append(Padding(Text(f"confidence {f.confidence['level']}: {f.confidence['reason']}", style="dim"),
                              (0, 0, 0, 7)))
     if f.files:
