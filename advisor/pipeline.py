@@ -53,7 +53,7 @@ class Stages:
     figures: bool = False  # the compact plot data the HTML report draws
     campaign: bool = False  # one campaign diagnosis over the IOR runs among the inputs
     baselines: tuple[str, ...] = ()  # baseline IOR runs of the campaign
-    isolate: bool = True  # parse native-code formats in a child process (time limit, crash safety)
+    isolate: bool = True  # parse each input in a child process (time and memory limits, crash safety)
     timeout_s: float = 120.0  # of one isolated parse
 
     @classmethod

@@ -59,7 +59,7 @@ def test_a_negative_dxt_rank_is_refused(tmp_path):
     text = re.sub(r"^( X_POSIX +)0( +write)", r"\g<1>-5\g<2>", text, count=1, flags=re.MULTILINE)
     path = tmp_path / DXT.name
     path.write_text(text)
-    with pytest.raises(InputError, match="implausible DXT_POSIX rank -5"):
+    with pytest.raises(InputError, match="implausible DXT rank -5"):
         load_profile(path)
 
 

@@ -22,12 +22,15 @@ SNIFF_BYTES = 4096
 
 @dataclass(frozen=True)
 class InputFormat:
-    """One input format: `sniff(path, head)` says whether it is ours; `load(path)` reads it."""
+    """One input format: `sniff(path, head)` says whether it is ours; `load(path)` reads it.
+
+    Every `load` runs in a parsing child with a time and memory limit (:mod:`advisor.ingest.isolate`):
+    native readers may crash, and a text reader given a decompression bomb may run for minutes
+    or take gigabytes."""
 
     name: str
     sniff: Callable[[Path, bytes], bool]
     load: Callable[[Path], JobProfile]
-    isolate: bool = False  # parse in a child process (C libraries that may crash)
 
 
 FORMATS: list[InputFormat] = []
@@ -117,12 +120,13 @@ def start_profile(path: str | Path, *, timeout_s: float = 120.0,
                   isolate: bool = True) -> Callable[[], JobProfile]:
     """Start reading one input; calling the result gives its profile (or raises InputError).
 
-    An isolated parse runs on in its child until then, so the caller can work meanwhile.
-    `isolate=False` parses in this process: for a caller that already is such a child.
+    The parse runs on in its child until then, so the caller can work meanwhile.
+    `isolate=False` parses in this process: for a caller that already is such a child
+    (the Slurm hook's worker has its own limits).
     """
     fmt = detect(path)
     load = functools.partial(checked_load, fmt.load)
-    if isolate and fmt.isolate:
+    if isolate:
         from advisor.ingest.isolate import Isolated
 
         return Isolated(load, Path(path), timeout_s=timeout_s).result

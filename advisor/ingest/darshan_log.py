@@ -181,6 +181,5 @@ def _check_usable(profile: JobProfile, path: Path, modules: dict) -> None:
                          "the log is truncated or corrupt")
 
 
-FORMAT = register(InputFormat(name="darshan", sniff=sniff, load=load, isolate=True))
-# Refused in the caller's process: no native code runs, so no child is needed.
+FORMAT = register(InputFormat(name="darshan", sniff=sniff, load=load))
 FORMAT_GZIP = register(InputFormat(name="darshan-gzip", sniff=sniff_gzip, load=refuse_gzip))

@@ -26,6 +26,14 @@ from advisor.profile import LustreLayout, ModuleRecords
 # Absent counters in a record with a shorter layout (fewer OST ids or heatmap bins).
 _FILL = {"HEATMAP": 0}
 _DEFAULT_FILL = -1
+# Columns are converted through fixed-width string arrays as wide as their longest value: one
+# value of megabytes would make every row that wide. No rank or record id has more than 20
+# digits; darshan-parser prints a counter in at most a few dozen characters.
+MAX_ID_CHARS = 24
+MAX_VALUE_CHARS = 64
+# Counter columns (names x records) allowed beyond the counter lines read.
+MAX_SPARSENESS = 64
+MAX_SPARSE_CELLS = 1 << 22
 
 
 @dataclass
@@ -202,6 +210,9 @@ class CounterTables:
                 # DAOS lines carry the object id where other modules print the name
                 if name != "(null)" and p[0] != "DAOS":
                     self.names.setdefault(_record_id(p[2], line), name)
+            if len(p[4]) > MAX_VALUE_CHARS or len(p[1]) > MAX_ID_CHARS or len(p[2]) > MAX_ID_CHARS:
+                raise DumpFormatError(f"malformed counter line: a value of {len(p[4])} characters "
+                                      f"({line[:60]!r}...)")
             cnames.append(p[3])
             vals.append(p[4])
         self._cur, self._cnames, self._vals = cur, cnames, vals
@@ -251,6 +262,7 @@ class CounterTables:
         recs = ModuleRecords(module=table.module, ids=ids, ranks=ranks)
         fill = _FILL.get(table.module, _DEFAULT_FILL)
         layouts = list(table.values)
+        _check_table_size(table, n)
         rows_of = {layout: [] for layout in layouts}
         for i, layout in enumerate(table.layout_of):
             rows_of[layout].append(i)
@@ -282,6 +294,20 @@ class CounterTables:
     def lustre_layouts(self) -> dict[int, LustreLayout]:
         self.records()
         return self._lustre_layouts
+
+
+def _check_table_size(table: _Table, n: int) -> None:
+    """Refuse counter names that would make the columns far larger than the lines read.
+
+    Every column spans all records: darshan-parser prints each record's whole counter set,
+    so the table is about as large as the lines (a few shorter HEATMAP records aside). A
+    dump naming a new counter in every record would need names x records cells (60,000
+    records of one line each took 4 GiB)."""
+    names = len({name for layout in table.values for name in layout})
+    lines = sum(len(layout) * len(rows) for layout, rows in table.values.items())
+    if names * n > max(MAX_SPARSE_CELLS, MAX_SPARSENESS * lines):
+        raise DumpFormatError(f"{table.module} records name {names} different counters over {n} records "
+                              f"from {lines} counter lines: not a darshan-parser dump")
 
 
 def _record_ids(col: np.ndarray) -> np.ndarray | None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from advisor.ingest.plausible import MAX_RANKS
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace
 
 FLUSH_BYTES = 8 << 20
@@ -180,6 +181,9 @@ class DxtAccumulator:
             seg = np.loadtxt(io.BytesIO(text), dtype=_SEGMENT_DTYPE, usecols=_SEGMENT_COLUMNS, ndmin=1)
         except (ValueError, OverflowError) as exc:
             raise DumpFormatError(f"malformed DXT segment line ({_short(exc)})") from None
+        if len(seg) and not 0 <= seg["rank"].min() <= seg["rank"].max() < MAX_RANKS:
+            bad = seg["rank"][(seg["rank"] < 0) | (seg["rank"] >= MAX_RANKS)][0]
+            raise DumpFormatError(f"implausible DXT rank {bad} (expected 0 to {MAX_RANKS - 1})")
         record = np.empty(len(seg), np.uint64)
         index = np.empty(len(seg), np.int64)
         writes = np.empty(len(seg), np.int64)
