@@ -1,0 +1,93 @@
+"""Access-pattern facts (random, misaligned, redundant, read/write mix) and metadata facts
+(opens, fsync, small files): numbers on a hand-built job, and on real logs against their counters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.facts import Missing
+from advisor.facts.access import MISALIGNED_PENALTY, RANDOM_PENALTY
+from advisor.ingest.darshan_log import load
+from tests.profiles import SHARED, facts, job, module
+
+TRACES = Path(__file__).resolve().parents[1] / "traces"
+MiB = 1 << 20
+RANKS = 4
+
+
+def _posix():
+    """File 1, shared: 100 reads of which 60 sequential, the whole 8 MiB read twice, 40 requests
+    misaligned; file 2 (rank 0): 10 sequential writes of its 1 MiB, written once, with fsyncs."""
+    return module("POSIX", [
+        (1, SHARED, {"POSIX_READS": 100, "POSIX_SEQ_READS": 60, "POSIX_BYTES_READ": 16 * MiB,
+                     "POSIX_MAX_BYTE_READ": 8 * MiB - 1, "POSIX_OPENS": 8, "POSIX_FILE_NOT_ALIGNED": 40,
+                     "POSIX_FILE_ALIGNMENT": 4096, "POSIX_MEM_NOT_ALIGNED": 0, "POSIX_MEM_ALIGNMENT": 8,
+                     "POSIX_RW_SWITCHES": 0, "POSIX_F_READ_TIME": 8.0, "POSIX_F_META_TIME": 0.4}),
+        (2, 0, {"POSIX_WRITES": 10, "POSIX_SEQ_WRITES": 10, "POSIX_BYTES_WRITTEN": MiB,
+                "POSIX_MAX_BYTE_WRITTEN": MiB - 1, "POSIX_OPENS": 1, "POSIX_FSYNCS": 10, "POSIX_FILE_ALIGNMENT": 4096,
+                "POSIX_MEM_ALIGNMENT": 8, "POSIX_RW_SWITCHES": 3, "POSIX_F_WRITE_TIME": 2.0, "POSIX_F_META_TIME": 1.0}),
+    ])
+
+
+def test_random_requests_and_their_cost():
+    ctx = facts(job(_posix(), nprocs=RANKS))
+    assert ctx.get("random_read_count") == 40 and ctx.get("random_read_share") == pytest.approx(0.4)
+    assert ctx.get("random_read_cost_s") == pytest.approx(8.0 / RANKS * 0.4 * RANDOM_PENALTY)
+    assert ctx.get("random_write_count") == 0 and ctx.get("random_write_cost_s") == 0
+    assert ctx.get("random_files") == ["/scratch/f1"]
+
+
+def test_misaligned_requests_against_the_recorded_alignment():
+    ctx = facts(job(_posix(), nprocs=RANKS))
+    assert ctx.get("file_alignment") == 4096
+    assert ctx.get("file_misaligned_share") == pytest.approx(40 / 110)
+    assert ctx.get("mem_misaligned_share") == 0
+    assert ctx.get("misaligned_cost_s") == pytest.approx((8.0 + 2.0) / RANKS * 40 / 110 * MISALIGNED_PENALTY)
+    assert ctx.get("misaligned_files") == ["/scratch/f1"]
+
+
+def test_redundant_reads_are_the_bytes_beyond_the_extent():
+    ctx = facts(job(_posix(), nprocs=RANKS))
+    assert ctx.get("redundant_read_bytes") == 8 * MiB and ctx.get("redundant_read_factor") == pytest.approx(2.0)
+    assert ctx.get("redundant_read_cost_s") == pytest.approx(8.0 * 0.5 / RANKS)  # half the bytes were extra
+    assert ctx.get("redundant_read_files") == ["/scratch/f1"]
+    assert ctx.get("redundant_write_bytes") == 0 and ctx.get("redundant_write_files") == []
+
+
+def test_read_write_mix():
+    ctx = facts(job(_posix(), nprocs=RANKS))
+    assert ctx.get("read_share_ops") == pytest.approx(100 / 110)
+    assert ctx.get("read_share_bytes") == pytest.approx(16 / 17)
+    assert ctx.get("rw_switches") == 3
+
+
+def test_metadata_and_fsync():
+    ctx = facts(job(_posix(), nprocs=RANKS))
+    assert ctx.get("posix_opens") == 9
+    assert ctx.get("fsync_count") == 10
+    assert ctx.get("fsync_per_write") == pytest.approx(1.0)  # one fsync per write of file 2
+    assert ctx.get("fsync_files") == ["/scratch/f2"]
+
+
+def test_without_posix_records_the_access_facts_say_why():
+    stdio = module("STDIO", [(3, 0, {"STDIO_WRITES": 1, "STDIO_BYTES_WRITTEN": 10})])
+    ctx = facts(job(stdio))
+    with pytest.raises(Missing, match="no POSIX records"):
+        ctx.get("random_read_share")
+
+
+@pytest.mark.parametrize("log", ["ior-small-shared-4k.darshan", "ior-good-fpp-1m.darshan"])
+def test_access_facts_of_real_logs_match_their_counters(log):
+    profile = load(TRACES / log)
+    ctx, posix = facts(profile), profile.records["POSIX"]
+    reads, writes = int(posix.get("POSIX_READS").sum()), int(posix.get("POSIX_WRITES").sum())
+    seq_w = int(posix.get("POSIX_SEQ_WRITES").sum())
+    assert ctx.get("random_write_count") == pytest.approx(writes - seq_w, abs=1)
+    stdio = profile.records.get("STDIO")
+    s_reads, s_writes = (int(stdio.get("STDIO_READS").sum()), int(stdio.get("STDIO_WRITES").sum())) if stdio else (0, 0)
+    assert ctx.get("read_share_ops") == pytest.approx((reads + s_reads) / (reads + writes + s_reads + s_writes))
+    assert ctx.get("posix_opens") == int(posix.get("POSIX_OPENS").sum())
+    assert ctx.get("file_misaligned_share") == pytest.approx(
+        min(int(posix.get("POSIX_FILE_NOT_ALIGNED").sum()) / (reads + writes), 1.0))

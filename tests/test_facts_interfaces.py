@@ -1,0 +1,71 @@
+"""MPI-IO interface facts: collective vs independent counts and shares, independent time, the
+aggregators collective buffering used (from DXT) and how many to ask for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from advisor.facts import Missing
+from advisor.facts.interfaces import FALLBACK_CB_NODES
+from advisor.ingest.darshan_log import load
+from advisor.profile import DXT_WRITE, DxtTrace
+from tests.profiles import SHARED, facts, job, module
+
+DATA = Path(__file__).parent / "data"
+MiB = 1 << 20
+
+
+def _mpiio(indep_writes: int, coll_writes: int, write_time: float = 8.0):
+    return module("MPI-IO", [(1, SHARED, {"MPIIO_INDEP_WRITES": indep_writes, "MPIIO_COLL_WRITES": coll_writes,
+                                          "MPIIO_BYTES_WRITTEN": (indep_writes + coll_writes) * MiB,
+                                          "MPIIO_F_WRITE_TIME": write_time})])
+
+
+def test_collective_and_independent_counts_and_shares():
+    ctx = facts(job(_mpiio(30, 10), nprocs=4))
+    assert (ctx.get("mpiio_indep_writes"), ctx.get("mpiio_coll_writes")) == (30, 10)
+    assert ctx.get("mpiio_indep_write_share") == pytest.approx(0.75)
+    assert ctx.get("mpiio_indep_read_share") == 0.0  # no reads at all
+    # the shared file's time, weighted by its independent share, per process
+    assert ctx.get("mpiio_indep_time_s") == pytest.approx(8.0 * 0.75 / 4)
+
+
+def _with_trace(ranks_hosts: dict[int, str]):
+    """Collective writes to file 1, and the POSIX segments only the aggregator ranks issued."""
+    ranks = np.array(sorted(ranks_hosts), np.int64)
+    n = len(ranks)
+    trace = DxtTrace("DXT_POSIX", rank=ranks, record_id=np.full(n, 1, np.uint64), op=np.full(n, DXT_WRITE),
+                     offset=np.arange(n, dtype=np.int64) * MiB, length=np.full(n, MiB, np.int64),
+                     start=np.zeros(n), end=np.full(n, 0.1), hostnames=dict(ranks_hosts))
+    profile = job(_mpiio(0, 16), nprocs=16)
+    profile.dxt["DXT_POSIX"] = trace
+    return profile
+
+
+def test_aggregators_are_the_ranks_doing_posix_io_on_collective_files():
+    ctx = facts(_with_trace({0: "n1", 4: "n1", 8: "n2", 12: "n2"}))
+    assert ctx.get("cb_nodes") == 4 and ctx.get("aggregator_nodes") == 2
+    assert ctx.get("compute_nodes") == 2
+    assert ctx.get("suggested_cb_nodes") == 2  # one per compute node, ROMIO's default
+
+
+def test_without_host_names_the_suggestion_falls_back():
+    profile = job(_mpiio(0, 16), nprocs=64)
+    ctx = facts(profile)
+    with pytest.raises(Missing, match="no DXT host names"):
+        ctx.get("compute_nodes")
+    assert ctx.get("suggested_cb_nodes") == FALLBACK_CB_NODES
+    assert facts(job(_mpiio(0, 16), nprocs=2)).get("suggested_cb_nodes") == 2  # never more than the ranks
+
+
+def test_real_mpiio_log_counts_match_its_counters():
+    profile = load(DATA / "mpi-io-test-x86_64-3.5.0.darshan")
+    ctx, rec = facts(profile), profile.records["MPI-IO"]
+    for kind in ("INDEP", "COLL", "NB"):
+        for op in ("READS", "WRITES"):
+            assert ctx.get(f"mpiio_{kind.lower()}_{op.lower()}") == int(rec.get(f"MPIIO_{kind}_{op}").sum())
+    indep, coll = int(rec.get("MPIIO_INDEP_WRITES").sum()), int(rec.get("MPIIO_COLL_WRITES").sum())
+    assert ctx.get("mpiio_indep_write_share") == pytest.approx(indep / (indep + coll) if indep + coll else 0.0)
