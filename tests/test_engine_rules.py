@@ -55,6 +55,8 @@ def test_good_rule_loads(tmp_path):
     (("  fix: null", "  fix: {transform: coalesce, size: 4096}"), 13, "no parameter 'size'"),
     (("  fix: null", "  fix: {transform: coalesce, transfer_size: \"=nope(\"}"), 13, "bad fix expression"),
     (("  fix: null", "  fix: {transform: stripe, count: many}"), 13, "count must be int, got 'many'"),
+    (("  fix: null", "  fix: null\n  tests: {fires: traces/x.darshan}"), 14, "'tests' must be a mapping of fires"),
+    (("  fix: null", "  fix: null\n  tests: {passes: [traces/x.darshan]}"), 14, "'tests' must be a mapping of fires"),
 ])
 def test_mistakes_name_file_and_line(tmp_path, change, line, words):
     text = GOOD.replace(*change)

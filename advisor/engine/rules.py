@@ -33,7 +33,8 @@ INPUT_KINDS = ("darshan", "ior", "campaign", "snapshot")
 REQUIRED = ("code", "name", "title", "category", "severity", "condition", "message",
             "recommendation", "docs")
 OPTIONAL = ("thresholds", "cost", "evidence", "files", "ranks", "fix", "references", "inputs",
-            "cost_sets_severity", "evidence_kind")
+            "cost_sets_severity", "evidence_kind", "tests")
+FIXTURE_KINDS = ("fires", "silent")  # a rule's `tests`: inputs it must fire on, and must stay silent on
 DOC_PARTS = ("what", "why", "how", "example")
 TEMPLATE_NAMES = {"cost_s", "cost_share", "files", "ranks", "fix", "nprocs", "runtime_s"}
 """Names every message template may use besides the rule's evidence and thresholds."""
@@ -66,6 +67,9 @@ class Rule:
     evidence_kind: str = "counts"  # what the cost rests on: "timing" (compared times) or "counts"
     source: str = ""  # file:line
     depends_on: set[str] = field(default_factory=set)  # codes used in fired()
+    # inputs (repository paths; corpus/... in the shared corpus) it fires on and stays silent on,
+    # checked by tests/test_rule_fixtures.py
+    tests: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def expressions(self) -> list[expr.Node]:
         nodes = [self.condition, self.cost, self.files, self.ranks]
@@ -178,6 +182,10 @@ def _rule(node: yaml.Node, where: _Where) -> Rule:
     need("evidence_kind", kind in EVIDENCE_KINDS or (kind is None and value.get("cost") is None),
          "one of " + ", ".join(EVIDENCE_KINDS) + " (what the cost rests on: compared times, or counted "
          "operations and bytes; every rule with a cost states it)")
+    tests = value.get("tests") or {}
+    need("tests", isinstance(tests, dict) and set(tests) <= set(FIXTURE_KINDS)
+         and all(isinstance(v, list) and all(isinstance(p, str) and p for p in v) for v in tests.values()),
+         "a mapping of fires and silent to lists of input paths")
     fix = value.get("fix")
     need("fix", fix is None or (isinstance(fix, dict) and isinstance(fix.get("transform"), str)),
          "null or a mapping with 'transform'")
@@ -208,6 +216,7 @@ def _rule(node: yaml.Node, where: _Where) -> Rule:
         fix=fix, references=refs, inputs=tuple(inputs),
         cost_sets_severity=bool(value.get("cost_sets_severity", True)),
         evidence_kind=kind or "counts", source=where.at(node),
+        tests={k: tuple(v) for k, v in tests.items()},
     )
     _check_names(rule, at)
     return rule
