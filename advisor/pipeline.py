@@ -14,6 +14,7 @@ would fail every input alike.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,7 @@ class Result:
     path: str
     diagnosis: Diagnosis
     profile: JobProfile | None = None
+    internal: bool = False  # failed on a bug of ours, not on its input
 
 
 @dataclass
@@ -87,8 +89,21 @@ class Run:
     def failures(self) -> list[Diagnosis]:
         return [r.diagnosis for r in self.results if r.diagnosis.error is not None]
 
+    @property
+    def exit_status(self) -> int:
+        """0 when every input was diagnosed, 2 when some input was unusable, 3 after a bug of ours."""
+        if any(r.internal for r in self.results):
+            return 3
+        return 2 if self.failures else 0
 
-Input = str | Path | JobProfile
+
+def internal_error(path: str, exc: BaseException) -> str:
+    """The one-line reason of an input that met a bug (the traceback: IOADVISOR_DEBUG=1)."""
+    return (f"{path}: internal error: {type(exc).__name__}: {exc} "
+            "(set IOADVISOR_DEBUG=1 for a traceback and please report it)")
+
+
+Input = str | Path | JobProfile | InputError  # an InputError: an input already found unusable
 
 
 def run(inputs: Sequence[Input], stages: Stages, config: SiteConfig) -> Run:
@@ -112,6 +127,11 @@ def run(inputs: Sequence[Input], stages: Stages, config: SiteConfig) -> Run:
             raise
         except AdvisorError as exc:
             out.results.append(Result(path, Diagnosis.failed(path, str(exc))))
+            continue
+        except Exception as exc:  # a bug met on one input must not cost the others their results
+            if os.environ.get("IOADVISOR_DEBUG"):
+                raise
+            out.results.append(Result(path, Diagnosis.failed(path, internal_error(path, exc)), internal=True))
             continue
         out.results.append(Result(path, diagnosis, profile))
     if stages.campaign:
@@ -138,6 +158,8 @@ def _ingest(inputs: Sequence[Input], stages: Stages) -> Iterator[tuple[str, Call
     """(path, profile getter) per input. Isolated parses start one input ahead: a log parses
     in its child on the other core while this process loads the rules or diagnoses the
     input before it."""
+    if not inputs:
+        return
     pending = [_start(item, stages) for item in inputs[:1]]
     for following in [*inputs[1:], None]:
         if following is not None:
@@ -148,16 +170,20 @@ def _ingest(inputs: Sequence[Input], stages: Stages) -> Iterator[tuple[str, Call
 def _start(item: Input, stages: Stages) -> tuple[str, Callable[[], JobProfile]]:
     if isinstance(item, JobProfile):
         return item.source.path, lambda: item
+    if isinstance(item, InputError):
+        return item.path, _raising(item)
     path = str(item)
     try:
         return path, start_profile(path, timeout_s=stages.timeout_s, isolate=stages.isolate)
-    except AdvisorError as exc:
-        error = exc
+    except Exception as exc:  # noqa: BLE001 -- raised again, for this input alone, by run()
+        return path, _raising(exc)
 
-        def failed() -> JobProfile:
-            raise error
 
-        return path, failed
+def _raising(error: Exception) -> Callable[[], JobProfile]:
+    def failed() -> JobProfile:
+        raise error
+
+    return failed
 
 
 # The model, replay and figure stages import their code when they run: scikit-learn, the

@@ -28,5 +28,7 @@ def test_a_batch_gives_each_input_its_own_diagnosis_in_order(tmp_path):
     assert batch.returncode == 2
     assert batch.stderr == f"ioadvisor: error: {missing}: no such file\n"
     alone = {path: essentials(json.loads(diagnose(path).stdout)) for path in (small, good, badost)}
-    assert [essentials(doc) for doc in json.loads(batch.stdout)] == [
+    docs = json.loads(batch.stdout)
+    assert docs[1]["source"]["path"] == missing and docs[1]["error"] == f"{missing}: no such file"
+    assert [essentials(doc) for doc in docs[:1] + docs[2:]] == [
         alone[small], alone[good], alone[badost], alone[small]]

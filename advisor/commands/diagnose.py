@@ -19,7 +19,7 @@ from advisor.findings import SEVERITY_RANK, diagnoses_json
 
 
 @click.command(name="diagnose")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=True, path_type=str))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=True, readable=False, path_type=str))
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="Site config (TOML); default $IOADVISOR_CONFIG.")
 @click.option("--json", "json_out", metavar="FILE|-", default=None,
@@ -63,8 +63,8 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
         click.echo(f"ioadvisor: {note}", err=True)
     diagnoses = done.diagnoses
 
-    if json_out:
-        fileio.write_atomic(json_out, diagnoses_json(diagnoses))
+    if json_out:  # every input in order, an unusable one as its error result
+        fileio.write_atomic(json_out, diagnoses_json([r.diagnosis for r in done.results]))
     if html_out and diagnoses:
         from advisor.report.html import write_html  # Jinja2 and the plots: only for --html
 
@@ -75,26 +75,36 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
         out = console()
         for diagnosis in diagnoses:
             print_report(diagnosis, out, verbose=verbose)
-    if done.failures:
-        sys.exit(2)
+    if done.exit_status:
+        sys.exit(done.exit_status)
     if fail_on and any(SEVERITY_RANK[f.severity] <= SEVERITY_RANK[fail_on]
                        for d in diagnoses for f in d.findings):
         sys.exit(1)
 
 
-def _expand(paths: tuple[str, ...]) -> list[str]:
-    """Directories stand for the inputs in them (one level, recognised formats only)."""
+def _expand(paths: tuple[str, ...]) -> list[str | InputError]:
+    """Directories stand for the inputs in them (one level, recognised formats only); a
+    directory that holds none, or cannot be listed, is an unusable input of its own."""
     from advisor.ingest import detect
 
-    out: list[str] = []
+    out: list[str | InputError] = []
     for path in paths:
         if not os.path.isdir(path):
             out.append(path)
             continue
-        for entry in sorted(Path(path).iterdir()):
-            try:
-                if entry.is_file() and detect(entry):
-                    out.append(str(entry))
-            except InputError:
-                continue  # READMEs, scripts, per-rank CSVs next to the logs
+        try:
+            entries = sorted(Path(path).iterdir())
+        except OSError as exc:
+            out.append(InputError(path, f"cannot list the directory: {exc.strerror or exc}"))
+            continue
+        found = [str(entry) for entry in entries if _recognised(entry, detect)]
+        out += found or [InputError(path, "no Darshan log, darshan-parser dump, IOR output or "
+                                          "snapshot in this directory")]
     return out
+
+
+def _recognised(entry: Path, detect) -> bool:
+    try:
+        return entry.is_file() and bool(detect(entry))
+    except (InputError, OSError):
+        return False  # READMEs, scripts, per-rank CSVs next to the logs

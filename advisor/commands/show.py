@@ -11,13 +11,17 @@ from advisor.fileio import write_json
 from advisor.errors import InputError
 
 
-def _one(path: str, top_files: int) -> dict:
-    """The show entry of one input; errors become an entry plus one line on stderr."""
+def _one(path: str, top_files: int, printed: bool) -> dict:
+    """The show entry of one input (printed too if `printed`); errors become an entry plus
+    one line on stderr."""
     from advisor import api
-    from advisor.report.show import error_entry, show_entry
+    from advisor.report.show import error_entry, render, show_entry
 
     try:
-        return show_entry(api.load(path), top_files)
+        entry = show_entry(api.load(path), top_files)
+        if printed:
+            render(entry)
+        return entry
     except InputError as exc:
         click.echo(f"ioadvisor: error: {exc}", err=True)
         return error_entry(path, exc.reason)
@@ -44,14 +48,9 @@ def command(paths: tuple[str, ...], json_out: str | None, top_files: int) -> Non
     DXT trace sizes. Each PATH is its own result: a bad one prints one error line
     and the others are still shown; the exit status is 2 if any input failed.
     """
-    from advisor.report.show import SCHEMA, render
+    from advisor.report.show import SCHEMA
 
-    results = []
-    for path in paths:
-        entry = _one(path, top_files)
-        results.append(entry)
-        if entry["ok"] and json_out != "-":
-            render(entry)
+    results = [_one(path, top_files, printed=json_out != "-") for path in paths]
     if json_out:
         write_json({"schema": SCHEMA, "results": results}, json_out)
     failed = [r for r in results if not r["ok"]]
