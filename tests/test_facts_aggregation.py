@@ -86,3 +86,31 @@ def test_no_amplification_when_posix_moves_what_mpiio_asked_for():
     assert ctx.value("amplification_factor") is None and "no file moved more" in ctx.reason("amplification_factor")
     # independent MPI-IO: ROMIO's POSIX requests are the ranks' own, so POSIX imbalance counts
     assert ctx.get("shared_time_imbalance") == pytest.approx(1.0)
+
+
+def test_a_slow_aggregator_is_imbalance_among_the_aggregators_not_against_idle_ranks():
+    posix = {"POSIX_BYTES_READ": 400 * MiB, "POSIX_READS": 400, "POSIX_F_READ_TIME": 16.0,
+             "POSIX_SLOWEST_RANK_BYTES": 100 * MiB, "POSIX_FASTEST_RANK_BYTES": 0,
+             "POSIX_F_SLOWEST_RANK_TIME": 10.0, "POSIX_F_FASTEST_RANK_TIME": 0.0}
+    mpiio = {"MPIIO_BYTES_READ": 400 * MiB, "MPIIO_COLL_READS": 64, "MPIIO_F_READ_TIME": 640.0,
+             "MPIIO_F_SLOWEST_RANK_TIME": 10.2, "MPIIO_F_FASTEST_RANK_TIME": 9.8}
+    ctx = FactContext(_profile(posix, mpiio, nprocs=64))
+    # 4 aggregators (400 MiB / 100 MiB, no DXT to count them): mean 4 s, the slowest 10 s
+    assert ctx.get("shared_imbalance_among") == "aggregators" and ctx.get("shared_imbalance_count") == 4
+    assert ctx.get("shared_imbalance_count_exact") is False
+    assert ctx.get("shared_imbalance_cost_s") == pytest.approx(6.0)
+    assert ctx.get("shared_time_imbalance") == pytest.approx(0.6)
+
+
+def test_skew_autobench_keeps_its_imbalance_as_a_slow_aggregator(corpus):
+    from tests.conftest import CORPUS
+    from tests.helpers import require
+
+    log = CORPUS / "darshan-logs/darshan_logs/skew_io/skew-autobench-ior.darshan"
+    require(log.exists(), f"{log} not found")
+    (imb,) = [f for f in diagnose(load(log), SiteConfig()).findings if f.code == "IMB003"]
+    # POSIX_F_SLOWEST_RANK_TIME 337.2 s; 549.8 GB over the slowest rank's 9.8 GB: 57 aggregators sharing
+    # POSIX_F_READ_TIME 9033.4 s + POSIX_F_META_TIME 212.6 s
+    assert imb.evidence["shared_imbalance_among"] == "aggregators" and imb.evidence["shared_imbalance_count"] == 57
+    assert imb.cost_s == pytest.approx(337.158 - (9033.428 + 212.571) / 57, rel=1e-3)
+    assert "estimated" in imb.message and "aggregator" in imb.recommendation.text

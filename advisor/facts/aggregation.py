@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, requests
-from advisor.facts._darshan import col, data_files, nprocs, records
+from advisor.facts._darshan import col, data_files, dxt, nprocs, records
 from advisor.profile import shared_mask
 
 
@@ -34,6 +34,21 @@ def collective_ids(ctx: FactContext) -> set[int]:
         return {int(i) for i in rec.ids[coll > 0]}
 
     return ctx.memo("aggregation.collective_ids", build)
+
+
+def aggregator_count(ctx: FactContext, record_id: int, posix) -> tuple[int, bool]:
+    """Aggregators that did a collectively accessed file's POSIX I/O, and whether they were counted:
+    the ranks with DXT segments on it, else estimated as its bytes over the slowest rank's bytes
+    (aggregators get even file domains), never more than the ranks."""
+    try:
+        trace = dxt(ctx, "DXT_POSIX")
+        ranks = np.unique(trace.rank[trace.record_id == np.uint64(record_id)])
+        if len(ranks):
+            return len(ranks), True
+    except Missing:
+        pass
+    estimate = int(np.ceil(posix.bytes / posix.slowest_rank_bytes)) if posix.slowest_rank_bytes else nprocs(ctx)
+    return max(1, min(estimate, nprocs(ctx))), False
 
 
 @fact("aggregated_files", "list", "Shared files accessed with collective MPI-IO: their POSIX I/O is the "

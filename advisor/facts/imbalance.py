@@ -15,7 +15,7 @@ import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import col, data_files, dxt, nprocs, records
-from advisor.facts.aggregation import collective_ids
+from advisor.facts.aggregation import aggregator_count, collective_ids
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace
 
 SLOW = param("straggler_factor", 2.0, "a rank slower than the median rank by this factor is a straggler")
@@ -180,24 +180,70 @@ def data_imbalance_cost_s(ctx: FactContext) -> float:
 def _shared_skew(ctx: FactContext, posix_only: bool = False) -> list[dict]:
     """Shared files whose slowest rank took much longer than the average rank.
 
-    A file accessed with collective MPI-IO is judged by its MPI-IO record (unless `posix_only`):
-    below it only the aggregators do POSIX I/O, so their POSIX spread is the configuration
-    (cb_nodes), not the application's imbalance.
+    A file accessed with collective MPI-IO (unless `posix_only`) has two balances, and the worse
+    one speaks for it: the application's, in its MPI-IO record, and the aggregators', in its POSIX
+    record against the mean aggregator. Below collective buffering only the aggregators do POSIX
+    I/O, so comparing them with the ranks that do none would call the configuration (cb_nodes)
+    an imbalance.
     """
     out = []
     n = nprocs(ctx)
+    if n < 2:
+        return out
     collective = set() if posix_only else collective_ids(ctx)
     for f in data_files(ctx):
-        s = f.by_module.get("MPI-IO" if f.record_id in collective else "POSIX")
-        if s is None or not s.shared or s.slowest_rank_time is None or n < 2:
-            continue
-        mean = s.io_time / n
-        out.append({"path": f.path, "slowest_s": s.slowest_rank_time, "fastest_s": s.fastest_rank_time or 0.0,
-                     "mean_s": mean, "slowest_bytes": s.slowest_rank_bytes or 0,
-                     "fastest_bytes": s.fastest_rank_bytes or 0, "bytes": s.bytes,
-                     "excess_s": max(0.0, s.slowest_rank_time - mean)})
+        if f.record_id in collective:
+            views = [_skew(f, f.by_module.get("MPI-IO"), n, "ranks"),
+                     _aggregator_skew(ctx, f)]
+        else:
+            views = [_skew(f, f.by_module.get("POSIX"), n, "ranks")]
+        views = [v for v in views if v is not None]
+        if views:
+            out.append(max(views, key=lambda d: d["excess_s"]))
     out.sort(key=lambda d: -d["excess_s"])
     return out
+
+
+def _skew(f, s, among: int, who: str, counted: bool = True) -> dict | None:
+    """The slowest rank of a shared record against the mean of `among` ranks."""
+    if s is None or not s.shared or s.slowest_rank_time is None:
+        return None
+    mean = s.io_time / among
+    fastest = s.fastest_rank_time or 0.0 if who == "ranks" else mean
+    return {"path": f.path, "slowest_s": s.slowest_rank_time, "fastest_s": fastest,
+            "mean_s": mean, "slowest_bytes": s.slowest_rank_bytes or 0,
+            "fastest_bytes": s.fastest_rank_bytes or 0, "bytes": s.bytes,
+            "excess_s": max(0.0, s.slowest_rank_time - mean), "among": who, "count": among, "counted": counted}
+
+
+def _aggregator_skew(ctx: FactContext, f) -> dict | None:
+    """The slowest aggregator of a collectively accessed file against the mean aggregator."""
+    posix = f.by_module.get("POSIX")
+    if posix is None or not posix.shared or not posix.slowest_rank_bytes:
+        return None
+    count, counted = aggregator_count(ctx, f.record_id, posix)
+    return _skew(f, posix, count, "aggregators", counted)
+
+
+@fact("shared_imbalance_among", "text", "Whom the worst shared file's imbalance is measured among: "
+      "'ranks' (POSIX, or MPI-IO for collective files) or 'aggregators' (POSIX below collective MPI-IO).")
+def shared_imbalance_among(ctx: FactContext) -> str:
+    skew = ctx.memo("shared_skew", lambda: _shared_skew(ctx))
+    return skew[0]["among"] if skew else "ranks"
+
+
+@fact("shared_imbalance_count_exact", "bool", "The aggregators of shared_imbalance_count were counted "
+      "(DXT), not estimated.")
+def shared_imbalance_count_exact(ctx: FactContext) -> bool:
+    skew = ctx.memo("shared_skew", lambda: _shared_skew(ctx))
+    return bool(skew[0]["counted"]) if skew else True
+
+
+@fact("shared_imbalance_count", "count", "Ranks or aggregators the worst shared file's slowest one is "
+      "compared with (aggregators: counted in DXT, else estimated as bytes / the slowest rank's bytes).")
+def shared_imbalance_count(ctx: FactContext) -> int:
+    skew = ctx.memo("shared_skew", lambda: _shared_skew(ctx))
+    return int(skew[0]["count"]) if skew else nprocs(ctx)
 
 
 @fact("shared_time_imbalance", "ratio", "Worst shared file: (slowest - fastest rank time) / slowest.")

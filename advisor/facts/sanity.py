@@ -6,13 +6,14 @@ time a process had: 8 threads writing for 0.85 s sum to 6.6 s in a 0.9 s run. A 
 therefore bounded by what is consistent with the rest of the log:
 
 - the wall clock: a process cannot spend more than the run time;
-- the union of the intervals the calls happened in: each record's first-start and
-  last-end timestamps of reads, writes and its whole life (open to close);
-- the DXT trace, when complete: the union of its segments is the exact wall time in
-  reads and writes.
+- the union of the records' lives: every call on a file happens between its first open
+  and its last close (F_OPEN_START / F_CLOSE_END timestamps; -1 means unknown). The
+  per-kind windows cannot bound the per-kind times: F_WRITE_TIME includes fsync, which
+  moves no WRITE timestamp, and DXT traces only reads and writes.
 
-The bounded time is what the facts use; `counter_notes` says in one line each where the
-counters were not believed, so the report never states an impossible share.
+Where the sum is bounded, read, write and metadata time are scaled alike. `counter_notes`
+says in one line each where the counters were not believed, so the report never states
+an impossible share.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact
-from advisor.facts._darshan import darshan_like, dxt, nprocs, summary
+from advisor.facts._darshan import darshan_like, nprocs, summary
 from advisor.formatting import fmt_secs
 from advisor.metrics import SPECS, Columns
-from advisor.profile import DXT_READ, DXT_WRITE, SHARED_RANK, ModuleRecords
+from advisor.profile import SHARED_RANK, ModuleRecords
 
 KINDS = ("read", "write", "meta")
 # Old logs (Darshan 2.x, 3.0) store the job's start and end in whole seconds: a timestamp up
@@ -61,15 +62,15 @@ class Bounded:
     """
 
     summed: dict[str, float]  # kind -> mean seconds per process
-    bound: dict[str, float]  # kind -> mean upper bound per process (intervals, DXT, wall clock)
-    life: float  # mean union of the records' whole lives (open to close), capped at the run
-    outside: int  # records with timestamps outside the run
-
-    def consistent(self, kind: str) -> float:
-        return min(self.summed[kind], self.bound[kind])
+    life: float  # mean union of the records' lives (first open to last close), at most the run
 
     def total(self) -> float:
-        return min(sum(self.consistent(k) for k in KINDS), self.life)
+        return min(sum(self.summed.values()), self.life)
+
+    def consistent(self, kind: str) -> float:
+        """The kind's share of the bounded total (the overlap is shared alike)."""
+        summed = sum(self.summed.values())
+        return self.summed[kind] * (self.total() / summed) if summed > 0 else 0.0
 
 
 def _stamp(rec: ModuleRecords, prefix: str, what: str, edge: str) -> np.ndarray | None:
@@ -77,23 +78,27 @@ def _stamp(rec: ModuleRecords, prefix: str, what: str, edge: str) -> np.ndarray 
     return np.asarray(rec.get(name), np.float64) if rec.has(name) else None
 
 
-def _windows(rec: ModuleRecords, prefix: str, runtime: float) -> tuple[dict, int]:
-    """Per record and kind, the [start, end] its calls happened in (None when not recorded)."""
-    edges = {w: (_stamp(rec, prefix, w, "START"), _stamp(rec, prefix, w, "END"))
-             for w in ("OPEN", "READ", "WRITE", "CLOSE")}
-    if any(a is None or b is None for a, b in edges.values()):
-        return {}, 0
-    ends = np.stack([b for _a, b in edges.values()])
-    outside = int(((ends > runtime + CLOCK_ROUNDING_S) | (np.stack([a for a, _b in edges.values()]) < 0)).any(0).sum())
-    starts = np.stack([np.where(a > 0, a, np.inf) for a, _b in edges.values()])
-    life = (np.minimum(starts.min(0), ends.max(0)), ends.max(0))
-    clip = lambda pair: (np.clip(pair[0], 0, runtime), np.clip(pair[1], 0, runtime))  # noqa: E731
-    return {"read": clip(edges["READ"]), "write": clip(edges["WRITE"]), "meta": clip(life),
-            "life": clip(life)}, outside
+def _lives(rec: ModuleRecords, prefix: str, runtime: float) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """Per record, [first call start, last close end], and how many records have
+    timestamps after the run; None when the log has no timestamps. A record never closed (or
+    whose close is unknown) may have calls after its last recorded end: it lives to the end."""
+    edges = [(_stamp(rec, prefix, w, "START"), _stamp(rec, prefix, w, "END"))
+             for w in ("OPEN", "READ", "WRITE", "CLOSE")]
+    if any(a is None or b is None for a, b in edges):
+        return None
+    valid = [(a >= 0) & (b > 0) for a, b in edges]
+    start = np.min([np.where(v, a, np.inf) for v, (a, _b) in zip(valid, edges)], axis=0)
+    closed = valid[-1]
+    end = np.where(closed, edges[-1][1], np.where(np.isfinite(runtime), runtime, np.inf))
+    outside = int((np.max([b for _a, b in edges], axis=0) > runtime + CLOCK_ROUNDING_S).sum())
+    start = np.where(np.isfinite(start), start, 0.0)  # no call recorded: the whole run
+    # not clipped at the run's end: the run time may be rounded (or measured apart) while the
+    # lives are exact; their union is bounded by the run time afterwards
+    return np.maximum(start, 0), np.maximum(end, 0), outside
 
 
 def bounded(ctx: FactContext, module: str, keep: np.ndarray | None = None) -> Bounded:
-    """Per-rank read, write and metadata seconds of `module`'s records (`keep`: a subset)."""
+    """Read, write and metadata seconds per process of `module`'s records (`keep`: a subset)."""
     rec = ctx.profile.records[module]
     spec = SPECS[module]
     keep = np.ones(len(rec), bool) if keep is None else keep
@@ -103,55 +108,32 @@ def bounded(ctx: FactContext, module: str, keep: np.ndarray | None = None) -> Bo
     own, shared = keep & (rec.ranks >= 0), keep & (rec.ranks == SHARED_RANK)
     seconds = {"read": cols.read_time, "write": cols.write_time, "meta": cols.meta_time}
     summed = {k: (float(v[own].sum()) + float(v[shared].sum())) / n for k, v in seconds.items()}
-    windows, outside = _windows(rec, spec.prefix, runtime)
-    bound = {k: runtime for k in KINDS}
-    life = runtime
-    if windows:
-        for k in (*KINDS, "life"):
-            start, end = windows[k]
-            times = seconds[k] if k != "life" else cols.read_time + cols.write_time + cols.meta_time
-            if ((times > 0) & keep & ~(end > start)).any():
-                continue  # a record spent time here without a window: only the wall clock bounds it
-            per_rank = np.minimum(_rank_union(rec.ranks, own, shared, start, end, n), runtime)
-            if k == "life":
-                life = float(per_rank.mean())
-            else:
-                bound[k] = float(per_rank.mean())
-    if module == "POSIX":
-        _dxt_bound(ctx, bound, n, keep_ids=rec.ids[keep])
-    return Bounded(summed, bound, life, outside)
+    lives = _lives(rec, spec.prefix, runtime)
+    if lives is None or not np.isfinite(runtime):
+        return Bounded(summed, runtime)
+    start, end, _ = lives
+    per_rank = np.minimum(_rank_union(rec.ranks, own, shared, start, end, n), runtime)
+    return Bounded(summed, float(per_rank.mean()))
 
 
 def rank_bound(ctx: FactContext, module: str, n: int) -> np.ndarray:
     """Per rank, the most seconds it could have spent in `module`'s calls: the union of its records'
-    lives (open to close) and of the shared records' lives, never more than the run time."""
+    lives and of the shared records' lives, never more than the run time."""
     rec = ctx.profile.records[module]
     runtime = float(ctx.value("runtime_s") or 0.0) or np.inf
-    windows, _ = _windows(rec, SPECS[module].prefix, runtime)
-    if not windows:
+    lives = _lives(rec, SPECS[module].prefix, runtime)
+    if lives is None:
         return np.full(n, runtime)
-    start, end = windows["life"]
+    start, end, _ = lives
     own, shared = rec.ranks >= 0, rec.ranks == SHARED_RANK
     return np.minimum(_rank_union(rec.ranks, own, shared, start, end, n), runtime)
 
 
 def _rank_union(ranks, own, shared, start, end, n) -> np.ndarray:
-    """Per rank, the union of its own records' windows plus (an upper bound) the shared records' union."""
+    """Per rank, the union of its own records' lives plus (an upper bound) the shared records' union."""
     mine = union_length(ranks[own], start[own], end[own], n)
     everyone = union_length(np.zeros(int(shared.sum()), np.int64), start[shared], end[shared], 1)[0]
     return mine + everyone
-
-
-def _dxt_bound(ctx: FactContext, bound: dict, n: int, keep_ids: np.ndarray) -> None:
-    """Tighten the read and write bounds with the complete DXT trace's segment union."""
-    try:
-        trace = dxt(ctx, "DXT_POSIX")
-    except Missing:
-        return
-    mine = np.isin(trace.record_id, keep_ids) & (trace.rank < n) & (trace.rank >= 0)
-    for kind, op in (("read", DXT_READ), ("write", DXT_WRITE)):
-        sel = mine & (trace.op == op)
-        bound[kind] = min(bound[kind], float(union_length(trace.rank[sel], trace.start[sel], trace.end[sel], n).mean()))
 
 
 @dataclass
@@ -164,23 +146,20 @@ class LayerTime:
     meta: float
     total: float
     summed: float  # the same as the counters sum it
-    outside: int
 
 
 def _layer(ctx: FactContext, parts: list[tuple[str, np.ndarray | None]], name: str) -> LayerTime:
     runtime = float(ctx.value("runtime_s") or 0.0) or np.inf
     kinds = {k: 0.0 for k in KINDS}
     total = summed = 0.0
-    outside = 0
     for module, keep in parts:
         b = bounded(ctx, module, keep)
         total += b.total()
         for k in KINDS:
             kinds[k] += b.consistent(k)
         summed += sum(b.summed.values())
-        outside += b.outside
     kinds = {k: min(v, runtime) for k, v in kinds.items()}  # modules' calls may overlap each other too
-    return LayerTime(name, kinds["read"], kinds["write"], kinds["meta"], min(total, runtime), summed, outside)
+    return LayerTime(name, kinds["read"], kinds["write"], kinds["meta"], min(total, runtime), summed)
 
 
 def base_time(ctx: FactContext) -> LayerTime:
@@ -233,9 +212,7 @@ def counter_notes(ctx: FactContext) -> list[str]:
                          + (f" in a {fmt_secs(runtime)} run" if runtime else "")
                          + f": calls overlapped (threads, asynchronous I/O); {fmt_secs(t.total)} is used"
                          f" ({where})")
-        if t.outside:
-            notes.append(f"{t.outside} {t.layer} record(s) have timestamps outside the run (clock skew): "
-                         "clipped to the run")
+    notes.extend(_outside_the_run(ctx))
     notes.extend(_bytes_without_ops(ctx))
     return notes
 
@@ -248,6 +225,17 @@ def _layers(ctx: FactContext) -> list[LayerTime]:
         except Missing:
             pass
     return out
+
+
+def _outside_the_run(ctx: FactContext) -> list[str]:
+    runtime = ctx.value("runtime_s")
+    notes = []
+    for module, rec in ctx.profile.records.items():
+        lives = _lives(rec, SPECS[module].prefix, runtime) if module in SPECS and runtime else None
+        if lives is not None and lives[2]:
+            notes.append(f"{lives[2]} {module} record(s) have timestamps more than"
+                         f" {fmt_secs(CLOCK_ROUNDING_S)} after the end of the run ({fmt_secs(runtime)}; clock skew?)")
+    return notes
 
 
 def _bytes_without_ops(ctx: FactContext) -> list[str]:

@@ -1,0 +1,104 @@
+"""STDIO requests: how large the fread/fwrite calls were, and flushes that defeat the buffer.
+
+A job whose data goes only through the C standard I/O library has no POSIX record at all
+(glibc's buffered write()/read() are not interposed), so its request sizes come from the
+STDIO counters: bytes over calls per file. Each call below the buffer size only copies into
+the stream's buffer (st_blksize, 4 KiB on most file systems, unless setvbuf gave a larger
+one); the file system sees one request per buffer, so small calls cost library time and
+many small file-system requests. An fflush per few calls empties the buffer before it fills.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from advisor.facts import FactContext, Missing, fact, param
+from advisor.facts._darshan import col, data_mask, records, top_files
+from advisor.facts.requests import SMALL
+from advisor.facts.sanity import bounded
+
+STDIO_BUFFER = param("stdio_buffer_bytes", 4096, "a STDIO stream's default buffer (glibc: st_blksize, bytes)")
+OPS = {"read": ("READS", "BYTES_READ"), "write": ("WRITES", "BYTES_WRITTEN")}
+
+
+def _data(ctx: FactContext):
+    rec = records(ctx, "STDIO")
+    keep = data_mask(ctx, rec)
+    if not keep.any():
+        raise Missing("STDIO carried only the standard streams")
+    return rec, keep
+
+
+def _register(op: str) -> None:
+    calls_col, bytes_col = OPS[op]
+
+    @fact(f"stdio_{op}_calls", "ops", f"STDIO {op} calls on data files (not the standard streams).")
+    def calls(ctx: FactContext) -> int:
+        rec, keep = _data(ctx)
+        return int(col(rec, calls_col)[keep].sum())
+
+    @fact(f"stdio_{op}_mean_size", "bytes", f"Mean STDIO {op} call size on data files (bytes / calls).")
+    def mean_size(ctx: FactContext) -> float:
+        rec, keep = _data(ctx)
+        n = col(rec, calls_col)[keep].sum()
+        return float(col(rec, bytes_col)[keep].sum() / n) if n else 0.0
+
+    @fact(f"stdio_small_{op}_cost_s", "s", f"Seconds per process small STDIO {op}s lose against rpc_size "
+          f"requests (their bounded {op} time x (1 - mean size / rpc_size); 0 when the calls are not small).")
+    def small_cost(ctx: FactContext) -> float:
+        size = ctx.get(f"stdio_{op}_mean_size")
+        if not 0 < size < ctx.param(SMALL):
+            return 0.0
+        rec, keep = _data(ctx)
+        rpc = ctx.config.system.rpc_size or (1 << 20)
+        return bounded(ctx, "STDIO", keep).consistent(op) * max(0.0, 1.0 - size / rpc)
+
+    for fn in (calls, mean_size, small_cost):
+        fn.__name__ = f"{fn.__name__}_{op}"
+
+
+for _op in OPS:
+    _register(_op)
+
+
+@fact("stdio_small_files", "list", "Data files with the most STDIO calls.")
+def stdio_small_files(ctx: FactContext) -> list[str]:
+    rec, keep = _data(ctx)
+    return top_files(ctx, rec, (col(rec, "READS") + col(rec, "WRITES")) * keep)
+
+
+@fact("stdio_flushes", "ops", "fflush calls on STDIO data files.")
+def stdio_flushes(ctx: FactContext) -> int:
+    rec, keep = _data(ctx)
+    return int(col(rec, "FLUSHES")[keep].sum())
+
+
+@fact("stdio_bytes_per_flush", "bytes", "Bytes written per fflush on STDIO data files.")
+def stdio_bytes_per_flush(ctx: FactContext) -> float:
+    rec, keep = _data(ctx)
+    flushes = col(rec, "FLUSHES")[keep].sum()
+    if not flushes:
+        raise Missing("no fflush calls")
+    return float(col(rec, "BYTES_WRITTEN")[keep].sum() / flushes)
+
+
+@fact("stdio_buffer_bytes", "bytes", "The STDIO buffer size assumed (stdio_buffer_bytes: glibc's default).")
+def stdio_buffer_bytes(ctx: FactContext) -> int:
+    return int(ctx.param(STDIO_BUFFER))
+
+
+@fact("stdio_flush_cost_s", "s", "Seconds per process in fflush on STDIO data files: the metadata time "
+      "(bounded) in proportion of flushes among open/seek/flush calls.")
+def stdio_flush_cost_s(ctx: FactContext) -> float:
+    rec, keep = _data(ctx)
+    flushes = col(rec, "FLUSHES")[keep].sum()
+    meta_calls = sum(col(rec, c)[keep].sum() for c in ("OPENS", "FDOPENS", "SEEKS", "FLUSHES"))
+    if not flushes:
+        return 0.0
+    return bounded(ctx, "STDIO", keep).consistent("meta") * float(flushes / max(meta_calls, 1))
+
+
+@fact("stdio_flush_files", "list", "STDIO data files with the most fflush calls.")
+def stdio_flush_files(ctx: FactContext) -> list[str]:
+    rec, keep = _data(ctx)
+    return top_files(ctx, rec, np.where(keep, col(rec, "FLUSHES"), 0))

@@ -1,0 +1,60 @@
+"""STDIO-only jobs diagnosed in full: request sizes from the STDIO counters, flushes that empty
+the buffer early, and the POSIX-only checks listed as not checked instead of firing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from advisor.config import SiteConfig
+from advisor.engine import diagnose
+from advisor.ingest.darshan_log import load
+from advisor.profile import JobInfo, JobProfile, ModuleRecords, Provenance
+
+TRAPS = Path(__file__).parent / "data" / "traps"
+
+
+def test_a_job_without_posix_records_gets_its_small_stdio_calls_found():
+    d = diagnose(load(TRAPS / "T03.darshan"), SiteConfig())
+    found = {f.code: f for f in d.findings}
+    small = found["STD001"]
+    # STDIO_WRITES=400000 STDIO_BYTES_WRITTEN=40000000, the same for reads
+    assert small.evidence["stdio_write_calls"] == 400000 and small.evidence["stdio_write_mean_size"] == 100
+    assert small.evidence["stdio_read_calls"] == 400000 and small.evidence["stdio_read_mean_size"] == 100
+    # nearly all of STDIO_F_WRITE_TIME 0.0639 + STDIO_F_READ_TIME 0.0314: 100 B against 1 MiB requests
+    assert small.cost_s == pytest.approx((0.063902 + 0.031358) * (1 - 100 / 2**20), rel=1e-3)
+    assert "assumed" in small.message and "stdio_buffer_bytes" in small.message
+    assert small.files == ["/scratch/T03/data.bin"] and "setvbuf" in small.recommendation.commands[0]
+    assert "MPI001" in found  # the data went through STDIO at all
+    posix_only = {"IO001", "IO002", "IO010", "IO011", "IO020", "IO030", "IO031"}
+    assert not posix_only & set(found)
+    skipped = {n.check.split()[0]: n.reason for n in d.not_checked}
+    assert all(skipped[code] == "no POSIX records in the log" for code in posix_only & set(skipped))
+    assert {"IO020", "IO010"} <= set(skipped)
+
+
+def _stdio_job(writes: int, nbytes: int, flushes: int, meta_s: float = 1.0) -> JobProfile:
+    counters = {"STDIO_WRITES": [writes], "STDIO_BYTES_WRITTEN": [nbytes], "STDIO_FLUSHES": [flushes],
+                "STDIO_OPENS": [1], "STDIO_READS": [0], "STDIO_BYTES_READ": [0]}
+    rec = ModuleRecords("STDIO", np.array([5], np.uint64), np.array([0]),
+                        {k: np.array(v, np.int64) for k, v in counters.items()},
+                        {"STDIO_F_WRITE_TIME": np.array([2.0]), "STDIO_F_META_TIME": np.array([meta_s])})
+    return JobProfile(Provenance("hand", "darshan", "test"), JobInfo(nprocs=1, runtime_s=20.0),
+                      records={"STDIO": rec}, names={5: "/out/particles.txt"})
+
+
+def test_a_flush_per_record_is_a_flush_storm_and_a_flush_per_buffer_is_not():
+    found = {f.code: f for f in diagnose(_stdio_job(100_000, 8_000_000, 100_000), SiteConfig()).findings}
+    storm = found["STD002"]
+    assert storm.evidence["stdio_bytes_per_flush"] == 80 and storm.files == ["/out/particles.txt"]
+    # all the metadata time but the one open's share: 100,000 of 100,001 calls
+    assert storm.cost_s == pytest.approx(100_000 / 100_001)
+    quiet = diagnose(_stdio_job(100_000, 8_000_000, 1_000), SiteConfig())  # 8 KB per flush: a full buffer
+    assert "STD002" not in {f.code for f in quiet.findings}
+
+
+def test_large_stdio_calls_are_not_small_io():
+    d = diagnose(_stdio_job(2_000, 2_000 * (4 << 20), 0), SiteConfig())
+    assert "STD001" not in {f.code for f in d.findings}
