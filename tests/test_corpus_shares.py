@@ -72,7 +72,8 @@ def test_no_share_over_100_percent_in_any_output(corpus, chunk, tmp_path, monkey
     assert "Traceback" not in result.output
     docs = json.loads(out_json.read_text())
     docs = docs if isinstance(docs, list) else [docs]
-    assert len(docs) + result.stderr.count("ioadvisor: error: ") == len(logs)  # the empty log: one line
+    assert len(docs) == len(logs)  # one result per input, the empty log's as its error result
+    assert len([d for d in docs if d.get("error")]) == result.stderr.count("ioadvisor: error: ")
     page = html.unescape(TAG.sub(" ", NOT_TEXT.sub(" ", out_html.read_text())))
     problems = {
         "terminal": percentages_over_100(result.stdout),

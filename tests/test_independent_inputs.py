@@ -11,8 +11,8 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
-import pytest
 
 from advisor import pipeline
 from advisor.config import load_config
@@ -93,17 +93,34 @@ def test_no_input_at_all_is_an_empty_run():
     assert pipeline.run([], pipeline.Stages.from_config(config), config).results == []
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads through permission bits")
-def test_a_log_in_an_unreadable_directory_is_one_error_line(tmp_path):
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    (locked / GOOD.name).write_text(GOOD.read_text())
-    locked.chmod(0)
+def test_a_log_in_an_unreadable_directory_is_one_error_line():
+    """As a normal user (root reads through permission bits: as root the test runs the program
+    as the Slurm tests' user, from their world-usable venv)."""
+    import shutil
+    import tempfile
+
+    python, prefix = [sys.executable], []
+    if os.geteuid() == 0:
+        from tests.slurm import ensure_user, hook_venv
+
+        python, prefix = [str(hook_venv() / "bin" / "python")], ["runuser", "-u", ensure_user().pw_name, "--"]
+    top = Path(tempfile.mkdtemp(prefix="ioadv-unreadable-"))
     try:
-        out = subprocess.run([sys.executable, "-m", "advisor", "diagnose", str(GOOD), str(locked / GOOD.name),
-                              str(locked), "--json", "-"], capture_output=True, text=True, timeout=300)
+        top.chmod(0o755)
+        good = top / GOOD.name
+        shutil.copy(GOOD, good)
+        good.chmod(0o644)
+        locked = top / "locked"
+        locked.mkdir()
+        (locked / GOOD.name).write_text(GOOD.read_text())
+        if prefix:
+            shutil.chown(locked, user=prefix[2])
+        locked.chmod(0)
+        out = subprocess.run([*prefix, *python, "-m", "advisor", "diagnose", str(good), str(locked / GOOD.name),
+                              str(locked), "--json", "-"], capture_output=True, text=True, timeout=600, cwd=top)
     finally:
-        locked.chmod(0o700)
-    assert out.returncode == 2
+        (top / "locked").chmod(0o700)
+        shutil.rmtree(top, ignore_errors=True)
+    assert out.returncode == 2, out.stderr
     assert [d["error"] is None for d in json.loads(out.stdout)] == [True, False, False]
     assert "Permission denied" in out.stderr

@@ -89,7 +89,9 @@ def test_cli_diagnose_bad_input_is_one_line_and_others_go_on(tmp_path):
     out = _cli("diagnose", "--json", "-", "--fail-on", "high", str(bad), str(good))
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "junk.darshan" in out.stderr and "Traceback" not in out.stderr
-    assert json.loads(out.stdout)["findings"]
+    bad_doc, good_doc = json.loads(out.stdout)  # every input in order, the unusable one as its error result
+    assert bad_doc["error"] and bad_doc["source"]["path"] == str(bad) and not bad_doc["findings"]
+    assert good_doc["findings"] and not good_doc.get("error")
 
 
 def test_cli_fail_on(tmp_path):
@@ -107,7 +109,9 @@ def test_corpus_sweep_has_no_traceback(tmp_path):
     assert out.returncode in (0, 2)
     docs = json.loads((tmp_path / "all.json").read_text())
     failed = [line for line in out.stderr.splitlines() if line.startswith("ioadvisor: error:")]
-    assert len(docs) + len(failed) == len(logs)
+    assert len(docs) == len(logs)  # one result per input, in order, errors included
+    assert [d["source"]["path"] for d in docs] == logs
+    assert len([d for d in docs if d.get("error")]) == len(failed)
 
 
 def test_docs_rules_md_is_current():
