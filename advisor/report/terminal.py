@@ -19,7 +19,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs, fmt_speedup
+from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs
 from advisor.findings import Diagnosis, Finding, Prediction
 from advisor.fixes import FixSummary, caution, predicted_text
 
@@ -110,9 +110,7 @@ def _finding(f: Finding, verbose: bool) -> Padding:
     for command in f.recommendation.commands[: None if verbose else 2]:
         parts.append(Padding(Text(command, style="bold"), (0, 0, 0, 12)))
     if f.verification:
-        v = f.verification
-        parts.append(Padding(Text(f"verified: {v.get('verdict')} "
-                                  f"{fmt_speedup(v['speedup']) if v.get('speedup') else ''}".rstrip(),
+        parts.append(Padding(Text(f"replayed: {f.verification.reason or f.verification.verdict}",
                                   style="magenta"), (0, 0, 0, 7)))
     if f.prediction and f.prediction.speedup:
         parts.append(Padding(Text(_predicted(f.prediction), style="magenta"), (0, 0, 0, 7)))
