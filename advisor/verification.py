@@ -94,7 +94,7 @@ class Verification:
 
     @classmethod
     def not_verifiable(cls, why: str, **context: Any) -> Verification:
-        return cls(verdict=NOT_VERIFIABLE, reason=why, **context)
+        return cls(verdict=NOT_VERIFIABLE, reason=sentence(NOT_VERIFIABLE, why=why), **context)
 
 
 def sentence(verdict: str, speedup: float | None = None, ci95: Any = None, pairs: int = 0,

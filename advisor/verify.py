@@ -138,12 +138,12 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
 def _variant(i: int, fix: dict[str, Any], base: Plan, fstype: str, room: int) -> Variant:
     v = Variant(label=f"fix{i}-{fix.get('transform', '?')}", fix=fix)
     if fix.get("transform") == "stripe" and fstype not in LAYOUT_FSTYPES:
-        v.reason = f"not verifiable on {fstype or 'this file system'}: no stripe layout control"
+        v.reason = f"no stripe layout control on {fstype or 'this file system'}"
         return v
     try:
         plan = apply_fix(base, fix)
     except ValueError as exc:
-        v.reason = f"not verifiable for this workload: {exc}"
+        v.reason = f"the fix does not apply to this workload: {exc}"
         return v
     if plan.planned_bytes() > room:
         v.reason = _no_room(None, plan.planned_bytes(), room)

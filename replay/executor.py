@@ -251,23 +251,21 @@ class Session:
     def _cache_policy(self) -> str:
         """What keeps the page cache out of the measurement, as it will be reported."""
         wanted = self.args.cache
-        self.cache = "none"
+        direct = ["o-direct (aligned requests bypass the page cache)"] if self.args.odirect else []
+        if wanted == "drop" and self.comm.allreduce(drop_caches() if self.node_leader else True, op=_land()):
+            self.cache = "drop-caches"
+            return "; ".join(["drop-caches (sync and echo 3 > /proc/sys/vm/drop_caches before every pass)",
+                              *direct])
         if wanted == "none":
-            return "none (asked for: the page cache is part of the measurement)"
-        if wanted == "drop":
-            ok = self.comm.allreduce(drop_caches() if self.node_leader else True, op=_land())
-            if ok:
-                self.cache = "drop-caches"
-                return "drop-caches (sync and echo 3 > /proc/sys/vm/drop_caches before every pass)"
+            self.cache = "none"
+            return "; ".join([*direct, "the page cache is part of the measurement (asked for)"])
         self.cache = "evict"
-        if self.args.odirect:
-            return "o-direct (aligned requests bypass the page cache); " + EVICT
         if self.nnodes > 1 and self.uniform_nodes:
             # each rank reads what the same rank of the next node wrote: not in its node's cache
             self.plans = [neighbour_reads(p, self.ranks_per_node) for p in self.plans]
-            return (f"read-your-neighbour (POSIX/STDIO reads shifted by {self.ranks_per_node} ranks, one node); "
-                    + EVICT)
-        return EVICT
+            direct.append(f"read-your-neighbour (POSIX/STDIO reads shifted by {self.ranks_per_node} ranks, "
+                          "one node)")
+        return "; ".join([*direct, EVICT])
 
     # -- run directory life cycle -------------------------------------------------------------
     def _prepare(self, plan: Plan, rundir: Path) -> None:

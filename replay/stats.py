@@ -125,12 +125,6 @@ def sequential(log_ratios, policy: Policy, *, final: bool = False) -> Decision:
                     last.more_pairs if not last.decided else None)
 
 
-def finished(log_ratios, policy: Policy) -> bool:
-    """Whether a fix's measurement can stop: decided at a look, or at the last pair allowed."""
-    n = len(log_ratios)
-    return sequential(log_ratios, policy).decided or n >= policy.max_pairs
-
-
 def _pairs_to_decide(mean: float, sd: float, n: int, band: float, alpha: float) -> int | None:
     """Pairs at which an interval of this spread around this mean would clear the nearest
     boundary (the margin for improved/regressed, or fit the band for equivalent)."""
@@ -179,7 +173,7 @@ def t_cdf(t: float, df: int) -> float:
             term *= c * c * (k - 1) / k
             total += term
         a = s * total
-    return 0.5 + 0.5 * a
+    return min(1.0, max(0.0, 0.5 + 0.5 * a))  # rounding must not leave [0, 1]
 
 
 def t_quantile(p: float, df: int) -> float:

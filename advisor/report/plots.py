@@ -287,7 +287,8 @@ def verification_plot(v: dict, plot_id: str) -> Plot:
     ci = v.get("ci95") if isinstance(v.get("ci95"), (list, tuple)) and len(v["ci95"]) == 2 else None
     lo_s, hi_s = (before / float(ci[1]), before / float(ci[0])) if ci and min(ci) > 0 else (after, after)
     title = "Replay: before and after the fix"
-    alt = (f"Replayed in {v.get('pairs') or v.get('repeat', '?')} rounds: median {fmt_secs(before)} per pass as recorded, "
+    alt = (f"Replayed in {v.get('pairs') or v.get('repeat', '?')} rounds: median {fmt_secs(before)} per pass "
+           f"as recorded, "
            f"{fmt_secs(after)} with the fix" + (f" (95 % interval {fmt_secs(lo_s)} to {fmt_secs(hi_s)})"
                                                     if ci else "") + ".")
     svg = Svg(WIDTH / 1.5, 118, title, alt)
