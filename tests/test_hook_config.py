@@ -111,9 +111,18 @@ def test_child_dies_with_a_killed_hook(tmp_path):
     hook.kill()  # as slurmd does when PrologEpilogTimeout passes
     hook.wait()
     deadline = time.monotonic() + 10
-    while os.path.exists(f"/proc/{child}") and "Z" not in open(f"/proc/{child}/stat").read().split()[2]:
+    while os.path.exists(f"/proc/{child}") and "Z" not in _proc_state(child):
         assert time.monotonic() < deadline, "the child outlived the killed hook"
         time.sleep(0.05)
+
+
+def _proc_state(pid: int) -> str:
+    """The state letter of /proc/<pid>/stat ('' once the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split()[2]
+    except FileNotFoundError:
+        return ""
 
 
 def test_child_memory_limit_turns_into_an_error():
@@ -156,7 +165,8 @@ def test_wrapper_says_when_the_hook_cannot_start_and_still_exits_0(tmp_path):
 def test_messages_for_syslog_cannot_forge_lines():
     from advisor.hooks.postjob import printable
 
-    assert printable("job 1: /w/evil\nMar 1 fake: root login\x1b[2J") == "job 1: /w/evil\\nMar 1 fake: root login\\x1b[2J"
+    forged = "job 1: /w/evil\nMar 1 fake: root login\x1b[2J"
+    assert printable(forged) == "job 1: /w/evil\\nMar 1 fake: root login\\x1b[2J"
 
 
 def test_hook_check_never_runs_a_wrapper_another_user_could_replace(tmp_path):

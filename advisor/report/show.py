@@ -226,11 +226,12 @@ class Sections:
     tables: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)
 
     @classmethod
-    def of(cls, e: dict) -> "Sections":
+    def of(cls, e: dict) -> Sections:
         j, s = e["job"], e["summary"]
         out = cls(title=safe(e["path"]))
         out.header = [
-            f"job {safe(j['jobid'])}, {j['nprocs']} process{'' if j['nprocs'] == 1 else 'es'}, run time {fmt_seconds(j['runtime_s'])}, "
+            f"job {safe(j['jobid'])}, {j['nprocs']} process{'' if j['nprocs'] == 1 else 'es'}, "
+            f"run time {fmt_seconds(j['runtime_s'])}, "
             f"started {when(j['start_time'])}",
             f"exe: {safe(j['exe']) or 'unknown'}",
             f"log: {e['source']['format']} {e['source']['log_version']} written by "
@@ -325,4 +326,4 @@ def _dxt_table(e: dict):
 def when(ts: float | None) -> str:
     if ts is None:
         return "unknown"
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
