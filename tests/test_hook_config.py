@@ -163,10 +163,10 @@ def test_wrapper_says_when_the_hook_cannot_start_and_still_exits_0(tmp_path):
 
 
 def test_messages_for_syslog_cannot_forge_lines():
-    from advisor.hooks.postjob import printable
+    from advisor.formatting import printable
 
     forged = "job 1: /w/evil\nMar 1 fake: root login\x1b[2J"
-    assert printable(forged) == "job 1: /w/evil\\nMar 1 fake: root login\\x1b[2J"
+    assert printable(forged) == "job 1: /w/evil\\x0aMar 1 fake: root login\\x1b[2J"
 
 
 def test_hook_check_never_runs_a_wrapper_another_user_could_replace(tmp_path):

@@ -58,7 +58,7 @@ def slurm_epilog(config_path: str | None, env: Mapping[str, str]) -> int:
 
 def _report_failure(jobid: str, exc: BaseException) -> None:
     try:
-        from advisor.hooks.postjob import printable
+        from advisor.formatting import printable
 
         message = printable(f"ioadvisor hook: job {jobid}: {type(exc).__name__}: {exc}")
         print(message, file=sys.stderr)

@@ -20,6 +20,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
+from advisor.formatting import printable
 from advisor.hooks import locate, sitelog, writer
 from advisor.hooks.child import ChildResult, run_as_user
 from advisor.hooks.job import JobContext
@@ -113,11 +114,6 @@ def record_outcome(record: dict[str, Any], cfg: HookConfig) -> None:
         if cfg.syslog:
             syslog.openlog("ioadvisor", syslog.LOG_PID, syslog.LOG_USER)
             syslog.syslog(syslog.LOG_WARNING, message)
-
-
-def printable(text: str) -> str:
-    """`text` with control characters escaped: a file name must not forge syslog lines."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def plan(job: JobContext, cfg: HookConfig) -> dict[str, Any]:
