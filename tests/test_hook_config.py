@@ -192,3 +192,22 @@ def test_report_mode_is_validated(tmp_path, mode, ok):
     else:
         with pytest.raises(ConfigError, match="hook.report_mode"):
             load_settings(path)
+
+
+def test_the_hook_plans_a_job_and_honours_the_opt_outs(tmp_path):
+    from advisor.hooks.postjob import base_record, opt_out_reason, plan
+
+    cfg, _ = load_settings(write(tmp_path, f'[hook]\nlog_dir = "{tmp_path}"\nwait_s = 0\n'
+                                           'opt_out_users = ["bob"]\n'))
+    work = tmp_path / "work"
+    work.mkdir()
+    job = JobContext(jobid="41", user="alice", uid=os.getuid(), gid=os.getgid(), workdir=str(work))
+    doc = plan(job, cfg)
+    assert doc["job"]["jobid"] == "41" and doc["logs"] == [] and "opted_out" not in doc
+    (work / cfg.opt_out_marker).touch()
+    assert opt_out_reason(cfg, job) == f"{cfg.opt_out_marker} in the work dir"
+    assert plan(job, cfg)["opted_out"] == f"{cfg.opt_out_marker} in the work dir"
+    bob = JobContext(jobid="42", user="bob", uid=os.getuid(), gid=os.getgid(), workdir=str(tmp_path))
+    assert plan(bob, cfg)["opted_out"] == "user listed in hook.opt_out_users"
+    record = base_record(job)
+    assert (record["jobid"], record["status"], record["lost_s"], record["error"]) == ("41", "error", 0.0, None)

@@ -29,7 +29,8 @@ def modules() -> dict[str, Path]:
 
 
 def _tested_by(tree: ast.AST, fact_modules: dict[str, str]) -> set[str]:
-    """Module names a test file imports (`from p import m` may name module p.m) or whose facts it asks for."""
+    """Module names a test file imports (`from p import m` may name module p.m), runs as `python -m`
+    (runpy.run_module) or whose facts it asks for."""
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -40,6 +41,9 @@ def _tested_by(tree: ast.AST, fact_modules: dict[str, str]) -> set[str]:
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
               and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value in fact_modules):
             found.add(fact_modules[node.args[0].value])
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "run_module"
+              and node.args and isinstance(node.args[0], ast.Constant)):  # runpy: `python -m package`
+            found |= {node.args[0].value, f"{node.args[0].value}.__main__"}
     return found
 
 
