@@ -125,3 +125,16 @@ def test_docs_rules_md_is_current():
     rules = sorted(load_catalogue().rules, key=lambda r: r.code)
     assert docs_page(current, rules) == current, "run `make docs` (ioadvisor rules --write-docs docs/rules.md)"
     assert all(f"# {r.code} " in current for r in rules)
+
+
+def test_docs_rules_md_prose_quotes_the_current_defaults():
+    """The hand-written part above the generated pages names the severity parameters and their defaults."""
+    from advisor.commands.rules import DOCS_MARKER
+    from advisor.engine.significance import HIGH_SHARE, MIN_SHARE, WARN_SHARE
+    from advisor.facts import PARAMS
+
+    prose = (Path(__file__).parents[1] / "docs" / "rules.md").read_text(encoding="utf-8").split(DOCS_MARKER)[0]
+    high, warn, least = (PARAMS[n].default * 100 for n in (HIGH_SHARE, WARN_SHARE, MIN_SHARE))
+    for quoted in (f">= {high:g} % high", f">= {warn:g} % warn", f"below {least:g} % no finding",
+                   f"`{HIGH_SHARE}`", f"`{WARN_SHARE}`", f"`{MIN_SHARE}`"):
+        assert quoted in " ".join(prose.split()), quoted
