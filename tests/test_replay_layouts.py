@@ -11,7 +11,8 @@ import pytest
 from advisor.api import load
 from advisor.replay_plan import build_plan
 from replay import transforms
-from replay.layout import Layout, Unsupported, can_set_layout
+from replay.layout import can_set_layout
+from replay.layout.model import Layout, Unsupported
 from replay.layout import wishes
 from replay.layout.cephfs import CephFS, parse
 from replay.layout.lustre import parse_plain

@@ -134,10 +134,15 @@ def test_stripe_sets_the_layout_of_files_with_data_only():
     assert rows(fixed) == rows(p)
 
 
-@pytest.mark.parametrize("count, size", [(0, MiB), (4, 0)])
+@pytest.mark.parametrize("count, size", [(0, MiB), (-2, MiB), (4, -1)])
 def test_stripe_refuses_an_empty_layout(count, size):
-    with pytest.raises(ValueError, match="count must be non-zero and size positive"):
+    with pytest.raises(ValueError, match="count must be positive or -1"):
         transforms.stripe(plan([(0, WRITE, 0, 0, KiB)]), count, size)
+
+
+def test_stripe_size_zero_keeps_the_file_systems_default():
+    fixed = transforms.stripe(plan([(0, WRITE, 0, 0, KiB)]), 4)
+    assert fixed.files["stripe_count"].tolist() == [4] and fixed.files["stripe_size"].tolist() == [0]
 
 
 # -- layout -------------------------------------------------------------------------------

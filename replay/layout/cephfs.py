@@ -22,7 +22,7 @@ from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
-from replay.layout import Layout, LayoutError, Unsupported
+from replay.layout.model import Layout, LayoutError, Unsupported
 
 FILE_XATTR, DIR_XATTR = "ceph.file.layout", "ceph.dir.layout"
 MIN_STRIPE_UNIT = 64 << 10  # CEPH_MIN_STRIPE_UNIT

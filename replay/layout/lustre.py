@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from replay.layout import Layout, LayoutError, Unsupported
+from replay.layout.model import Layout, LayoutError, Unsupported
 
 TIMEOUT_S = 60
 
