@@ -66,6 +66,7 @@ class Verification:
     np: int | None = None
     nprocs_source: int | None = None
     source: str | None = None
+    layouts: dict[str, Any] | None = None  # layout fixes: {baseline, fixed} as read back after the run
 
     @property
     def measured(self) -> bool:

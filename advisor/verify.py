@@ -27,13 +27,14 @@ from advisor.units import GiB, MiB
 from advisor.verification import Side, Verification, sentence
 from replay import safety, stats
 from replay.launch import LaunchError, LaunchOptions, run_plans
+from replay.layout import LayoutError, Unsupported
+from replay.layout import wishes as layout_wishes
 from replay.plan import Plan
 from replay.reshape import fold
 from replay.transforms import apply_fix
 
 VERIFY_MAX_BYTES = 256 * MiB  # automatic scale of one pass
 VERIFY_MAX_OPS = 200_000
-LAYOUT_FSTYPES = ("lustre",)  # file systems where a stripe layout can be set (lfs setstripe)
 
 
 class ReplayError(AdvisorError):
@@ -119,7 +120,7 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
     room = safety.free_bytes(target_path) - safety.SPACE_MARGIN
     if base.planned_bytes() > room:
         raise ReplayError(_no_room(target_path, base.planned_bytes(), room))
-    variants = [_variant(i, fix, base, fstype, room) for i, fix in enumerate(fixes)]
+    variants = [_variant(i, fix, base, target_path, room) for i, fix in enumerate(fixes)]
     runnable = [v for v in variants if v.plan is not None]
     launch = _Launch(base, target_path, repeat, settings, odirect=odirect, think_time=think_time, keep=keep)
     outcomes = launch.each(runnable) if runnable or not fixes else {}
@@ -135,15 +136,18 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
     return out
 
 
-def _variant(i: int, fix: dict[str, Any], base: Plan, fstype: str, room: int) -> Variant:
+def _variant(i: int, fix: dict[str, Any], base: Plan, target: Path, room: int) -> Variant:
     v = Variant(label=f"fix{i}-{fix.get('transform', '?')}", fix=fix)
-    if fix.get("transform") == "stripe" and fstype not in LAYOUT_FSTYPES:
-        v.reason = f"no stripe layout control on {fstype or 'this file system'}"
-        return v
     try:
-        plan = apply_fix(base, fix)
+        plan = layout_wishes.prepare(apply_fix(base, fix), target)  # layouts as the target can set them
     except ValueError as exc:
         v.reason = f"the fix does not apply to this workload: {exc}"
+        return v
+    except Unsupported as exc:
+        v.reason = str(exc)
+        return v
+    except LayoutError as exc:
+        v.reason = f"its layouts cannot be set on {target}: {exc}"
         return v
     if plan.planned_bytes() > room:
         v.reason = _no_room(None, plan.planned_bytes(), room)
@@ -217,6 +221,10 @@ def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dic
         why = v.reason or f"its replay failed: {outcome or 'no result'}"
         return Verification.not_verifiable(why, **context)
     base, fixed = outcome["runs"]["baseline"], outcome["runs"][v.label]
+    layouts = {"baseline": base.get("layouts"), "fixed": fixed["layouts"]} if fixed.get("layouts") else None
+    if layouts and (missed := layout_wishes.shortfall(fixed["layouts"])):
+        # a layout fix is measured only if the files got the layout: what they got, read back
+        return Verification.not_verifiable(missed, layouts=layouts, cache_policy=outcome["cache_policy"], **context)
     d = stats.log_ratios(_times(base), _times(fixed))
     test = stats.sequential(d, policy, final=True)
     more_s = _more_seconds(test, base, fixed)
@@ -227,7 +235,8 @@ def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dic
         ci95=[_round(x) for x in test.ci] if all(map(math.isfinite, test.ci)) else None,
         pairs=test.pairs, repeat=test.pairs, margin=policy.margin, more_pairs=test.more_pairs,
         more_s=_round(more_s), stop_reason=outcome["stop_reason"], baseline=_side(base), fixed=_side(fixed),
-        min_sample_s=outcome.get("min_sample_s"), cache_policy=outcome["cache_policy"], **context)
+        min_sample_s=outcome.get("min_sample_s"), cache_policy=outcome["cache_policy"], layouts=layouts,
+        **context)
 
 
 def _more_seconds(test: stats.Decision, base: dict[str, Any], fixed: dict[str, Any]) -> float | None:

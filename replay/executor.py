@@ -24,7 +24,6 @@ import math
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,6 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from replay import stats
+from replay.layout import LayoutError
+from replay.layout import wishes as layout_wishes
 from replay.plan import Plan, plan_info
 from replay.rank import BUFFER_CAP, Buffer, RankRunner, file_path
 from replay.record import reduce_record
@@ -93,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         comm.Abort(4)
         return 4
+    except Exception as exc:  # a bug of ours: abort, or the other ranks wait in a collective forever
+        sys.stderr.write(f"replay: rank {comm.rank}: internal error: {type(exc).__name__}: {exc}\n")
+        sys.stderr.flush()
+        comm.Abort(5)
+        return 5
     if comm.rank == 0:
         out = Path(args.out)
         tmp = out.with_suffix(".tmp")
@@ -124,6 +130,7 @@ class Session:
         self.started = time.monotonic()
         self.cache = "none"
         self.last_record = None
+        self.layouts: dict[str, dict | None] = {}
         from mpi4py import MPI
 
         node = comm.Split_type(MPI.COMM_TYPE_SHARED)
@@ -186,7 +193,8 @@ class Session:
             "budget": {"seconds": _finite(args.budget_s), "bytes": _finite(args.budget_bytes)},
             "variants": [{"label": label, "plan": self.plans[v].summary(), "passes": passes[v],
                           "warmup_s": warmups[v], "runs": samples[v], "stopped_at": schedule.stopped_at[v],
-                          "record": records[label]} for v, label in enumerate(self.labels)],
+                          "record": records[label], "layouts": self.layouts.get(label)}
+                         for v, label in enumerate(self.labels)],
         }
 
     def _warm_up(self) -> tuple[list[float], dict[str, dict]]:
@@ -222,6 +230,8 @@ class Session:
                 runner = RankRunner(self.comm, plan, rundir, odirect=self.args.odirect,
                                     think_time=self.args.think_time, buffer=self.buffer, hints=plan.hints)
                 took, per_phase = runner.run(info["nphases"])
+                if keep_record:  # the warm-up: the layouts its files got, read before they go
+                    self.layouts[self.labels[v]] = self._read_layouts(plan, rundir)
             finally:
                 self._cleanup(rundir)
             elapsed, phases = elapsed + took, phases + per_phase
@@ -286,20 +296,21 @@ class Session:
 
     @staticmethod
     def _layouts(plan: Plan, rundir: Path, dirs: np.ndarray) -> None:
-        """Create the files that have a layout wish with `lfs setstripe` (Lustre only)."""
-        count, size = np.asarray(plan.files["stripe_count"]), np.asarray(plan.files["stripe_size"])
-        wished = np.flatnonzero(count != 0).tolist()
-        if not wished:
-            return
-        lfs = shutil.which("lfs")
-        if lfs is None:
-            raise ReplayFailed("the plan asks for stripe layouts but 'lfs' is not available here")
-        for fid in wished:
-            cmd = [lfs, "setstripe", "-c", str(int(count[fid])), "-S", str(int(size[fid])),
-                   file_path(rundir, dirs, fid)]
-            done = subprocess.run(cmd, capture_output=True, text=True)
-            if done.returncode != 0:
-                raise ReplayFailed(f"lfs setstripe failed: {(done.stderr or done.stdout).strip()[:200]}")
+        """Set the plan's layout wishes (directory defaults, files created with theirs)."""
+        try:
+            layout_wishes.apply(plan, rundir, dirs)
+        except LayoutError as exc:
+            raise ReplayFailed(str(exc)) from None
+
+    def _read_layouts(self, plan: Plan, rundir: Path) -> dict | None:
+        """Rank 0: the layouts the run's files got (after the run, before the cleanup)."""
+        self.comm.Barrier()  # every rank has closed its files
+        if self.comm.rank != 0:
+            return None
+        try:
+            return layout_wishes.read_back(plan, rundir, np.asarray(plan.files["dir"]))
+        except LayoutError as exc:
+            return {"error": str(exc)}
 
     def _prefill(self, path: str, size: int) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)

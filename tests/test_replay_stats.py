@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from advisor.verification import Side, Verification, sentence
 from replay import stats
+from replay.executor import _evict, parse_args
+from replay.launch import LaunchOptions
 from replay.sampling import MAX_PASSES, STOP_DECIDED, STOP_MAX_PAIRS, STOP_REPEAT, Budget, Schedule, passes_for
 
 # Student's t quantiles from the tables (scipy.stats.t.ppf), to 1e-6
@@ -165,3 +167,23 @@ def test_verification_round_trip_and_legacy_verdicts():
     assert old.verdict == "inconclusive" and old.detail == "r"
     assert Verification.from_dict({"verdict": "maybe"}) is None and Verification.from_dict("x") is None
     assert Verification.not_verifiable("no room").reason == "not verifiable: no room"
+
+
+# -- the launcher and the executor agree on the options -----------------------------------------
+def test_launch_options_reach_the_executor_unchanged():
+    opts = LaunchOptions(np=2, repeat=3, cache="evict", odirect=True, min_sample_s=0.75,
+                         policy=stats.Policy(margin=0.1, min_pairs=4, max_pairs=12), budget_s=90.0,
+                         budget_bytes=5e9)
+    args = parse_args([*opts.executor_args(), "--plan", "p", "--scratch", "s", "--out", "o"])
+    assert (args.repeat, args.cache, args.odirect, args.min_sample_s) == (3, "evict", True, 0.75)
+    assert (args.adaptive, args.margin, args.min_pairs, args.max_pairs) == (True, 0.1, 4, 12)
+    assert (args.budget_s, args.budget_bytes) == (90.0, 5e9)
+    plain = parse_args([*LaunchOptions(np=1).executor_args(), "--plan", "p", "--scratch", "s", "--out", "o"])
+    assert not plain.adaptive and math.isinf(plain.budget_s) and plain.min_sample_s == 0.0
+
+
+def test_evict_writes_a_file_back_and_keeps_its_data(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 65536)
+    _evict(str(path))
+    assert path.read_bytes() == b"x" * 65536

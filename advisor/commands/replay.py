@@ -144,7 +144,7 @@ def _runs(variant: dict) -> dict:
     return {"runs_s": [r["time_s"] for r in variant["runs"]], "passes": variant["passes"],
             "bytes_read": first["bytes_read"], "bytes_written": first["bytes_written"],
             "data_ops": first["data_ops"], "phases": first["phases"],
-            "record_totals": variant["record"]["totals"]}
+            "record_totals": variant["record"]["totals"], "layouts": variant.get("layouts")}
 
 
 def _emit(doc: dict, json_out: str | None, printer) -> None:
@@ -160,7 +160,7 @@ def _print_plan(doc: dict) -> None:
     from advisor.report.terminal import console
 
     p, out = doc["plan"], console()
-    out.print(f"[bold]replay plan[/] of {doc['input']}: source {p['source']}, scale {p['scale']:g}, "
+    out.print(f"[bold]replay plan[/] of {_shown(doc['input'])}: source {p['source']}, scale {p['scale']:g}, "
               f"{p['np']} ranks (job: {p['nprocs_source']})")
     out.print(f"  {p['nfiles']} files ({p['shared_files']} shared) in {p['directories']} directories, "
               f"{p['phases']} phases")
@@ -168,20 +168,18 @@ def _print_plan(doc: dict) -> None:
     out.print(f"  bytes: read {_mib(p['bytes_read'])}, written {_mib(p['bytes_written'])}; "
               f"needs {_mib(p['planned_bytes'])} on the target")
     for note in p.get("notes", []):
-        out.print(f"  note: {note}")
+        out.print(f"  note: {_shown(note)}")
 
 
 def _print_result(doc: dict) -> None:
-    from rich.markup import escape
-
     from advisor.report.terminal import console
 
     out = console()
-    out.print(f"[bold]replay[/] of {escape(doc['input'])} on {escape(doc['target'])} "
-              f"({doc['fstype'] or 'unknown fs'}): source {doc['source']}, scale {doc['scale']:g}, "
+    out.print(f"[bold]replay[/] of {_shown(doc['input'])} on {_shown(doc['target'])} "
+              f"({_shown(doc['fstype'] or 'unknown fs')}): source {doc['source']}, scale {doc['scale']:g}, "
               f"{doc['np']} ranks (job: {doc['nprocs_source']}), {doc['repeat']} rounds")
     if doc["cache_policy"]:
-        out.print(f"  cache: {doc['cache_policy']}")
+        out.print(f"  cache: {_shown(doc['cache_policy'])}")
     b = doc["baseline"]
     if b:
         times = sorted(b["runs_s"])
@@ -190,14 +188,56 @@ def _print_result(doc: dict) -> None:
         out.print(f"  recorded workload: median {med:.3f} s per pass ({b['passes']} per sample), "
                   f"{moved / (1 << 20) / med:,.0f} MiB/s ({b['data_ops']:,} requests, {_mib(moved)})")
         out.print(f"  fidelity: worst per-file deviation from the source {doc['fidelity']['worst_error']:.2%}")
+        if b.get("layouts"):
+            out.print(f"  layouts: {_shown(layouts_text(b['layouts']))}")
     for v in doc["verifications"]:
         who = ", ".join(v.get("proposed_by", [])) or "fix"
         color = {"improved": "green", "regressed": "red", "equivalent": "cyan"}.get(v["verdict"], "yellow")
-        out.print(f"  {who}: {v['fix'].get('transform')}: [{color}]{escape(v['reason'])}[/]")
+        out.print(f"  {who}: {v['fix'].get('transform')}: [{color}]{_shown(v['reason'])}[/]")
         if v["baseline"] and v["fixed"]:
             out.print(f"    time per pass {_side(v['baseline'])} -> {_side(v['fixed'])}")
+        if v.get("layouts"):
+            out.print(f"    layouts read back: {_shown(layouts_text(v['layouts']['fixed']))}")
     if doc.get("scratch_kept"):
-        out.print(f"  scratch kept: {doc['scratch_kept']}")
+        out.print(f"  scratch kept: {_shown(doc['scratch_kept'])}")
+
+
+def _shown(text) -> str:
+    """A path, file system or reason as rich markup prints it: control characters escaped
+    (advisor.formatting.printable), brackets not taken for markup."""
+    from rich.markup import escape
+
+    from advisor.formatting import printable
+
+    return escape(printable(text))
+
+
+def layouts_text(readback: dict) -> str:
+    """'4 files: 4 stripes of 4 MiB, 4 MiB objects, pool cephfs_data (OSDs 0, 1, 2, 3)'."""
+    if readback.get("error"):
+        return f"not read back ({readback['error']})"
+    parts = []
+    for group in readback["layouts"]:
+        lay, what = group["layout"], []
+        what.append(f"{lay['stripe_count']} stripe{'s' if lay['stripe_count'] != 1 else ''}"
+                    + (f" of {_size(lay['stripe_size'])}" if lay.get("stripe_size") else ""))
+        if lay.get("object_size"):
+            what.append(f"{_size(lay['object_size'])} objects")
+        if lay.get("pool"):
+            what.append(f"pool {lay['pool']}")
+        if lay.get("targets"):
+            what.append(f"{'OSDs' if readback['fstype'] != 'lustre' else 'OSTs'} "
+                        f"{', '.join(map(str, lay['targets']))}")
+        parts.append(f"{group['files']} file{'s' if group['files'] != 1 else ''}: {', '.join(what)}")
+    if readback["wished"]:
+        parts.append(f"{readback['matched']} of {readback['wished']} as asked")
+    return "; ".join(parts) or "no files left to read"
+
+
+def _size(n: int) -> str:
+    from advisor.formatting import fmt_bytes
+
+    return fmt_bytes(n)
 
 
 def _side(side: dict) -> str:
