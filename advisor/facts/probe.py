@@ -17,7 +17,7 @@ def _probe(ctx: FactContext) -> dict[str, Any]:
     return ctx.profile.settings["probe"]
 
 
-@fact("probe_slow_targets", "list", "Storage targets the probe found slow_ost_factor times slower than the typical one.")
+@fact("probe_slow_targets", "list", "Targets the probe found slow_ost_factor times slower than the typical one.")
 def probe_slow_targets(ctx: FactContext) -> list[int]:
     return list(_probe(ctx)["slow"])
 
@@ -70,7 +70,7 @@ def probe_healthy_targets(ctx: FactContext) -> list[int]:
     return [t["id"] for t in doc["targets"] if t["id"] not in doc["slow"]]
 
 
-@fact("probe_avoid_pool", "text", "CephFS: the widest data pool of the file system without the slow OSDs ('' if none).")
+@fact("probe_avoid_pool", "text", "CephFS: the widest data pool without the slow OSDs ('' if none).")
 def probe_avoid_pool(ctx: FactContext) -> str:
     return (_probe(ctx).get("avoid") or {}).get("pool", "")
 
