@@ -17,7 +17,7 @@ MiB = 1 << 20
 @click.command(name="probe")
 @click.option("--target", required=True, type=click.Path(file_okay=False),
               help="A directory on the file system to probe (files only in a scratch directory inside).")
-@click.option("--json", "json_out", metavar="FILE|-", default=None, help="Write the probe result as JSON ('-': stdout).")
+@click.option("--json", "json_out", metavar="FILE|-", default=None, help="Write the result as JSON ('-': stdout).")
 @click.option("--snapshot", "snapshot_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write a node snapshot (as `ioadvisor collect`) holding the probe, for `ioadvisor diagnose`.")
 @click.option("--size", "size_mib", type=click.IntRange(1, 4096), default=16, show_default=True,

@@ -75,7 +75,7 @@ def probe_avoid_pool(ctx: FactContext) -> str:
     return (_probe(ctx).get("avoid") or {}).get("pool", "")
 
 
-@fact("probe_lustre_fsname", "text", "Lustre: the file system name (from the mount's source, MGS:/fsname); '' elsewhere.")
+@fact("probe_lustre_fsname", "text", "Lustre: the file system name (the mount source's MGS:/fsname); '' elsewhere.")
 def probe_lustre_fsname(ctx: FactContext) -> str:
     doc = _probe(ctx)
     if doc["fstype"] != "lustre":
