@@ -142,6 +142,7 @@ def _run(base: Plan, variants: list[Variant], target: Path, repeat: int, odirect
     except LaunchError as exc:
         raise ReplayError(f"replay on {target} failed: {exc}") from None
     runs = {v["label"]: v for v in result["variants"]}
+    layout_wishes.annotate([v.get("layouts") for v in result["variants"]], target)  # the pools' OSDs
     return {"baseline": runs["baseline"], "runs": runs, "cache_policy": result["cache_policy"],
             "scratch": kept, "launcher": result["launcher"]}
 

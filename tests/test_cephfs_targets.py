@@ -75,7 +75,7 @@ def test_probe_names_the_throttled_osd_and_diagnose_reports_it(cephfs, slow_osd,
 
 def test_avoiding_the_throttled_osd_is_verified_as_improved(cephfs, slow_osd):
     target = _dir(cephfs, "avoid")
-    out = _run(cephfs, "replay", FPP_1M, "--target", str(target), "--fix", "avoid-targets", "--repeat", "5",
+    out = _run(cephfs, "replay", FPP_1M, "--target", str(target), "--fix", "avoid-targets", "--repeat", "4",
                "--json", "-")
     doc = json.loads(out.stdout)
     assert doc["probe"]["slow"] == [slow_osd]
