@@ -81,9 +81,10 @@ def verify_findings(profile: JobProfile, diagnosis: Diagnosis, target: Path, rep
         done = measure(profile, list(fixes.values()), target, repeat=repeat, np=np, scale=scale,
                        settings=settings, **options)
         by_key = {fix_key(fix): v for fix, v in zip(fixes.values(), done.verifications)}
+    except InputError as exc:  # a target refused, or no workload to replay (a node snapshot)
+        by_key = {key: Verification.not_verifiable(exc.reason, target=str(target)) for key in fixes}
     except AdvisorError as exc:
-        why = str(exc)
-        by_key = {key: Verification.not_verifiable(why, target=str(target)) for key in fixes}
+        by_key = {key: Verification.not_verifiable(str(exc), target=str(target)) for key in fixes}
     for finding in diagnosis.findings:
         if finding.fix:
             finding.verification = by_key[fix_key(finding.fix)]
