@@ -146,8 +146,6 @@ def _probe_for(fixes: list[dict], proposers: dict[str, list[str]], target: Path,
     return doc
 
 
-def _document(path: str, profile, result: dict, proposers: dict[str, list[str]]) -> dict:
-    from advisor.replay_plan.fidelity import compare
 def _document(path: str, profile, result, proposers: dict[str, list[str]]) -> dict:
     from advisor.fixes import fix_key
     from advisor.replay_plan.fidelity import compare
