@@ -164,3 +164,10 @@ def test_no_runtime_warning_reaches_stderr(tmp_path):
                               *map(str, inputs)], capture_output=True, text=True, timeout=300)
         assert "Warning" not in out.stderr and "internal error" not in out.stderr, out.stderr
         assert out.returncode == 2 and len(out.stderr.splitlines()) == 2, out.stderr  # the CSV is usable
+
+
+def test_a_400_digit_size_in_ior_text_is_refused_naming_it(tmp_path):
+    """float() made it infinity, and int() of that an OverflowError in the parsing child (exit 3)."""
+    path = _edited(tmp_path, DATA / "ior" / "ior_2.10_two_tests.txt", r"(xfersize += )\d+", r"\g<1>" + "9" * 400)
+    with pytest.raises(InputError, match="implausible test 0 transfer size an integer of 4"):
+        load_profile(path)
