@@ -160,7 +160,7 @@ def describe(fix: dict[str, Any]) -> str:
         case "aggregate":
             return f"aggregate I/O through {_count(fix.get('aggregators'), 'rank')}"
         case "stripe":
-            return f"stripe over {_count(fix.get('count'), 'OST')} in {_size(fix.get('size'))} stripes"
+            return _stripe_text(fix)
         case "fsync" if fix.get("mode") == "at-close":
             return "fsync once at close"
         case "align":
@@ -171,6 +171,15 @@ def describe(fix: dict[str, Any]) -> str:
             return "access files sequentially"
     params = ", ".join(f"{k}={v}" for k, v in sorted(fix.items()) if k != "transform")
     return f"{fix.get('transform')} ({params})" if params else str(fix.get("transform"))
+
+
+def _stripe_text(fix: dict[str, Any]) -> str:
+    """'stripe over 4 OSTs in 1 MiB stripes', as the directory's default when its scope is dir."""
+    count = fix.get("count")
+    text = "stripe over all OSTs" if count == -1 else f"stripe over {_count(count, 'OST')}"
+    if fix.get("size"):
+        text += f" in {_size(fix.get('size'))} stripes"
+    return f"set the directory's default layout: {text}" if fix.get("scope") == "dir" else text
 
 
 def _size(n: Any) -> str:

@@ -8,7 +8,8 @@ Kept free of heavy imports so that `show`, the hook and fleet workers stay quick
 from __future__ import annotations
 
 import shlex
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from advisor.units import MiB
 

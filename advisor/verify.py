@@ -22,13 +22,14 @@ from advisor.replay_plan import build_plan
 from advisor.units import MiB
 from replay import safety, stats
 from replay.launch import LaunchError, LaunchOptions, run_plans
+from replay.layout import LayoutError
+from replay.layout import wishes as layout_wishes
 from replay.plan import Plan
 from replay.reshape import fold
 from replay.transforms import apply_fix
 
 VERIFY_MAX_BYTES = 256 * MiB  # automatic scale: every variant runs `repeat` times
 VERIFY_MAX_OPS = 200_000
-LAYOUT_FSTYPES = ("lustre",)  # file systems where a stripe layout can be set (lfs setstripe)
 
 
 class ReplayError(AdvisorError):
@@ -89,7 +90,7 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
         raise InputError(str(target), str(exc).split(": ", 1)[-1]) from None
     fstype = safety.fstype_of(target_path)
     base = base or replay_plan(profile, np=np, scale=scale, think_time=think_time, source=source)
-    variants = [_variant(i, fix, base, fstype) for i, fix in enumerate(fixes)]
+    variants = [_variant(i, fix, base, target_path) for i, fix in enumerate(fixes)]
     runnable = [v for v in variants if v.plan is not None]
     context = {"repeat": repeat, "target": str(target_path), "fstype": fstype,
                "scale": base.meta.get("scale", 1.0), "np": base.nranks,
@@ -103,15 +104,14 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
             "launcher": outcome["launcher"] if outcome else None}
 
 
-def _variant(i: int, fix: dict[str, Any], base: Plan, fstype: str) -> Variant:
+def _variant(i: int, fix: dict[str, Any], base: Plan, target: Path) -> Variant:
     v = Variant(label=f"fix{i}-{fix.get('transform', '?')}", fix=fix)
-    if fix.get("transform") == "stripe" and fstype not in LAYOUT_FSTYPES:
-        v.reason = f"not verifiable on {fstype or 'this file system'}: no stripe layout control"
-        return v
     try:
-        v.plan = apply_fix(base, fix)
+        v.plan = layout_wishes.prepare(apply_fix(base, fix), target)  # layouts as the target can set them
     except ValueError as exc:
         v.reason = f"not verifiable for this workload: {exc}"
+    except LayoutError as exc:
+        v.reason = str(exc) if str(exc).startswith("not verifiable") else f"not verifiable on {target}: {exc}"
     return v
 
 
@@ -145,6 +145,12 @@ def _verification(v: Variant, outcome: dict[str, Any] | None, context: dict[str,
                    cache_policy=outcome["cache_policy"] if outcome else None)
         return doc
     base, fixed = outcome["baseline"], outcome["runs"][v.label]
+    if fixed.get("layouts"):  # what the files got, read back: a layout fix is measured only if they got it
+        doc["layouts"] = {"baseline": base.get("layouts"), "fixed": fixed["layouts"]}
+        if missed := layout_wishes.shortfall(fixed["layouts"]):
+            doc.update(verdict=stats.NOT_VERIFIABLE, speedup=None, ci95=None, reason=f"not verifiable: {missed}",
+                       cache_policy=outcome["cache_policy"])
+            return doc
     cmp = stats.compare(_times(base), _times(fixed))
     doc.update(verdict=cmp.verdict, speedup=_round(cmp.speedup), ci95=[_round(x) for x in cmp.ci95],
                baseline=_side(base), fixed=_side(fixed), cache_policy=outcome["cache_policy"],

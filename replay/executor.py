@@ -16,12 +16,13 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from replay.layout import LayoutError
+from replay.layout import wishes as layout_wishes
 from replay.plan import Plan, plan_info
 from replay.rank import BUFFER_CAP, Buffer, RankRunner, file_path
 from replay.record import reduce_record
@@ -72,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         comm.Abort(4)
         return 4
+    except Exception as exc:  # a bug of ours: abort, or the other ranks wait in a collective forever
+        sys.stderr.write(f"replay: rank {comm.rank}: internal error: {type(exc).__name__}: {exc}\n")
+        sys.stderr.flush()
+        comm.Abort(5)
+        return 5
     if comm.rank == 0:
         out = Path(args.out)
         tmp = out.with_suffix(".tmp")
@@ -122,6 +128,7 @@ class Session:
     def run(self) -> dict:
         runs = {label: [] for label in self.labels}
         records: dict[str, dict] = {}
+        layouts: dict[str, dict | None] = {}
         policy = self._cache_policy()
         for i in range(max(self.args.repeat, 1)):
             for v, (label, plan, info) in enumerate(zip(self.labels, self.plans, self.infos)):
@@ -134,6 +141,8 @@ class Session:
                                         think_time=self.args.think_time, buffer=self.buffer,
                                         hints=plan.hints)
                     elapsed, phases = runner.run(info["nphases"])
+                    if i == 0:
+                        layouts[label] = self._read_layouts(plan, rundir)
                 finally:
                     self._cleanup(rundir)
                 runs[label].append(self._run_entry(elapsed, phases, runner))
@@ -149,7 +158,8 @@ class Session:
             "nranks": self.comm.size, "nnodes": self.nnodes, "repeat": self.args.repeat,
             "cache_policy": policy, "odirect": self.args.odirect, "think_time": self.args.think_time,
             "variants": [{"label": label, "plan": self.plans[v].summary(), "runs": runs[label],
-                          "record": records[label]} for v, label in enumerate(self.labels)],
+                          "record": records[label], "layouts": layouts.get(label)}
+                         for v, label in enumerate(self.labels)],
         }
 
     def _cache_policy(self) -> str:
@@ -187,20 +197,21 @@ class Session:
 
     @staticmethod
     def _layouts(plan: Plan, rundir: Path, dirs: np.ndarray) -> None:
-        """Create the files that have a layout wish with `lfs setstripe` (Lustre only)."""
-        count, size = np.asarray(plan.files["stripe_count"]), np.asarray(plan.files["stripe_size"])
-        wished = np.flatnonzero(count != 0).tolist()
-        if not wished:
-            return
-        lfs = shutil.which("lfs")
-        if lfs is None:
-            raise ReplayFailed("the plan asks for stripe layouts but 'lfs' is not available here")
-        for fid in wished:
-            cmd = [lfs, "setstripe", "-c", str(int(count[fid])), "-S", str(int(size[fid])),
-                   file_path(rundir, dirs, fid)]
-            done = subprocess.run(cmd, capture_output=True, text=True)
-            if done.returncode != 0:
-                raise ReplayFailed(f"lfs setstripe failed: {(done.stderr or done.stdout).strip()[:200]}")
+        """Set the plan's layout wishes (directory defaults, files created with theirs)."""
+        try:
+            layout_wishes.apply(plan, rundir, dirs)
+        except LayoutError as exc:
+            raise ReplayFailed(str(exc)) from None
+
+    def _read_layouts(self, plan: Plan, rundir: Path) -> dict | None:
+        """Rank 0: the layouts the run's files got (after the run, before the cleanup)."""
+        self.comm.Barrier()  # every rank has closed its files
+        if self.comm.rank != 0:
+            return None
+        try:
+            return layout_wishes.read_back(plan, rundir, np.asarray(plan.files["dir"]))
+        except LayoutError as exc:
+            return {"error": str(exc)}
 
     def _prefill(self, path: str, size: int) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)

@@ -47,7 +47,8 @@ def test_hostile_file_and_directory_names_from_a_snapshot_stay_quoted():
     assert [_shell_words(c) for c in lus004] == [["lfs", "getstripe", "-d", HOSTILE],
                                                  ["lfs", "setstripe", "-c", "8", HOSTILE]]
     values = {"layout_mismatch_paths": [HOSTILE, "/lus/b"], "layout_mismatch_dirs": [
-        {"path": HOSTILE, "want_count": 4, "want_size": 4 << 20}, {"path": "/lus/b", "want_count": 2, "want_size": 1 << 20}]}
+        {"path": HOSTILE, "want_count": 4, "want_size": 4 << 20},
+        {"path": "/lus/b", "want_count": 2, "want_size": 1 << 20}]}
     get, put = _commands("CLI004", values)[:2]
     assert _shell_words(get) == ["lfs", "getstripe", "-d", HOSTILE, "/lus/b"]
     assert _shell_words(put) == ["lfs", "setstripe", "-c", "4", "-S", "4M", HOSTILE, ";",
@@ -109,7 +110,8 @@ def test_an_ior_test_label_cannot_break_out_of_a_shell_comment():
 
 def test_small_shared_writes_say_what_they_cost_on_the_file_system_they_hit():
     """IO003 blames Lustre extent locks only where they exist: Lustre, ranks on several nodes."""
-    demo = {f.code: f for f in diagnose(api.load(REPO / "traces" / "ior-small-shared-4k.darshan"), SiteConfig()).findings}
+    demo_log = api.load(REPO / "traces" / "ior-small-shared-4k.darshan")
+    demo = {f.code: f for f in diagnose(demo_log, SiteConfig()).findings}
     assert demo["IO003"].evidence["small_shared_write_fstype"] == "ext4"
     assert "request of its own to ext4" in demo["IO003"].message and "extent locks" not in demo["IO003"].message
     # E3SM-IO wrote /projects/..., a symbolic link into Lustre: the LUSTRE records say so, not the mount table

@@ -135,7 +135,7 @@ def _runs(variant: dict) -> dict:
     first = variant["runs"][0]
     return {"runs_s": times, "bytes_read": first["bytes_read"], "bytes_written": first["bytes_written"],
             "data_ops": first["data_ops"], "phases": first["phases"],
-            "record_totals": variant["record"]["totals"]}
+            "record_totals": variant["record"]["totals"], "layouts": variant.get("layouts")}
 
 
 def _emit(doc: dict, json_out: str | None, printer) -> None:
@@ -180,16 +180,22 @@ def _print_result(doc: dict) -> None:
         out.print(f"  recorded workload: median {med:.3f} s, {moved / (1 << 20) / med:,.0f} MiB/s "
                   f"({b['data_ops']:,} requests, {_mib(moved)})")
         out.print(f"  fidelity: worst per-file deviation from the source {doc['fidelity']['worst_error']:.2%}")
+        if b.get("layouts"):
+            out.print(f"  layouts: {_shown(layouts_text(b['layouts']))}")
     for v in doc["verifications"]:
         who = ", ".join(v.get("proposed_by", [])) or "fix"
         label = f"{who}: {v['fix'].get('transform')}"
         if v["verdict"] == "not-verifiable":
             out.print(f"  {label}: [yellow]not verifiable[/] ({_shown(v['reason'])})")
+            if v.get("layouts"):
+                out.print(f"    layouts read back: {_shown(layouts_text(v['layouts']['fixed']))}")
             continue
         color = {"improved": "green", "regressed": "red"}.get(v["verdict"], "yellow")
         out.print(f"  {label}: [{color}]{v['verdict']}[/] speedup {v['speedup']:.2f}x "
                   f"(95% CI {v['ci95'][0]:.2f}-{v['ci95'][1]:.2f}); median {v['baseline']['median_s']:.3f} s "
                   f"-> {v['fixed']['median_s']:.3f} s")
+        if v.get("layouts"):
+            out.print(f"    layouts read back: {_shown(layouts_text(v['layouts']['fixed']))}")
     if doc.get("scratch_kept"):
         out.print(f"  scratch kept: {_shown(doc['scratch_kept'])}")
 
@@ -202,6 +208,34 @@ def _shown(text) -> str:
     from advisor.formatting import printable
 
     return escape(printable(text))
+
+
+def layouts_text(readback: dict) -> str:
+    """'4 files: 4 stripes of 4 MiB, 4 MiB objects, pool cephfs_data (OSDs 0, 1, 2, 3)'."""
+    if readback.get("error"):
+        return f"not read back ({readback['error']})"
+    parts = []
+    for group in readback["layouts"]:
+        lay, what = group["layout"], []
+        what.append(f"{lay['stripe_count']} stripe{'s' if lay['stripe_count'] != 1 else ''}"
+                    + (f" of {_size(lay['stripe_size'])}" if lay.get("stripe_size") else ""))
+        if lay.get("object_size"):
+            what.append(f"{_size(lay['object_size'])} objects")
+        if lay.get("pool"):
+            what.append(f"pool {lay['pool']}")
+        if lay.get("targets"):
+            what.append(f"{'OSDs' if readback['fstype'] != 'lustre' else 'OSTs'} "
+                        f"{', '.join(map(str, lay['targets']))}")
+        parts.append(f"{group['files']} file{'s' if group['files'] != 1 else ''}: {', '.join(what)}")
+    if readback["wished"]:
+        parts.append(f"{readback['matched']} of {readback['wished']} as asked")
+    return "; ".join(parts) or "no files left to read"
+
+
+def _size(n: int) -> str:
+    from advisor.formatting import fmt_bytes
+
+    return fmt_bytes(n)
 
 
 def _mib(n: int) -> str:

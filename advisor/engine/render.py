@@ -8,6 +8,7 @@ are kept across runs in Jinja2's own bytecode cache, in the per-user cache direc
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from functools import lru_cache, partial
 from pathlib import Path
@@ -56,10 +57,8 @@ def _bytecode_cache(jinja2_version: str):
                 bucket.reset()
 
         def dump_bytecode(self, bucket) -> None:
-            try:
+            with contextlib.suppress(OSError):
                 super().dump_bytecode(bucket)
-            except OSError:
-                pass
 
     folder = cache.private_dir("templates", cache.digest(Path(__file__).read_bytes(), jinja2_version))
     return QuietCache(str(folder)) if folder else None

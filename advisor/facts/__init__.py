@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from advisor.config import SiteConfig
 from advisor.expectation import JobExpectation
@@ -40,7 +41,7 @@ class Fact:
     name: str
     unit: str  # "s", "bytes", "ops", "ratio", "count", "bool", "list", "record" ...
     doc: str
-    compute: Callable[["FactContext"], Any]
+    compute: Callable[[FactContext], Any]
     module: str
 
 
@@ -61,7 +62,7 @@ _LOADED = False
 def fact(name: str, unit: str, doc: str):
     """Register `fn(ctx)` as the fact `name`."""
 
-    def register(fn: Callable[["FactContext"], Any]) -> Callable[["FactContext"], Any]:
+    def register(fn: Callable[[FactContext], Any]) -> Callable[[FactContext], Any]:
         if name in FACTS and FACTS[name].compute is not fn:
             raise ValueError(f"fact {name!r} registered twice ({FACTS[name].module}, {fn.__module__})")
         FACTS[name] = Fact(name, unit, doc, fn, fn.__module__)

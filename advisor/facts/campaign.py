@@ -11,7 +11,8 @@ OST_DROP = param("campaign_ost_drop", 0.10, "a drop this large where clients sta
 COLLAPSE = param("campaign_collapse", 0.20, "the largest scale losing this much against the one before is a collapse")
 RW_GAP = param("campaign_rw_gap", 1.30, "read/write (or write/read) ratio reported as a gap")
 REGRESSION = param("campaign_regression", 0.10, "a drop this large against the baseline is a regression")
-FLAT = param("campaign_flat", 1.30, "a curve whose best point is less than this times its first, over 4x the tasks, is flat")
+FLAT = param("campaign_flat", 1.30,
+             "a curve whose best point is less than this times its first, over 4x the tasks, is flat")
 
 
 def _campaign(ctx: FactContext) -> Campaign:
@@ -88,9 +89,9 @@ def campaign_rw_gaps(ctx: FactContext) -> list[dict]:
         tasks, ratio = max(ratios, key=lambda tr: max(tr[1], 1 / tr[1]))
         if max(ratio, 1 / ratio) >= ctx.param(RW_GAP):
             last_tasks, last_ratio = ratios[-1]
-            out.append({"curve": write.label.replace(" · write", ""), "tasks": tasks, "read_over_write": round(ratio, 3),
-                        "faster": "read" if ratio > 1 else "write", "last_tasks": last_tasks,
-                        "last_read_over_write": round(last_ratio, 3)})
+            out.append({"curve": write.label.replace(" · write", ""), "tasks": tasks,
+                        "read_over_write": round(ratio, 3), "faster": "read" if ratio > 1 else "write",
+                        "last_tasks": last_tasks, "last_read_over_write": round(last_ratio, 3)})
     return out
 
 

@@ -95,7 +95,8 @@ def mpiio_time_s(ctx: FactContext) -> float:
 @fact("mpiio_indep_time_s", "s", "Seconds per process of independent MPI-IO on shared files (op-weighted).")
 def mpiio_indep_time_s(ctx: FactContext) -> float:
     rec = records(ctx, "MPI-IO")
-    ops = sum(col(rec, n) for n in ("INDEP_READS", "INDEP_WRITES", "COLL_READS", "COLL_WRITES", "NB_READS", "NB_WRITES"))
+    ops = sum(col(rec, n) for n in ("INDEP_READS", "INDEP_WRITES", "COLL_READS", "COLL_WRITES",
+                                    "NB_READS", "NB_WRITES"))
     indep = col(rec, "INDEP_READS") + col(rec, "INDEP_WRITES")
     seconds = col(rec, "F_READ_TIME") + col(rec, "F_WRITE_TIME")
     share = indep / ops.clip(min=1)

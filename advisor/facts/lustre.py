@@ -17,7 +17,8 @@ from advisor.facts._darshan import darshan_like, data_files, nprocs
 from advisor.units import GiB, MiB
 
 BIG_SHARED = param("big_shared_file_bytes", 1 * GiB, "a shared file this large deserves more than one stripe")
-BIG_FILE = param("inherit_file_bytes", 1 * GiB, "files this large in one directory, all on one stripe, suggest a lost default layout")
+BIG_FILE = param("inherit_file_bytes", 1 * GiB,
+                 "files this large in one directory, all on one stripe, suggest a lost default layout")
 
 
 def layouts(ctx: FactContext) -> list:
@@ -35,7 +36,8 @@ def layouts(ctx: FactContext) -> list:
     raise Missing("no LUSTRE records in the log")
 
 
-@fact("fs_osts", "count", "OSTs of the file system: [system] osts, else the highest OST index seen + 1 (a lower bound).")
+@fact("fs_osts", "count",
+      "OSTs of the file system: [system] osts, else the highest OST index seen + 1 (a lower bound).")
 def fs_osts(ctx: FactContext) -> int:
     if ctx.config.system.osts:
         return int(ctx.config.system.osts)
@@ -60,7 +62,8 @@ def lustre_bytes(ctx: FactContext) -> int:
     return int(sum(f.bytes for f in layouts(ctx)))
 
 
-@fact("ost_bytes_imbalance", "ratio", "Bytes on the busiest OST / mean bytes per used OST (stripes share a file's bytes evenly).")
+@fact("ost_bytes_imbalance", "ratio",
+      "Bytes on the busiest OST / mean bytes per used OST (stripes share a file's bytes evenly).")
 def ost_bytes_imbalance(ctx: FactContext) -> float:
     per_ost: dict[int, float] = defaultdict(float)
     for f in layouts(ctx):
@@ -111,7 +114,8 @@ def narrow_shared_stripes(ctx: FactContext) -> int:
     return narrow[0]["stripe_count"] if narrow else 0
 
 
-@fact("narrow_shared_cost_s", "s", "Seconds the slowest rank of each narrow shared file loses against the suggested stripe count.")
+@fact("narrow_shared_cost_s", "s",
+      "Seconds the slowest rank of each narrow shared file loses against the suggested stripe count.")
 def narrow_shared_cost_s(ctx: FactContext) -> float:
     cost = 0.0
     for d in ctx.memo("narrow", lambda: _narrow_shared(ctx)):
@@ -119,7 +123,8 @@ def narrow_shared_cost_s(ctx: FactContext) -> float:
     return cost
 
 
-@fact("suggested_stripe_count", "count", "Stripe count to use for the job's large shared files: min(OSTs, writers, 64).")
+@fact("suggested_stripe_count", "count",
+      "Stripe count to use for the job's large shared files: min(OSTs, writers, 64).")
 def suggested_stripe_count(ctx: FactContext) -> int:
     narrow = ctx.memo("narrow", lambda: _narrow_shared(ctx))
     if narrow:
@@ -127,7 +132,8 @@ def suggested_stripe_count(ctx: FactContext) -> int:
     return _suggested_count(ctx, nprocs(ctx))
 
 
-@fact("suggested_stripe_size", "bytes", "Stripe size to use: the common request size rounded up to MiB, at least 1 MiB, at most 64 MiB.")
+@fact("suggested_stripe_size", "bytes",
+      "Stripe size to use: the common request size rounded up to MiB, at least 1 MiB, at most 64 MiB.")
 def suggested_stripe_size(ctx: FactContext) -> int:
     size = ctx.value("common_access_size") or 4 * MiB
     size = max(MiB, min(64 * MiB, int(np.ceil(size / MiB)) * MiB))
@@ -197,7 +203,8 @@ def _inherit(ctx: FactContext) -> list[dict]:
     return sorted(out, key=lambda x: -x["bytes"])
 
 
-@fact("single_stripe_dirs", "list", "Directories whose large files all have stripe count 1 while the file system is wider.")
+@fact("single_stripe_dirs", "list",
+      "Directories whose large files all have stripe count 1 while the file system is wider.")
 def single_stripe_dirs(ctx: FactContext) -> list[str]:
     return [d["dir"] for d in ctx.memo("inherit", lambda: _inherit(ctx))]
 
@@ -224,7 +231,8 @@ def single_stripe_dir_stripe_count(ctx: FactContext) -> int:
     return max(1, min(ctx.get("suggested_stripe_count"), -(-ctx.get("fs_osts") // files)))
 
 
-@fact("single_stripe_dir_cost_s", "s", "Seconds per process on those files beyond what the directory's stripe count would take.")
+@fact("single_stripe_dir_cost_s", "s",
+      "Seconds per process on those files beyond what the directory's stripe count would take.")
 def single_stripe_dir_cost_s(ctx: FactContext) -> float:
     target = ctx.get("single_stripe_dir_stripe_count")
     return sum(d["seconds"] for d in ctx.memo("inherit", lambda: _inherit(ctx))) / nprocs(ctx) * (1 - 1 / target)
@@ -244,7 +252,8 @@ def _straddle(ctx: FactContext) -> dict:
     return worst
 
 
-@fact("stripe_straddle_files", "count", "Files whose common request size is neither a multiple nor a divisor of the stripe size.")
+@fact("stripe_straddle_files", "count",
+      "Files whose common request size is neither a multiple nor a divisor of the stripe size.")
 def stripe_straddle_files(ctx: FactContext) -> int:
     return ctx.memo("straddle", lambda: _straddle(ctx))["files"]
 
@@ -254,7 +263,8 @@ def straddle_stripe_size(ctx: FactContext) -> int:
     return ctx.memo("straddle", lambda: _straddle(ctx))["stripe_size"]
 
 
-@fact("stripe_straddle_cost_s", "s", "Seconds per process on those files x the share of requests that cross a stripe boundary.")
+@fact("stripe_straddle_cost_s", "s",
+      "Seconds per process on those files x the share of requests that cross a stripe boundary.")
 def stripe_straddle_cost_s(ctx: FactContext) -> float:
     s = ctx.memo("straddle", lambda: _straddle(ctx))
     stripe = s["stripe_size"] or 1

@@ -29,7 +29,8 @@ def partial_records_per_rank(ctx: FactContext) -> int:
     return most
 
 
-@fact("darshan_config_lines", "list", "Darshan config-file lines (DARSHAN_CONFIG_PATH) that give the partial modules room.")
+@fact("darshan_config_lines", "list",
+      "Darshan config-file lines (DARSHAN_CONFIG_PATH) that give the partial modules room.")
 def darshan_config_lines(ctx: FactContext) -> list[str]:
     lines: list[str] = []
     record_mods = [m for m in ctx.get("partial_modules") if not m.startswith("DXT")]

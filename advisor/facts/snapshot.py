@@ -100,7 +100,8 @@ def snap_ht_wanted(ctx: FactContext) -> bool:
     return bool(_targets(ctx).hyperthreading)
 
 
-@fact("snap_ht_runtime_control", "bool", "The kernel can switch SMT off at run time (/sys/devices/system/cpu/smt/control).")
+@fact("snap_ht_runtime_control", "bool",
+      "The kernel can switch SMT off at run time (/sys/devices/system/cpu/smt/control).")
 def snap_ht_runtime_control(ctx: FactContext) -> bool:
     return _doc(ctx)["cpu"].get("smt_control") in ("on", "off", "forceoff")
 
@@ -148,7 +149,8 @@ def small_request_names(ctx: FactContext) -> list[str]:
     return [d["name"] for d in ctx.get("small_request_devices")]
 
 
-@fact("small_request_hw_limited", "bool", "At least one of those devices cannot take larger requests (max_hw_sectors_kb).")
+@fact("small_request_hw_limited", "bool",
+      "At least one of those devices cannot take larger requests (max_hw_sectors_kb).")
 def small_request_hw_limited(ctx: FactContext) -> bool:
     return any(d["hardware_limited"] for d in ctx.get("small_request_devices"))
 
@@ -159,7 +161,8 @@ def queue_target(ctx: FactContext) -> int:
     return int(max(_targets(ctx).queue_depth, _targets(ctx).nr_requests))
 
 
-@fact("shallow_queue_devices", "list", "Storage devices whose device queue_depth or block nr_requests is below the target.")
+@fact("shallow_queue_devices", "list",
+      "Storage devices whose device queue_depth or block nr_requests is below the target.")
 def shallow_queue_devices(ctx: FactContext) -> list[dict]:
     targets = _targets(ctx)
     out = []
@@ -231,7 +234,8 @@ def osc_pages_per_rpc(ctx: FactContext) -> int:
     return min(_osc_values(ctx, "max_pages_per_rpc").values())
 
 
-@fact("pages_per_rpc_target", "count", "Pages one RPC needs to carry the file system's RPC size ([system] rpc_size / page size).")
+@fact("pages_per_rpc_target", "count",
+      "Pages one RPC needs to carry the file system's RPC size ([system] rpc_size / page size).")
 def pages_per_rpc_target(ctx: FactContext) -> int:
     page = _doc(ctx)["memory"].get("page_size") or PAGE
     return max(1, int(ctx.config.system.rpc_size) // int(page))

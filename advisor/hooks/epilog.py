@@ -11,8 +11,8 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Mapping
 
 from advisor.hooks.job import JobContext, expand_hostlist
 

@@ -74,7 +74,7 @@ def render_page(template: str, generated: _dt.datetime | None = None, **context:
     """A self-contained page from `template`: our stylesheet and script inline, a policy that
     allows only them, the version and the time (UTC) it was generated."""
     css, js = _asset("report.css"), _asset("report.js")
-    generated = generated or _dt.datetime.now(_dt.timezone.utc)
+    generated = generated or _dt.datetime.now(_dt.UTC)
     return _environment().get_template(template).render(
         css=css, js=js, csp=content_security_policy(css, js),
         version=__version__, generated=generated.strftime("%Y-%m-%d %H:%M UTC"), **context)

@@ -218,7 +218,7 @@ class Sections:
     tables: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)
 
     @classmethod
-    def of(cls, e: dict) -> "Sections":
+    def of(cls, e: dict) -> Sections:
         j, s = e["job"], e["summary"]
         out = cls(title=printable(e["path"]))
         out.header = [
@@ -318,4 +318,4 @@ def _dxt_table(e: dict):
 def when(ts: float | None) -> str:
     if ts is None:
         return "unknown"
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from advisor.formatting import fmt_bytes, fmt_num, fmt_pct, fmt_rate, fmt_secs, fmt_speedup
 

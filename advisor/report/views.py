@@ -116,8 +116,8 @@ def _period(job: dict) -> str:
     if not isinstance(start, (int, float)) or not isinstance(end, (int, float)):
         return ""
     try:
-        a = _dt.datetime.fromtimestamp(start, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-        b = _dt.datetime.fromtimestamp(end, _dt.timezone.utc).strftime("%H:%M:%S UTC")
+        a = _dt.datetime.fromtimestamp(start, _dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+        b = _dt.datetime.fromtimestamp(end, _dt.UTC).strftime("%H:%M:%S UTC")
     except (OverflowError, OSError, ValueError):
         return ""
     return f", {a} to {b}"
