@@ -171,3 +171,14 @@ def test_a_400_digit_size_in_ior_text_is_refused_naming_it(tmp_path):
     path = _edited(tmp_path, DATA / "ior" / "ior_2.10_two_tests.txt", r"(xfersize += )\d+", r"\g<1>" + "9" * 400)
     with pytest.raises(InputError, match="implausible test 0 transfer size an integer of 4"):
         load_profile(path)
+
+
+@pytest.mark.parametrize("depth", [65, 900])
+def test_json_nested_deeper_than_any_real_document_is_refused(tmp_path, depth):
+    """Shallower than the decoder's recursion limit, 900 levels decoded, then failed where the
+    parsed snapshot was pickled back from the parsing child (a multiprocessing traceback)."""
+    text = IOR_JSON.read_text().rstrip()
+    path = tmp_path / "ior.json"
+    path.write_text(text[:-1] + ', "x": ' + "[" * depth + "]" * depth + "}")
+    with pytest.raises(InputError, match="nested more than 64 levels deep"):
+        load_profile(path)
