@@ -57,8 +57,16 @@ def verify_findings(profile: JobProfile, diagnosis: Diagnosis, target: Path, rep
     fixes = {key: fix for key, (fix, _) in proposed_fixes(diagnosis.findings).items()}
     if not fixes:
         return
+    try:
+        base = replay_plan(profile, np=np, scale=scale, think_time=think_time, source=source)
+    except InputError as exc:  # no workload to replay (a node snapshot): each fix says so
+        for finding in diagnosis.findings:
+            if finding.fix:
+                finding.verification = {"verdict": stats.NOT_VERIFIABLE, "speedup": None, "ci95": None,
+                                        "reason": f"not verifiable by a replay: {exc.reason}"}
+        return
     result = measure(profile, list(fixes.values()), target, repeat=repeat, np=np, scale=scale,
-                     odirect=odirect, think_time=think_time, keep=keep, source=source)
+                     odirect=odirect, think_time=think_time, keep=keep, source=source, base=base)
     by_key = {fix_key(v["fix"]): v for v in result["verifications"]}
     for finding in diagnosis.findings:
         if finding.fix:
