@@ -58,13 +58,13 @@ def test_stripe_inheritance_fix_sets_the_directory_and_new_files_inherit(cephfs,
     ops = dict(base.ops)  # requests cut to 1 MiB to keep the test short (the layout is the point here)
     ops["length"] = np.where(base.data_mask(), np.minimum(ops["length"], MiB), ops["length"])
     result = measure(profile, [finding.fix], target, repeat=3, base=base.replace(ops=ops))
-    (v,) = result["verifications"]
-    assert v["verdict"] != "not-verifiable", v["reason"]
-    fixed = v["layouts"]["fixed"]
+    (v,) = result.verifications
+    assert v.verdict != "not-verifiable", v.reason
+    fixed = v.layouts["fixed"]
     got = _only(fixed)
     assert got["stripe_count"] == finding.fix["count"] and got["stripe_size"] == 4 * MiB
     assert fixed["files"] == fixed["wished"] == fixed["matched"] == 48
-    assert _only(v["layouts"]["baseline"])["stripe_count"] == 1
+    assert _only(v.layouts["baseline"])["stripe_count"] == 1
 
 
 def test_calibration_on_cephfs_has_layout_features(cephfs, tmp_path):
