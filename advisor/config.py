@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import ConfigError
-from advisor.units import MiB, quantity
+from advisor.units import quantity
 
 ENV_VAR = "IOADVISOR_CONFIG"
 
@@ -70,7 +70,7 @@ class SystemConfig:
     mdts: int | None = None
     default_stripe_count: int | None = None  # the file system's default layout
     default_stripe_size: int | None = None
-    rpc_size: int = MiB  # Lustre's bulk RPC size (max_pages_per_rpc x page size)
+    rpc_size: int | None = None  # Lustre's bulk RPC size (max_pages_per_rpc x page size); unset: 1 MiB, assumed
     lustre_version: str = ""
     pfl_default: bool | None = None  # a progressive file layout is the default
     peak_write_mib_s: float | None = None  # sustainable aggregate peaks of the file system

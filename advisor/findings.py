@@ -84,6 +84,9 @@ class Finding:
     prediction: Prediction | None = None  # filled by a learned model
     # how sure the finding is: {"level": high|medium|low, "reason": one line, "ratio": effect/noise}
     confidence: dict[str, Any] | None = None
+    # values the finding rests on that neither the input nor the site config gave:
+    # [{"value": what was assumed, "key": the site-config key that would make it exact, "how": else what would}]
+    assumptions: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass

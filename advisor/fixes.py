@@ -163,6 +163,11 @@ def describe(fix: dict[str, Any]) -> str:
             return LAYOUTS[str(fix["mode"])]
         case "sequential":
             return "access files sequentially"
+        case "avoid-targets" if fix.get("targets"):
+            return f"keep new files off storage target{'s' if len(fix['targets']) > 1 else ''} " \
+                   f"{', '.join(map(str, fix['targets']))}"
+        case "avoid-targets":
+            return "keep new files off the slow storage targets"
     params = ", ".join(f"{k}={v}" for k, v in sorted(fix.items()) if k != "transform")
     return f"{fix.get('transform')} ({params})" if params else str(fix.get("transform"))
 

@@ -84,9 +84,10 @@ def verify_findings(profile: JobProfile, diagnosis: Diagnosis, target: Path, rep
         done = measure(profile, list(fixes.values()), target, repeat=repeat, np=np, scale=scale,
                        settings=settings, **options)
         by_key = {fix_key(fix): v for fix, v in zip(fixes.values(), done.verifications)}
+    except InputError as exc:  # a target refused, or no workload to replay (a node snapshot)
+        by_key = {key: Verification.not_verifiable(exc.reason, target=str(target)) for key in fixes}
     except AdvisorError as exc:
-        why = str(exc)
-        by_key = {key: Verification.not_verifiable(why, target=str(target)) for key in fixes}
+        by_key = {key: Verification.not_verifiable(str(exc), target=str(target)) for key in fixes}
     for finding in diagnosis.findings:
         if finding.fix:
             finding.verification = by_key[fix_key(finding.fix)]
@@ -216,6 +217,7 @@ class _Launch:
         except LaunchError as exc:
             raise ReplayError(f"replay on {self.target} failed: {exc}") from None
         self.launcher = result["launcher"]
+        layout_wishes.annotate([v.get("layouts") for v in result["variants"]], self.target)  # the pools' OSDs
         return {**result, "runs": {v["label"]: v for v in result["variants"]}}
 
 

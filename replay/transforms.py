@@ -154,6 +154,31 @@ def stripe(plan: Plan, count: int, size: int = 0, object_size: int = 0, scope: s
     return plan.replace(files=files, meta=add_transform(plan.meta, done))
 
 
+def target_list(value: Any) -> tuple[int, ...]:
+    """Storage targets as a fix names them: [3, 5], 3 or "3,5"; ValueError otherwise."""
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]
+    out = []
+    for item in items:
+        if isinstance(item, bool) or not str(item).strip().isdigit():
+            raise ValueError(f"not a storage target index: {item!r}")
+        out.append(int(str(item).strip()))
+    return tuple(sorted(set(out)))
+
+
+def avoid_targets(plan: Plan, targets: tuple[int, ...] = ()) -> Plan:
+    """Lay out every file that carries data without the storage targets `targets` (OST indices
+    on Lustre, OSD ids on CephFS): where the target allows it, the replay places them with an
+    OST list or in a data pool without those targets (replay.layout)."""
+    if not targets:
+        raise ValueError("avoid-targets: no storage targets named (ioadvisor probe --target DIR flags them)")
+    files = {k: v.copy() for k, v in plan.files.items()}
+    has_data = np.bincount(plan.ops["file"][data_mask(plan.ops)], minlength=plan.nfiles) > 0
+    files["avoid"] = np.where(has_data, 1, files["avoid"]).astype(files["avoid"].dtype)
+    meta = add_transform(plan.meta, {"transform": "avoid-targets", "targets": list(targets)})
+    meta["avoid_targets"] = sorted(set(plan.meta.get("avoid_targets", [])) | set(targets))
+    return plan.replace(files=files, meta=meta)
+
+
 def layout(plan: Plan, mode: str) -> Plan:
     """`fpp`: every rank gets its own file instead of a shared one; `shared`: file-per-process
     siblings (one file group) become one shared file with a region per former file."""
@@ -247,6 +272,7 @@ FIXES: dict[str, tuple[Callable[..., Plan], dict[str, type]]] = {
     "layout": (layout, {"mode": str}),
     "stripe": (stripe, {"count": int, "size": int, "object_size": int, "scope": str}),
     "sequential": (sequential, {}),
+    "avoid-targets": (avoid_targets, {"targets": target_list}),
 }
 
 
@@ -271,9 +297,10 @@ def check_fix(fix: dict[str, Any]) -> tuple[Callable[..., Plan], dict[str, Any]]
             try:
                 kwargs[key] = typ(fix[key])
             except (TypeError, ValueError):
-                raise ValueError(f"fix {name!r}: {key} must be {typ.__name__}, got {fix[key]!r}") from None
+                kind = "a list of storage target indices" if typ is target_list else typ.__name__
+                raise ValueError(f"fix {name!r}: {key} must be {kind}, got {fix[key]!r}") from None
     return func, kwargs
 
 
-__all__ = ["FIXES", "aggregate", "align", "apply_fix", "check_fix", "coalesce", "collective", "fsync_at_close",
-           "layout", "sequential", "stripe"]
+__all__ = ["FIXES", "aggregate", "align", "apply_fix", "avoid_targets", "check_fix", "coalesce", "collective",
+           "fsync_at_close", "layout", "sequential", "stripe", "target_list"]

@@ -15,7 +15,7 @@ from replay.layout import can_set_layout
 from replay.layout.model import Layout, Unsupported
 from replay.layout import wishes
 from replay.layout.cephfs import CephFS, parse
-from replay.layout.lustre import parse_plain
+from replay.layout.lustre import Lustre, parse_plain
 from replay.plan import LAYOUT_DIR, LAYOUT_FILE, Plan
 
 LUSTRE = Path(__file__).resolve().parent / "data" / "lustre"
@@ -96,3 +96,24 @@ def test_shortfall_names_the_first_file_that_missed_its_layout():
     assert wishes.shortfall(dict(readback, matched=4, mismatched=[])) == ""
     assert "removed every file" in wishes.shortfall(dict(readback, absent=4))
     assert wishes.shortfall(None) == "" and wishes.shortfall(dict(readback, wished=0)) == ""
+
+
+def test_avoid_targets_marks_the_data_files_and_names_the_targets(fpp):
+    plan = transforms.apply_fix(fpp, {"transform": "avoid-targets", "targets": [3, 1, 3]})
+    assert (plan.files["avoid"] == 1).all() and plan.meta["avoid_targets"] == [1, 3]
+    assert plan.meta["transforms"][-1] == {"transform": "avoid-targets", "targets": [1, 3]}
+    assert transforms.target_list("2, 5") == (2, 5) and transforms.target_list(4) == (4,)
+    with pytest.raises(ValueError, match="no storage targets named"):
+        transforms.apply_fix(fpp, {"transform": "avoid-targets"})
+    with pytest.raises(ValueError, match="targets must be a list of storage target indices"):
+        transforms.check_fix({"transform": "avoid-targets", "targets": ["osd.3"]})
+
+
+def test_lustre_files_kept_off_osts_rotate_over_the_healthy_ones():
+    fs = Lustre(Path("/nowhere"), "lustre")
+    placement = {"targets": [0, 1, 3, 4]}  # OST 2 avoided
+    got = [fs.placed(Layout(stripe_count=2), placement, fid).targets for fid in range(3)]
+    assert got == [(0, 1), (3, 4), (0, 1)]
+    assert fs.placed(Layout(), placement, 0) == Layout(stripe_count=1, targets=(0,))
+    assert fs.placed(Layout(stripe_count=-1), placement, 5).targets == (0, 1, 3, 4)
+    assert fs.respects(Layout(targets=(3, 4)), placement) and not fs.respects(Layout(targets=(2,)), placement)

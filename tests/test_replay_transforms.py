@@ -37,7 +37,8 @@ def moved(p: Plan, op: int) -> int:
 
 
 def test_every_fix_of_the_catalogue_has_a_test_here():
-    tested = {"coalesce", "sequential", "fsync", "align", "stripe", "layout", "collective", "aggregate"}
+    tested = {"coalesce", "sequential", "fsync", "align", "stripe", "layout", "collective", "aggregate",
+              "avoid-targets"}
     assert set(FIXES) == tested
 
 
@@ -143,6 +144,14 @@ def test_stripe_refuses_an_empty_layout(count, size):
 def test_stripe_size_zero_keeps_the_file_systems_default():
     fixed = transforms.stripe(plan([(0, WRITE, 0, 0, KiB)]), 4)
     assert fixed.files["stripe_count"].tolist() == [4] and fixed.files["stripe_size"].tolist() == [0]
+
+
+# -- avoid-targets ------------------------------------------------------------------------
+def test_avoid_targets_marks_files_with_data_only_and_keeps_the_rows():
+    p = plan([(0, WRITE, 0, 0, MiB), (0, STAT, 1, 0, 0)], nfiles=2)
+    fixed = apply_fix(p, {"transform": "avoid-targets", "targets": "5,2"})
+    assert fixed.files["avoid"].tolist() == [1, 0] and fixed.meta["avoid_targets"] == [2, 5]
+    assert rows(fixed) == rows(p)
 
 
 # -- layout -------------------------------------------------------------------------------

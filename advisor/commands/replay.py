@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from advisor.formatting import printable
+
 SCHEMA = "ioadvisor/replay/v1"
 
 
@@ -107,11 +109,41 @@ def command(path, plan_only, json_out, target, fix_spec, repeat, config_path, np
         raise click.UsageError("replay needs --target DIR (or --plan-only)")
     settings = load_config(config_path).section("replay")
     fixes, proposers = _fixes(profile, fix_spec)
+    probed = _probe_for(fixes, proposers, Path(target), quiet=json_out == "-")
     base = replay_plan(profile, np=nprocs, scale=scale, think_time=think_time, source=source)
     result = measure(profile, fixes, Path(target), repeat=repeat, odirect=odirect, think_time=think_time,
                      keep=keep, base=base, settings=settings)
     doc = _document(path, profile, result, proposers)
+    doc["probe"] = probed
     _emit(doc, json_out, _print_result)
+
+
+def _probe_for(fixes: list[dict], proposers: dict[str, list[str]], target: Path, quiet: bool) -> dict | None:
+    """An avoid-targets fix naming no targets avoids the ones a probe of the target flags now
+    (filled in place); the probe's result, or None when no fix needed one."""
+    from advisor.fixes import fix_key
+    from advisor.probe import ProbeError, Settings, probe
+
+    todo = [f for f in fixes if f.get("transform") == "avoid-targets" and not f.get("targets")]
+    if not todo:
+        return None
+    try:
+        doc = probe(target, Settings(max_rounds=8, budget_s=90))
+    except ProbeError as exc:  # the fix then stays without targets: not verifiable, saying why
+        if not quiet:
+            click.echo(printable(f"probe: {exc}"), err=True)
+        return {"error": str(exc)}
+    for fix in todo:
+        key = fix_key(fix)
+        if doc["slow"]:
+            fix["targets"] = list(doc["slow"])
+            proposers[fix_key(fix)] = proposers.pop(key, [])
+    if not quiet:
+        kind = doc["target_kind"]
+        click.echo(printable(f"probe of {doc['mount']}: " + (f"slow {kind} {', '.join(map(str, doc['slow']))} "
+                   f"at {min(t['rate_mib_s'] for t in doc['targets']):,.1f} MiB/s against {doc['typical_mib_s']:,.1f}"
+                   if doc["slow"] else f"no slow {kind} among {len(doc['targets'])}")), err=True)
+    return doc
 
 
 def _document(path: str, profile, result, proposers: dict[str, list[str]]) -> dict:
