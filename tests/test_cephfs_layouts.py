@@ -54,10 +54,10 @@ def test_stripe_inheritance_fix_sets_the_directory_and_new_files_inherit(cephfs,
     target = cephfs.mnt / "inherit"
     target.mkdir()
     result = measure(profile, [finding.fix], target, repeat=3, np=2, scale=0.002)
-    (v,) = result["verifications"]
-    assert v["verdict"] != "not-verifiable", v["reason"]
-    fixed = v["layouts"]["fixed"]
+    (v,) = result.verifications
+    assert v.verdict != "not-verifiable", v.reason
+    fixed = v.layouts["fixed"]
     got = _only(fixed)
     assert got["stripe_count"] == finding.fix["count"] and got["stripe_size"] == 4 * MiB
     assert fixed["files"] == fixed["wished"] == fixed["matched"] == 48
-    assert _only(v["layouts"]["baseline"])["stripe_count"] == 1
+    assert _only(v.layouts["baseline"])["stripe_count"] == 1

@@ -75,8 +75,7 @@ def test_probe_names_the_throttled_osd_and_diagnose_reports_it(cephfs, slow_osd,
 
 def test_avoiding_the_throttled_osd_is_verified_as_improved(cephfs, slow_osd):
     target = _dir(cephfs, "avoid")
-    out = _run(cephfs, "replay", FPP_1M, "--target", str(target), "--fix", "avoid-targets", "--repeat", "5",
-               "--json", "-")
+    out = _run(cephfs, "replay", FPP_1M, "--target", str(target), "--fix", "avoid-targets", "--json", "-")
     doc = json.loads(out.stdout)
     assert doc["probe"]["slow"] == [slow_osd]
     (v,) = doc["verifications"]
@@ -98,8 +97,8 @@ def test_diagnose_verify_gives_every_fix_a_verdict(cephfs):
     with_fix = [f for r in results for f in r["findings"] if f.get("fix")]
     assert len({json.dumps(f["fix"], sort_keys=True) for f in with_fix}) >= 4
     for f in with_fix:
-        assert f["verification"]["verdict"] in ("improved", "no-change", "regressed", "not-verifiable",
-                                                "equivalent", "inconclusive"), f
+        assert f["verification"]["verdict"] in ("improved", "regressed", "equivalent", "inconclusive",
+                                                "not-verifiable"), f
         assert f["verification"]["reason"]
     (lus010,) = [f for f in with_fix if f["code"] == "LUS010"]
     assert lus010["verification"]["verdict"] == "not-verifiable"

@@ -18,8 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 # Lowest first. A name stands for the module and everything under it; the longest name wins.
 LAYERS = [
     ("base", ["replay", "advisor", "advisor.errors", "advisor.units", "advisor.formatting", "advisor.fileio"]),
-    ("data model", ["advisor.profile", "advisor.expectation", "advisor.config", "advisor.fixes", "advisor.findings",
-                    "advisor.lustre_tools", "advisor.metrics", "advisor.targets",
+    ("data model", ["advisor.profile", "advisor.expectation", "advisor.config", "advisor.verification",
+                    "advisor.fixes", "advisor.findings", "advisor.lustre_tools", "advisor.metrics", "advisor.targets",
                     # the config sections other parts own: they import only advisor.config
                     "advisor.hooks.settings", "advisor.fleet.settings"]),
     ("ingest", ["advisor.collect", "advisor.ingest"]),

@@ -287,12 +287,13 @@ def verification_plot(v: dict, plot_id: str) -> Plot:
     ci = v.get("ci95") if isinstance(v.get("ci95"), (list, tuple)) and len(v["ci95"]) == 2 else None
     lo_s, hi_s = (before / float(ci[1]), before / float(ci[0])) if ci and min(ci) > 0 else (after, after)
     title = "Replay: before and after the fix"
-    alt = (f"Replayed {v.get('repeat', '?')} times: median {fmt_secs(before)} as recorded, "
+    alt = (f"Replayed in {v.get('pairs') or v.get('repeat', '?')} rounds: median {fmt_secs(before)} per pass "
+           f"as recorded, "
            f"{fmt_secs(after)} with the fix" + (f" (95 % interval {fmt_secs(lo_s)} to {fmt_secs(hi_s)})"
                                                     if ci else "") + ".")
     svg = Svg(WIDTH / 1.5, 118, title, alt)
     xs = Scale(0, nice_max(max(before, after, hi_s)), 92, WIDTH / 1.5 - 16)
-    x_axis(svg, xs, 70, "replay time, median (s)", tick_seconds, nice_ticks(xs.lo, xs.hi, 4))
+    x_axis(svg, xs, 70, "replay time per pass, median (s)", tick_seconds, nice_ticks(xs.lo, xs.hi, 4))
     after_cls = {"improved": "c-after", "regressed": "c-hot"}.get(str(v.get("verdict")), "c-before")
     for i, (label, value, cls) in enumerate((("before", before, "c-before"), ("after fix", after, after_cls))):
         y = TOP + 2 + i * 21
@@ -306,7 +307,7 @@ def verification_plot(v: dict, plot_id: str) -> Plot:
     rows = [[label, fmt_secs(float(run["median_s"])), _bw(run), _runs(run)]
             for label, run in (("before", v["baseline"]), ("after fix", v["fixed"]))]
     return with_table(Plot(plot_id, title, svg.markup(plot_id), alt),
-                  ["replay", "median time", "bandwidth", "each repetition"], rows)
+                  ["replay", "median time per pass", "bandwidth", "each sample (time per pass)"], rows)
 
 
 def _runs(run: dict) -> str:

@@ -23,7 +23,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs, fmt_speedup, printable
+from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs, printable
 from advisor.findings import Diagnosis, Finding, Prediction
 from advisor.fixes import FixSummary, caution, predicted_text
 
@@ -114,10 +114,8 @@ def _finding(f: Finding, verbose: bool) -> Padding:
     for command in f.recommendation.commands[: None if verbose else 2]:
         parts.append(Padding(Text(printable(command, multiline=True), style="bold"), (0, 0, 0, 12)))
     if f.verification:
-        v = f.verification
-        parts.append(Padding(_text(f"verified: {v.get('verdict')} "
-                                   f"{fmt_speedup(v['speedup']) if v.get('speedup') else ''}".rstrip(),
-                                   "magenta"), (0, 0, 0, 7)))
+        parts.append(Padding(_text(f"replayed: {f.verification.reason or f.verification.verdict}", "magenta"),
+                             (0, 0, 0, 7)))
     if f.prediction and f.prediction.speedup:
         parts.append(Padding(_text(_predicted(f.prediction), "magenta"), (0, 0, 0, 7)))
     return Padding(Group(*parts), (1, 0, 0, 0))

@@ -46,7 +46,7 @@ def prepare(plan: Plan, target: str | Path) -> Plan:
         return plan
     backend = backend_for(target)
     if backend is None:
-        raise Unsupported(f"not verifiable on {fstype_of(target) or 'this file system'}: no stripe layout control")
+        raise Unsupported(f"no stripe layout control on {fstype_of(target) or 'this file system'}")
     meta = dict(plan.meta)
     bad = {int(t) for t in plan.meta.get("avoid_targets", [])}
     if bad:
