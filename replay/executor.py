@@ -43,7 +43,7 @@ from replay.sampling import Budget, Schedule, passes_for
 RESULT_SCHEMA = "ioadvisor/replay-result/v2"
 PREFILL_CHUNK = 4 << 20
 CACHE_POLICIES = ("drop", "evict", "neighbour", "none")
-EVICT = "evict (fdatasync + posix_fadvise DONTNEED on the files read, before every pass)"
+EVICT = "evict (fdatasync + posix_fadvise DONTNEED of the files a pass reads before it; sync before every sample)"
 
 
 class ReplayFailed(Exception):
@@ -226,7 +226,7 @@ class Session:
             rundir = self.scratch / f"{name}-{v}-p{p:04d}"
             try:
                 self._prepare(plan, rundir)
-                self._keep_cache_out(plan, rundir)
+                self._keep_cache_out(plan, rundir, whole=p == 0)
                 runner = RankRunner(self.comm, plan, rundir, odirect=self.args.odirect,
                                     think_time=self.args.think_time, buffer=self.buffer, hints=plan.hints)
                 took, per_phase = runner.run(info["nphases"])
@@ -242,10 +242,12 @@ class Session:
             entry.update(passes=passes, sample_s=entry["time_s"] * passes)
         return entry
 
-    def _keep_cache_out(self, plan: Plan, rundir: Path) -> None:
-        """Before a pass: drop the page cache, or evict the prefilled files (what the plan
-        reads without writing first) so that its reads come from the storage."""
-        if self.cache == "drop-caches":
+    def _keep_cache_out(self, plan: Plan, rundir: Path, whole: bool) -> None:
+        """Before a pass: its prefilled files (what it reads without writing first) evicted, so
+        that its reads come from the storage; before a sample's first pass (`whole`) also the
+        node's page cache dropped (root), or its dirty data written back. The passes of a
+        sample need no more: each one's own files are removed, dirty pages and all, after it."""
+        if whole and self.cache == "drop-caches":
             if self.node_leader:
                 drop_caches()
         elif self.cache != "none":
@@ -254,7 +256,7 @@ class Session:
             for fid in np.flatnonzero(prefill > 0).tolist():
                 if fid % self.comm.size == self.comm.rank:
                     _evict(file_path(rundir, dirs, fid))
-            if self.node_leader:
+            if whole and self.node_leader:
                 os.sync()  # other dirty data would be written back during the timed passes
         self.comm.Barrier()
 
@@ -264,8 +266,8 @@ class Session:
         direct = ["o-direct (aligned requests bypass the page cache)"] if self.args.odirect else []
         if wanted == "drop" and self.comm.allreduce(drop_caches() if self.node_leader else True, op=_land()):
             self.cache = "drop-caches"
-            return "; ".join(["drop-caches (sync and echo 3 > /proc/sys/vm/drop_caches before every pass)",
-                              *direct])
+            return "; ".join(["drop-caches (sync and echo 3 > /proc/sys/vm/drop_caches before every sample; "
+                              "the files a pass reads evicted before it)", *direct])
         if wanted == "none":
             self.cache = "none"
             return "; ".join([*direct, "the page cache is part of the measurement (asked for)"])
