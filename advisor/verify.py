@@ -214,6 +214,7 @@ class _Launch:
         except LaunchError as exc:
             raise ReplayError(f"replay on {self.target} failed: {exc}") from None
         self.launcher = result["launcher"]
+        layout_wishes.annotate([v.get("layouts") for v in result["variants"]], self.target)  # the pools' OSDs
         return {**result, "runs": {v["label"]: v for v in result["variants"]}}
 
 
