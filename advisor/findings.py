@@ -35,11 +35,12 @@ class Recommendation:
 
 @dataclass
 class Prediction:
-    """A learned model's prediction of a fix (:mod:`advisor.models.predict`): the speedup with a
-    rough band, or `reason` when the model could not predict this fix."""
+    """A learned model's prediction of a fix (:mod:`advisor.models.predict`): the speedup with an
+    80 % interval (calibrated: advisor.models.conformal), or `reason` when the model could not
+    predict this fix."""
 
     speedup: float | None = None
-    interval: list[float] | None = None  # (low, high) speedup
+    interval: list[float] | None = None  # (low, high) speedup: 80 % of the calibration's measured fell inside
     time_saved_s: float | None = None  # of the job's measured I/O time
     baseline_mib_s: float | None = None  # predicted bandwidth of the replay plan, before the fix
     fixed_mib_s: float | None = None  # ... and after

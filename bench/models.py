@@ -128,10 +128,11 @@ def compare_cases(model_path: str, target: Path, repeat: int | None, cases: list
             rows.append(c)
             _print_row(c)
         print(f"  ({case}: {time.monotonic() - t0:.0f} s, load {_load()})", file=sys.stderr)
-    if save:
-        save.write_text(json.dumps({"model": describe(model.meta), "load_end": _load(), "measured_by": how,
-                                    "cases": {case: [c.to_dict() for c in rows if c.job == case]
-                                              for case in cases}}, indent=1, default=str) + "\n")
+        if save:  # after every case: an interrupted run keeps what it measured
+            save.write_text(json.dumps({"model": describe(model.meta), "load": _load(), "measured_by": how,
+                                        "cases": {done: [c.to_dict() for c in rows if c.job == done]
+                                                  for done in cases[:cases.index(case) + 1]}},
+                                       indent=1, default=str) + "\n")
     _figures("the model as it is", rows)
     return rows
 

@@ -226,6 +226,12 @@ class Dataset:
 
     def append(self, rows: list[dict]) -> None:
         new = not self.csv.exists()
+        if not new:
+            with open(self.csv, newline="") as fh:
+                header = next(csv.reader(fh), [])
+            if tuple(header) != COLUMNS:  # rows would land under another column's name
+                raise InputError(str(self.csv), "has other columns than this ioadvisor writes: "
+                                                "calibrate into a new directory")
         with open(self.csv, "a", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=COLUMNS)
             if new:

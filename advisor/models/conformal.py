@@ -117,3 +117,15 @@ def calibrate(groups: np.ndarray, nbytes: np.ndarray, y: np.ndarray, bands: tupl
                           for f, s in scores.items()},
             "method": "conformalized quantile regression: out-of-fold bands of calibration patterns "
                       "differing in one factor a fix changes, every factor weighted alike"}
+
+
+def interval_summary(meta: dict) -> str:
+    """What a model's speedup interval is calibrated on, in words."""
+    cal = meta.get("speedup_interval") or {}
+    if "widen_log10" not in cal or not cal.get("coverage"):
+        return "the quantile regressors' band, uncalibrated (no calibration patterns or replayed fixes)"
+    on = (f"{cal['fixes']} replayed fixes of {cal['workloads']} workloads, each predicted out of fold"
+          if "fixes" in cal else f"{cal['pairs']} one-factor pairs of calibration patterns, out of fold")
+    factor = 10 ** cal["widen_log10"]
+    how = f"widened x{factor:.2f}" if factor >= 1 else f"narrowed /{1 / factor:.2f}"
+    return f"{cal['coverage']:.0%} of {on} fall inside the band {how}"

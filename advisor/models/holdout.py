@@ -40,6 +40,7 @@ def leave_workload_out(comparisons: list[Comparison], data: list[str]) -> list[C
     if len({f.workload for f in fixes}) < 2:
         return []  # an interval is calibrated on other workloads: there are none
     predicted: dict[int, tuple[float, float]] = {}  # fix index -> (log10 ratio, log10 half-width)
+    beyond: dict[int, bool] = {}  # fix index -> a phase outside the model's training ranges
     scores = np.full(len(fixes), math.nan)
     for workload in sorted({f.workload for f in fixes}):
         model = train.fit(ts.subset(ts.groups != replays.REPLAY_GROUP + workload))
@@ -51,7 +52,8 @@ def leave_workload_out(comparisons: list[Comparison], data: list[str]) -> list[C
                 predicted[i] = (math.log10(before[0] / after[0]), math.hypot(
                     conformal.band_half_width(*before[1:]), conformal.band_half_width(*after[1:])))
                 scores[i] = conformal.score(math.log10(f.speedup), before, after)
-    return [_judged(comparisons, f, predicted[i], conformal.quantile(scores[[
+                beyond[i] = any(train.outside(model, collected.rows[r]) for r in f.baseline + f.fixed)
+    return [_judged(comparisons, f, predicted[i], beyond[i], conformal.quantile(scores[[
         j for j, g in enumerate(fixes) if g.workload != f.workload]])) for i, f in enumerate(fixes)]
 
 
@@ -60,12 +62,12 @@ def _columns(ts: train.TrainingSet, names: list[str]) -> np.ndarray:
 
 
 def _judged(comparisons: list[Comparison], fix: replays.ReplayedFix, pred: tuple[float, float],
-            widen: float) -> Comparison:
+            extrapolated: bool, widen: float) -> Comparison:
     import json
 
     (c,) = [c for c in comparisons
             if c.job == fix.case and json.dumps(c.fix, sort_keys=True, separators=(",", ":")) == fix.fix]
     ratio, half = pred
     half = max(half + widen, 0.0)
-    return replace(c, predicted=float(f"{10 ** ratio:.4g}"),
+    return replace(c, predicted=float(f"{10 ** ratio:.4g}"), extrapolated=extrapolated,
                    interval=[float(f"{10 ** (ratio - half):.4g}"), float(f"{10 ** (ratio + half):.4g}")])
