@@ -84,8 +84,11 @@ def regenerate(target: Path, data: list[Path], budget_min: float, replayed: Path
         fixes = (f" and the {len(rows)} phases of {measured} replayed fixes of "
                  f"{len({r['workload'] for r in rows})} corpus workloads (replays.csv.gz)")
     model, _ = build_model([str(DEFAULT_DIR)])
+    for cal in model.meta["calibrations"]:  # the checkout's path says nothing to a user of the wheel
+        cal["path"] = str(DEFAULT_DIR.relative_to(REPO))
+    runs = sum(len(c.get("runs") or [c]) for c in model.meta["calibrations"])
     model.meta["trained_on"] = [f"ioadvisor calibrate --target {target} (the demo's local file system), "
-                                f"{len(data)} calibration run(s): {patterns} patterns "
+                                f"{runs} calibration run(s): {patterns} patterns "
                                 f"(advisor/models/default/calibration.csv.gz){fixes}; {model.meta['rows']} rows"]
     save(model, DEFAULT_DIR / "model.skops")
     print(f"default model: {describe(model.meta)}; speedup interval: {model.meta['speedup_interval']}")
