@@ -119,7 +119,7 @@ def main() -> int:
         else:
             target = args.target or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ioadv-bench-")))
         rows = [row for name, log in cases for row in measure_case(name, log, target, args)]
-    return report(rows, target)
+        return report(rows, target)  # while the target is mounted: it names the file system
 
 
 def measure_case(name: str, log: Path, target: Path, args: argparse.Namespace) -> list[dict]:
