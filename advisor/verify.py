@@ -171,7 +171,8 @@ class _Launch:
         self.base, self.target, self.flags = base, target, flags
         self.settings, self.repeat = settings, repeat
         self.policy = stats.Policy.fixed(repeat, settings.margin) if repeat else stats.Policy(
-            margin=settings.margin, min_pairs=settings.min_pairs, max_pairs=settings.max_pairs)
+            margin=settings.margin, precision=settings.precision, min_pairs=settings.min_pairs,
+            max_pairs=settings.max_pairs)
         self.kept: str | None = None
         self.launcher: str | None = None
 

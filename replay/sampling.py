@@ -76,7 +76,7 @@ class Schedule:
         self._round_bytes.append(written)
         if self.adaptive:
             for v in self.active()[1:]:
-                if stats.sequential(self.log_ratios(v), self.policy).decided:
+                if stats.sequential(self.log_ratios(v), self.policy).settled:
                     self.stopped_at[v] = len(self.times[v])
 
     def log_ratios(self, variant: int) -> np.ndarray:

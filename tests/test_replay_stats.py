@@ -87,6 +87,19 @@ def test_no_effect_is_rarely_called_improved_or_regressed(sd):
     assert false / len(verdicts) < stats.Policy.alpha
 
 
+def test_a_decided_but_wide_interval_measures_on_for_the_speedup():
+    """2x with a spread of 0.2: decided at 5 pairs, but 1.3x-3.1x would not repeat; settled once
+    the interval is within x/÷1.25, with the same verdict."""
+    d = _pairs(2.0, 0.2, 40, seed=4)
+    early = stats.sequential(d[:5], stats.Policy())
+    assert early.verdict == stats.IMPROVED and not early.settled
+    settled = stats.sequential(d, stats.Policy())
+    assert settled.settled and settled.verdict == stats.IMPROVED and settled.pairs > 5
+    assert math.log(settled.ci[1] / settled.ci[0]) / 2 <= math.log(1.25)
+    loose = stats.sequential(d[:8], stats.Policy(), final=True)
+    assert loose.verdict == stats.IMPROVED and not loose.settled  # the budget ended it: verdict kept
+
+
 def test_fixed_policy_looks_once():
     policy = stats.Policy.fixed(7)
     assert policy.looks() == (7,) and policy.look_alpha() == pytest.approx(0.025)
