@@ -196,6 +196,7 @@ class Session:
             "budget": {"seconds": _finite(args.budget_s), "bytes": _finite(args.budget_bytes)},
             "variants": [{"label": label, "plan": self.plans[v].summary(), "passes": passes[v],
                           "warmup_s": warmups[v], "runs": samples[v], "stopped_at": schedule.stopped_at[v],
+                          "stopped_why": schedule.stopped_why[v],
                           "record": records[label], "layouts": self.layouts.get(label)}
                          for v, label in enumerate(self.labels)],
         }

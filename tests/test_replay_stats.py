@@ -14,7 +14,8 @@ from advisor.verification import Side, Verification, sentence
 from replay import stats
 from replay.executor import _evict, parse_args
 from replay.launch import LaunchOptions
-from replay.sampling import MAX_PASSES, STOP_DECIDED, STOP_MAX_PAIRS, STOP_REPEAT, Budget, Schedule, passes_for
+from replay.sampling import (MAX_PASSES, STOP_DECIDED, STOP_FUTILE, STOP_MAX_PAIRS, STOP_REPEAT, Budget, Schedule,
+                             passes_for)
 
 # Student's t quantiles from the tables (scipy.stats.t.ppf), to 1e-6
 T_TABLE = {(0.975, 1): 12.706205, (0.975, 4): 2.776445, (0.975, 9): 2.262157, (0.975, 39): 2.022691,
@@ -145,6 +146,18 @@ def test_schedule_stops_each_fix_when_decided():
     assert all(sorted(r)[0] == 0 for r in rounds)  # the baseline runs every round
     assert sum(1 in r for r in rounds) == 5  # the decided fix leaves the rounds
     assert {tuple(r) for r in rounds[:5]} != {(0, 1, 2)}  # shuffled order
+
+
+def test_a_fix_out_of_reach_stops_early_and_leaves_the_rounds_to_the_others():
+    """1.05x under a spread of 0.3 would need hundreds of pairs: stopped at the third look, while
+    a 1.3x fix under the same noise goes on to its decision."""
+    rng = np.random.default_rng(5)
+    effect = {0: 1.0, 1: 1 / 1.05, 2: 1 / 1.3}
+    schedule = Schedule(3, stats.Policy(), adaptive=True)
+    _run(schedule, lambda v, r: effect[v] * math.exp(rng.normal(0, 0.3 if v else 0.02)))
+    looks = stats.Policy().looks()
+    assert schedule.stopped_why[1] == STOP_FUTILE and schedule.stopped_at[1] == looks[2]
+    assert schedule.stopped_why[2] == STOP_DECIDED and schedule.stopped_at[2] > looks[2]
 
 
 def test_schedule_without_a_decision_ends_at_max_pairs_or_the_budget():
