@@ -93,6 +93,27 @@ def test_replayed_fixes_are_rows_grouped_by_workload(tmp_path, calibration):
         (calibration / replays.REPLAYS_FILE).unlink()
 
 
+def test_replayed_phases_weigh_as_much_as_the_calibration(tmp_path, calibration):
+    from advisor.models import train
+
+    path = tmp_path / replays.REPLAYS_FILE
+    replays.write(path, replays.table([_comparison(*c) for c in CASES]))
+    ts = collect([str(calibration), str(path)]).training_set()
+    replayed = np.char.startswith(ts.groups.astype(str), replays.REPLAY_GROUP)
+    assert 0 < replayed.sum() < 100 < (~replayed).sum()
+    assert ts.weights[replayed].sum() == pytest.approx(ts.weights[~replayed].sum())
+    assert set(ts.weights[~replayed]) == {1.0} and ts.subset(replayed).weights.shape == (replayed.sum(),)
+    assert collect([str(calibration)]).training_set().weights is None  # nothing to balance
+    # the weighted trees follow the replayed phases where they are; unweighted, the calibration drowns them
+    weighted, plain = train.fit(ts, intervals=False), train.fit(replace(ts, weights=None), intervals=False)
+
+    def miss(model):
+        x = ts.x[replayed][:, [ts.features.index(n) for n in model.features]]
+        return np.median(np.abs(model.predict_log(x)[0] - ts.y[replayed]))
+
+    assert miss(weighted) < miss(plain) / 2
+
+
 def test_a_workload_is_predicted_by_models_that_never_saw_it(calibration):
     comparisons = [_comparison(*c) for c in CASES[:3]]  # two workloads: each fit costs seconds
     judged = {(c.job, c.fix["transform"]): c for c in leave_workload_out(comparisons, [str(calibration)])}

@@ -146,6 +146,18 @@ def collect(path: Path, out) -> None:
     out.origins[f"replayed fixes {path}"] = len(rows)
 
 
+def weights(groups: np.ndarray) -> np.ndarray | None:
+    """Each row's weight in the fit: the replayed phases weigh as much together as all the other
+    rows (None when there are not both). A few hundred replayed phases beside thousands of
+    calibration phases would otherwise barely move the trees, yet they are measured the way a
+    verification measures (auto-ranged samples of whole plans, on the node as it is) and are the
+    phases predictions are made for; the calibration still covers the space they do not."""
+    replayed = np.char.startswith(groups.astype(str), REPLAY_GROUP)
+    if replayed.all() or not replayed.any():
+        return None
+    return np.where(replayed, (~replayed).sum() / replayed.sum(), 1.0)
+
+
 def predicted_band(rows: list[int], nbytes: np.ndarray, bands: tuple) -> np.ndarray:
     """(seconds, fast, slow) of a plan made of these phase rows, from log10 MiB/s (mid, lo, hi)."""
     mid, lo, hi = (np.asarray(b)[rows] for b in bands)

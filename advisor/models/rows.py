@@ -55,8 +55,9 @@ class Collected:
         from advisor.models.features import matrix
 
         feature_names = names()
+        groups = np.asarray(self.groups)
         return TrainingSet(matrix(self.rows, feature_names), np.asarray(self.log10_mib_s), feature_names,
-                           np.asarray(self.groups), dict(self.origins))
+                           groups, dict(self.origins), replays.weights(groups))
 
 
 def collect(paths: list[str], with_replays: bool = True) -> Collected:

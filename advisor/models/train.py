@@ -33,19 +33,21 @@ class TrainingSet:
     features: list[str]
     groups: np.ndarray  # rows of one pattern or one log share a group (kept in one CV fold)
     origins: dict[str, int] = field(default_factory=dict)  # "calibration DATA": rows, ...
+    weights: np.ndarray | None = None  # each row's weight in the fit (None: all alike)
 
     def __len__(self) -> int:
         return int(self.y.shape[0])
 
     def subset(self, keep: np.ndarray) -> TrainingSet:
         """The rows where `keep` is true."""
-        return TrainingSet(self.x[keep], self.y[keep], list(self.features), self.groups[keep], dict(self.origins))
+        return TrainingSet(self.x[keep], self.y[keep], list(self.features), self.groups[keep], dict(self.origins),
+                           None if self.weights is None else self.weights[keep])
 
     def learnable(self) -> TrainingSet:
         """Only the features with at least one value (a feature the data never had teaches nothing)."""
         keep = [j for j in range(self.x.shape[1]) if np.isfinite(self.x[:, j]).any()]
         return TrainingSet(self.x[:, keep], self.y, [self.features[j] for j in keep], self.groups,
-                           dict(self.origins))
+                           dict(self.origins), self.weights)
 
 
 @dataclass
@@ -108,11 +110,12 @@ def fit(ts: TrainingSet, intervals: bool = True) -> Model:
 
 
 def _fit(seen: TrainingSet, ts: TrainingSet, intervals: bool) -> Model:
-    model = Model(estimator(len(ts), seen.features).fit(seen.x, seen.y), list(seen.features))
+    w = seen.weights
+    model = Model(estimator(len(ts), seen.features).fit(seen.x, seen.y, sample_weight=w), list(seen.features))
     if intervals:
         lo, hi = INTERVAL
-        model.lower = estimator(len(ts), seen.features, lo).fit(seen.x, seen.y)
-        model.upper = estimator(len(ts), seen.features, hi).fit(seen.x, seen.y)
+        model.lower = estimator(len(ts), seen.features, lo).fit(seen.x, seen.y, sample_weight=w)
+        model.upper = estimator(len(ts), seen.features, hi).fit(seen.x, seen.y, sample_weight=w)
     model.meta.update(rows=len(ts), origins=dict(ts.origins), ranges=ranges(ts),
                       interval=list(INTERVAL) if intervals else None)
     return model
@@ -142,8 +145,9 @@ def _out_of_fold(ts: TrainingSet, folds: int, quantiles: tuple) -> list[np.ndarr
             # a feature with no value in this fold's training rows breaks the binning: leave it out
             keep = np.isfinite(ts.x[train]).any(axis=0)
             names = [f for f, k in zip(ts.features, keep) if k]
+            w = None if ts.weights is None else ts.weights[train]
             for pred, q in zip(preds, quantiles):
-                pred[test] = (estimator(len(train), names, q).fit(ts.x[train][:, keep], ts.y[train])
+                pred[test] = (estimator(len(train), names, q).fit(ts.x[train][:, keep], ts.y[train], sample_weight=w)
                               .predict(ts.x[test][:, keep]))
     return preds
 
