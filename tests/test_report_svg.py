@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from advisor.report.svg import Scale, Svg, byte_max, byte_ticks, nice_max, nice_ticks
-from advisor.report.units import fmt_value, tick_bytes, tick_count, tick_rate, tick_seconds
+from advisor.formatting import fmt_kind
+from advisor.report.units import tick_bytes, tick_count, tick_rate, tick_seconds
 
 
 def test_scales_map_the_ends_and_the_middle():
@@ -49,9 +50,9 @@ def test_tick_and_value_labels_carry_their_unit():
     assert tick_seconds(0.0000005) == "0 us" and tick_seconds(8000) == "2 h 13 min"
     assert tick_count(12345) == "12,345" and tick_count(34_000_000) == "34M"
     assert tick_rate(512 << 20) == "512 MiB/s" and tick_rate(float("nan")) == "n/a"
-    assert fmt_value("bytes_written", 3 << 30).endswith("GiB") and fmt_value("io_share", 0.5).endswith("%")
-    assert fmt_value("runtime_s", 2.0).endswith("s") and fmt_value("flag", True) == "True"
-    assert fmt_value("sizes", list(range(20))).endswith("(20 in all)")
+    assert fmt_kind("bytes", 3 << 30) == "3 GiB" and fmt_kind("fraction", 0.5) == "50.0%"
+    assert fmt_kind("seconds", 2.0) == "2.0 s" and fmt_kind("flag", True) == "yes"
+    assert fmt_kind("count", list(range(20))).endswith("(20 in all)")
 
 
 def test_svg_markup_is_well_formed_and_escapes_trace_text():

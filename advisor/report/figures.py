@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from advisor import metrics
+from advisor.ingest.ior.view import snapshot_data
 from advisor.ingest.snapshot import SnapshotProfile
 from advisor.profile import DXT_READ, DXT_WRITE, JobProfile
 from advisor.report.timeline import timeline_data
@@ -51,7 +52,7 @@ def figure_data(profile: JobProfile) -> dict:
         "top_files": top_files(files),
     }
     if isinstance(profile, SnapshotProfile):
-        sections["snapshot"] = snapshot_tables(profile.settings)
+        sections["snapshot"] = snapshot_tables(snapshot_data(profile.settings))
     return {"version": 1, **{k: v for k, v in sections.items() if v}}
 
 

@@ -55,8 +55,11 @@ def error_entry(path: str, reason: str) -> dict:
 
 def show_entry(profile: JobProfile, top_files: int = 10) -> dict:
     """The `show` result of one profile (top_files=0: every file)."""
+    from advisor.ingest.ior.view import extra_tables, results_data
+
     summary = summarize(profile)
     shown = per_file(profile, None if top_files <= 0 else top_files)
+    data = results_data(profile)
     j = profile.job
     return {
         "path": profile.source.path,
@@ -85,15 +88,9 @@ def show_entry(profile: JobProfile, top_files: int = 10) -> dict:
         "lustre": _lustre_json(profile, shown, top_files),
         "dxt": [_dxt_json(profile, name) for name in profile.dxt],
         "mounts": [{"path": m.path, "fstype": m.fstype} for m in profile.mounts],
-        "extra_tables": _extra_tables(profile),
+        **data,  # an IOR run's tests ("ior") or a snapshot's settings ("snapshot"), as numbers
+        "extra_tables": [list(t) for t in extra_tables(data)],  # the same, as the tables printed
     }
-
-
-def _extra_tables(profile: JobProfile) -> list:
-    """IOR tests and snapshot settings (inputs that are not Darshan-like)."""
-    from advisor.ingest.ior.view import extra_tables
-
-    return [list(t) for t in extra_tables(profile)]
 
 
 def _module_json(ms: ModuleSummary) -> dict:

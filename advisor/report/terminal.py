@@ -22,6 +22,7 @@ from rich.text import Text
 from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs, fmt_speedup
 from advisor.findings import Diagnosis, Finding, Prediction
 from advisor.fixes import FixSummary, caution, predicted_text
+from advisor.report.units import evidence_rows
 
 STYLE = {"high": "bold red", "warn": "yellow", "info": "cyan"}
 LABEL = {"high": "HIGH", "warn": "WARN", "info": "INFO"}
@@ -101,7 +102,8 @@ def _finding(f: Finding, verbose: bool) -> Padding:
     if f.ranks:
         parts.append(Padding(Text(f"ranks: {_ranks(f.ranks)}", style="dim"), (0, 0, 0, 7)))
     if verbose and f.evidence:
-        ev = "  ".join(f"{k}={_value(v)}" for k, v in list(f.evidence.items())[:MAX_EVIDENCE])
+        rows = evidence_rows(f.evidence, f.evidence_meta, MAX_EVIDENCE)
+        ev = "; ".join(f"{label}: {text}" for _, label, text in rows)
         parts.append(Padding(Text(f"evidence: {ev}", style="dim"), (0, 0, 0, 7)))
     fix = Text.assemble(("fix: ", "green"), f.recommendation.text)
     if warning := caution(f.verification):
@@ -167,16 +169,6 @@ def _short(text: str, limit: int) -> str:
 
 def _ranks(ranks: list[int]) -> str:
     return ", ".join(map(str, ranks[:8])) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
-
-
-def _value(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    if isinstance(v, list):
-        return f"[{len(v)} items]"
-    if isinstance(v, dict):
-        return "{...}"
-    return str(v)
 
 
 def _head(text: str, limit: int) -> str:

@@ -1,4 +1,4 @@
-"""Numbers on the HTML report: evidence values by unit, compact axis ticks.
+"""Numbers on the HTML report: evidence values by their declared unit kind, compact axis ticks.
 
 Values a user reads (costs, evidence, tooltips, tables) use the engine's formatters
 (:mod:`advisor.formatting`), so the page and the terminal report print the same
@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Callable
+from collections.abc import Callable
 
-from advisor.formatting import fmt_bytes, fmt_num, fmt_pct, fmt_rate, fmt_secs, fmt_speedup
+from advisor.formatting import fmt_bytes, fmt_kind, fmt_num, fmt_pct, fmt_rate, fmt_secs
+from advisor.units import FIELD_UNITS, KINDS, Field
 
 # The names other reporters import from here (advisor/report/show.py).
 fmt_seconds, fmt_share, fmt_count = fmt_secs, fmt_pct, fmt_num
 __all__ = ["fmt_bytes", "fmt_num", "fmt_pct", "fmt_rate", "fmt_secs", "fmt_seconds", "fmt_share", "fmt_count",
-           "fmt_value", "tick_bytes", "tick_seconds", "tick_count", "tick_rate"]
+           "evidence_rows", "tick_bytes", "tick_seconds", "tick_count", "tick_rate"]
 
 def _number(fmt: Callable[[float], str]) -> Callable[[float | None], str]:
     """A tick formatter that takes any number (or None) and says 'n/a' for what is not one."""
@@ -87,30 +88,39 @@ def _short(x: float) -> str:
     return text.rstrip("0").rstrip(".") if "." in text and "e" not in text else text
 
 
-def fmt_value(key: str, value) -> str:
-    """An evidence value formatted by the unit its key names (``*_bytes``, ``*_s``, ``*_frac``)."""
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, (int, float)):
-        k = key.lower()
-        if "speedup" in k:
-            return fmt_speedup(value)
-        if k.endswith(("mib_s", "mib_per_s", "mibs")):
-            return f"{fmt_num(value)} MiB/s"
-        if k.endswith(("_bw", "_bandwidth", "bytes_per_s", "_rate")):
-            return fmt_rate(value)
-        if "bytes" in k or k.endswith(("_size", "_b")) or k == "size":
-            return fmt_bytes(value)
-        if k.endswith(("_s", "_time", "_seconds", "seconds")):
-            return fmt_secs(value)
-        if k.endswith(("frac", "_fraction", "share", "_ratio_frac")):
-            return fmt_pct(value)
-        return fmt_num(value)
-    if isinstance(value, (list, tuple)):
-        shown = ", ".join(fmt_value(key, v) for v in list(value)[:12])
-        return shown + (f", ... ({len(value)} in all)" if len(value) > 12 else "")
-    if isinstance(value, dict):
-        items = list(value.items())[:12]
-        shown = ", ".join(f"{k}: {fmt_value(str(k), v)}" for k, v in items)
-        return shown + (" ..." if len(value) > 12 else "")
-    return str(value)
+def evidence_rows(evidence: dict, meta: dict | None, most: int = 40) -> list[tuple[str, str, str]]:
+    """(name, label, value as its unit kind says) for each evidence value, at most `most`.
+
+    The kinds come with the finding (``evidence_meta``); a diagnosis saved before they did
+    takes them from the facts' declarations, and a name neither knows is shown as text."""
+    rows = []
+    for name, value in list(evidence.items())[:most]:
+        info = (meta or {}).get(name)
+        if not _valid(info):
+            info = _declared(str(name))
+        rows.append((str(name), str(info["label"]), fmt_kind(info["kind"], value, _fields(info.get("fields")))))
+    return rows
+
+
+def _valid(info) -> bool:
+    return isinstance(info, dict) and info.get("kind") in KINDS and isinstance(info.get("label"), str)
+
+
+def _declared(name: str) -> dict:
+    from advisor.facts import meta_of  # the fact modules load only for a saved file without kinds
+
+    return meta_of(name) or {"label": name, "kind": "text"}
+
+
+def _fields(spec) -> dict | None:
+    """A record's field kinds, back from their JSON form ({name: {kind, unit} or {kind: record, fields}})."""
+    if not isinstance(spec, dict):
+        return None
+    out = {}
+    for name, f in spec.items():
+        if isinstance(f, dict) and f.get("kind") == "record":
+            out[name] = _fields(f.get("fields")) or {}
+        elif isinstance(f, dict) and f.get("kind") in KINDS:
+            unit = f.get("unit") if f.get("unit") in FIELD_UNITS else ""
+            out[name] = Field(f["kind"], unit)
+    return out

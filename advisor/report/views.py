@@ -16,7 +16,9 @@ from advisor.findings import Diagnosis, Finding, Prediction
 from advisor.fixes import FixSummary, caution, predicted_text
 from advisor.formatting import fmt_speedup, fmt_speedup_range
 from advisor.report.plots import Plot, verification_plot
-from advisor.report.units import fmt_bytes, fmt_num, fmt_pct, fmt_secs, fmt_value
+from advisor.formatting import fmt_kind
+from advisor.ingest.ior.view import ior_tables
+from advisor.report.units import evidence_rows, fmt_bytes, fmt_num, fmt_pct, fmt_secs
 
 MAX_FILES = 20
 MAX_EVIDENCE = 40
@@ -28,6 +30,7 @@ def job_view(d: Diagnosis, index: int) -> dict:
     runtime = _float(d.job.get("runtime_s"))
     findings = [finding_view(f, i + 1, runtime, f"job{index}") for i, f in enumerate(d.sorted_findings())]
     plots, tables, problems = figure_views(d.figures) if isinstance(d.figures, dict) else ([], [], [])
+    tables += result_tables(d.data)
     flag_rows(tables, d.findings)
     lost = max((f["cost_s"] for f in findings), default=0.0)  # findings overlap: their costs do not add up
     return {
@@ -80,8 +83,7 @@ def _header_facts(d: Diagnosis, runtime: float) -> list[tuple[str, str]]:
         facts.append(("counters not believed", str(note)))
     for key, label in (("files_accessed", "files"), ("interfaces", "interfaces"), ("modules", "modules")):
         if summary.get(key) not in (None, "", []):
-            facts.append((label, fmt_value(key, summary[key]) if not isinstance(summary[key], list)
-                          else ", ".join(str(x) for x in summary[key])))
+            facts.append((label, fmt_kind("count" if key == "files_accessed" else "enum", summary[key])))
     model = summary.get("model")
     if isinstance(model, dict) and model.get("model"):
         facts.append(("bandwidth model", _model_text(model)))
@@ -136,7 +138,7 @@ def finding_view(f: Finding, rank: int, runtime: float, job_id: str) -> dict:
         "cost": fmt_secs(cost) if cost else "",
         "cost_share": fmt_pct(cost / runtime) if cost and runtime else "",
         "confidence": f"{f.confidence['level']}: {f.confidence['reason']}" if f.confidence else "",
-        "evidence": [(str(k), fmt_value(str(k), v)) for k, v in list(f.evidence.items())[:MAX_EVIDENCE]],
+        "evidence": evidence_rows(f.evidence, f.evidence_meta, MAX_EVIDENCE),  # (JSON key, label, value)
         "files": files[:MAX_FILES],
         "more_files": max(0, len(files) - MAX_FILES),
         "ranks": rank_ranges(f.ranks),
@@ -231,7 +233,7 @@ def _predicted_speedup(p: Prediction | None) -> str:
 
 
 def _prediction(p: Prediction | None) -> list[tuple[str, str]]:
-    return [(name, fmt_value(name, v)) for name, v in p.shown()] if p else []
+    return [(label, fmt_kind(kind, v)) for label, kind, v in p.shown()] if p else []
 
 
 def _plot_builders() -> list[tuple[str, object]]:
@@ -267,6 +269,19 @@ def figure_views(figures: dict) -> tuple[list[Plot], list[dict], list[str]]:
     return plots, tables, problems
 
 
+def result_tables(data: dict) -> list[dict]:
+    """An IOR run's tests (max/mean/min MiB/s per operation) from the diagnosis's typed data."""
+    if not isinstance(data, dict) or not isinstance(data.get("ior"), dict):
+        return []
+    try:
+        return [{**_given_table({"title": title, "columns": columns, "rows": rows}),
+                 "results": "One row per test and operation: the maximum, mean and minimum bandwidth over "
+                            "its repetitions, as IOR printed them (or computed from its result rows)."}
+                for title, columns, rows in ior_tables(data["ior"])]
+    except (KeyError, TypeError, AttributeError):  # a hand-edited saved file: the page goes on without it
+        return []
+
+
 def config_tables(snapshot: dict) -> list[dict]:
     """Configuration tables of a node snapshot, flagged values marked.
 
@@ -288,7 +303,7 @@ def _given_table(t: dict) -> dict:
     rows = [{"cells": [_cell(c) for c in row] if isinstance(row, list) else [_cell(row)], "flagged": i in flagged,
              "codes": []} for i, row in enumerate(t.get("rows", []))]
     return {"title": str(t.get("title", "configuration")), "columns": [str(c) for c in t.get("columns", [])],
-            "rows": rows}
+            "rows": rows, "results": ""}  # results: what a table of results (not settings) holds
 
 
 def _kv_table(title: str, mapping: dict) -> dict:
@@ -301,7 +316,7 @@ def _kv_table(title: str, mapping: dict) -> dict:
         else:
             cells = [str(key), _cell(value), ""]
         rows.append({"cells": cells, "flagged": flagged, "codes": []})
-    return {"title": title, "columns": ["setting", "value", "note"], "rows": rows}
+    return {"title": title, "columns": ["setting", "value", "note"], "rows": rows, "results": ""}
 
 
 def _cell(value) -> str:
