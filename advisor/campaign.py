@@ -242,7 +242,8 @@ def figure_data(campaign: Campaign, osts: int | None) -> dict:
     for c in campaign.curves:
         pair = exceed_point(c, osts) if osts else None
         if pair:
-            exceed.append({"label": c.label, "osts": osts, "before": {"tasks": pair[0].tasks, "bw_mib_s": pair[0].bw_mib},
+            exceed.append({"label": c.label, "osts": osts,
+                           "before": {"tasks": pair[0].tasks, "bw_mib_s": pair[0].bw_mib},
                            "after": {"tasks": pair[1].tasks, "bw_mib_s": pair[1].bw_mib}})
     return {"x": "tasks", "y": "bandwidth (MiB/s)", "osts": osts, "curves": series(campaign.curves),
             "baseline": series(campaign.baseline), "knees": [], "clients_exceed_osts": exceed}

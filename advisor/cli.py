@@ -18,6 +18,7 @@ import advisor.fleet.settings  # noqa: F401  registers [fleet]: every command ac
 import advisor.hooks.settings  # noqa: F401  registers [hook]
 from advisor import __version__
 from advisor.errors import AdvisorError
+from advisor.formatting import printable
 
 COMMANDS = {
     "show": "Show what was ingested from logs, dumps and snapshots.",
@@ -82,18 +83,19 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("ioadvisor: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
+        exc.message = printable(exc.message)  # it may quote an argument: a hostile file name
         exc.show()
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except AdvisorError as exc:
-        click.echo(f"ioadvisor: error: {exc}", err=True)
+        click.echo(printable(f"ioadvisor: error: {exc}"), err=True)
         sys.exit(2)
     except BrokenPipeError:
         sys.exit(1)
     except Exception as exc:  # the last line of defence: never a traceback for a user
         if os.environ.get("IOADVISOR_DEBUG"):
             raise
-        click.echo(f"ioadvisor: internal error: {type(exc).__name__}: {exc} "
-                   "(set IOADVISOR_DEBUG=1 for a traceback and please report it)", err=True)
+        click.echo(printable(f"ioadvisor: internal error: {type(exc).__name__}: {exc} "
+                             "(set IOADVISOR_DEBUG=1 for a traceback and please report it)"), err=True)
         sys.exit(3)

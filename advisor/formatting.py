@@ -1,16 +1,64 @@
-"""Human-readable I/O quantities, shared by every reporter (terminal, HTML, show, rule messages).
+"""Human-readable I/O quantities, shared by every reporter (terminal, HTML, show, rule messages),
+and :func:`printable`, the one filter every untrusted string passes before it reaches a terminal,
+a log line or a page.
 
 Kept free of heavy imports so that `show`, the hook and fleet workers stay quick to start.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import shlex
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from advisor.units import KINDS, Field, MiB
 
 IEC = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def printable(text: Any, multiline: bool = False) -> str:
+    """`text` with every character a terminal or a reader would not show as itself escaped
+    visibly: C0 and C1 controls (ESC sequences that clear the screen or set the window title,
+    CR and newline that would split a line or forge another ``ioadvisor: error:`` line), DEL,
+    bidi overrides and isolates (which reorder what is displayed), other invisible format
+    characters, and the lone surrogates a file name's invalid UTF-8 bytes become (which would
+    not even encode on output).
+
+    File names, exe strings, hints and host names come from traces anyone can write, so every
+    reporter passes them through here: the terminal report, ``show``, error lines, the hook's
+    stderr and syslog lines, fleet output, and the HTML report (where Jinja2's autoescape
+    handles markup but not control bytes).
+
+    `multiline` keeps the newlines of a text that has lines by design (a suggested heredoc)
+    and escapes everything else in each line.
+    """
+    text = str(text)
+    if text.isprintable():  # the common case, in C
+        return text
+    if multiline:
+        return "\n".join(printable(line) for line in text.split("\n"))
+    return "".join(c if c.isprintable() else _escaped(c) for c in text)
+
+
+def _escaped(c: str) -> str:
+    """\\xNN for an ASCII control or a byte that was not UTF-8, \\uNNNN for a character:
+    unambiguous, and the notation of bash's $'...' (which :func:`shell_word` relies on)."""
+    code = ord(c)
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    if 0xDC80 <= code <= 0xDCFF:  # surrogateescape: the byte that was not UTF-8
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def shell_word(value: Any) -> str:
+    """One shell word for a command users paste: a name from a trace may hold `;`, `$(...)` or
+    quotes (quoted as POSIX sh does), or control characters, written as bash's $'...' so that the
+    word stays exact, on one line, and visible."""
+    word = str(value)
+    if word.isprintable():
+        return shlex.quote(word)
+    return "$'" + printable(word.replace("\\", "\\\\").replace("'", "\\'")) + "'"
 
 
 def fmt_bytes(n: Any) -> str:

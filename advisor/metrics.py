@@ -94,7 +94,7 @@ class Columns:
     meta_time: np.ndarray
 
     @classmethod
-    def of(cls, recs: ModuleRecords, spec: ModuleSpec) -> "Columns":
+    def of(cls, recs: ModuleRecords, spec: ModuleSpec) -> Columns:
         def one(name: str) -> np.ndarray:
             full = f"{spec.prefix}_{name}"
             return _pos(recs.get(full)).astype(np.float64) if recs.has(full) else np.zeros(len(recs))

@@ -163,13 +163,13 @@ class DxtTrace:
 
     _ARRAYS = ("rank", "record_id", "op", "offset", "length", "start", "end")
 
-    def subset(self, mask: np.ndarray) -> "DxtTrace":
+    def subset(self, mask: np.ndarray) -> DxtTrace:
         """The segments where `mask` is true (same module and host names)."""
         return DxtTrace(self.module, *(getattr(self, a)[mask] for a in self._ARRAYS),
                         hostnames=dict(self.hostnames), readable=self.readable, note=self.note)
 
     @classmethod
-    def concat(cls, module: str, parts: list["DxtTrace"]) -> "DxtTrace":
+    def concat(cls, module: str, parts: list[DxtTrace]) -> DxtTrace:
         """The segments of `parts` as one trace, sorted by rank then start."""
         if not parts:
             return cls.empty(module)
@@ -179,7 +179,7 @@ class DxtTrace:
         return cls(module, *(arrays[a][order] for a in cls._ARRAYS), hostnames=hosts)
 
     @classmethod
-    def empty(cls, module: str, note: str = "", readable: bool = True) -> "DxtTrace":
+    def empty(cls, module: str, note: str = "", readable: bool = True) -> DxtTrace:
         return cls(
             module=module,
             rank=np.empty(0, np.int32),

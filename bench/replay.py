@@ -98,10 +98,11 @@ def main() -> int:
             plan = write_plan(total, bs, random)
             ours, theirs = [], []
             for rep in range(args.repeat):
-                rounds = [lambda: ours.append(replay_bw(target, plan, args.runs)),
-                          lambda: theirs.append(fio_bw(target, total, bs, random, args.runs))]
-                for run in (rounds if rep % 2 == 0 else rounds[::-1]):
-                    run()
+                for tool in ("replay", "fio") if rep % 2 == 0 else ("fio", "replay"):  # alternate who goes first
+                    if tool == "replay":
+                        ours.append(replay_bw(target, plan, args.runs))
+                    else:
+                        theirs.append(fio_bw(target, total, bs, random, args.runs))
             mo, mt = statistics.median(ours), statistics.median(theirs)
             print(f"{name:8s} {total // MiB:5d} MiB  replay {mo / MiB:8.0f} MiB/s  fio {mt / MiB:8.0f} MiB/s  "
                   f"ratio {mo / mt:.2f} (target >= {TARGETS[name]})")

@@ -5,7 +5,8 @@
 Same logs, same run, each a fresh process (what a user or an epilog does), the tools
 alternated per log so machine load hits all alike. For each run: wall time, peak memory
 (resident set of the whole process tree, sampled every 50 ms: ioadvisor parses in a
-child process) and CPU time of the tree (steadier than wall time on a loaded machine) and the size of the page written. Prints the ratios and the targets:
+child process) and CPU time of the tree (steadier than wall time on a loaded machine) and
+the size of the page written. Prints the ratios and the targets:
 >= 5x faster than PyDarshan's summary on typical logs; the 1 M-segment DXT log under
 10 s and 1 GiB; every page under 3 MB. A last section measures the plot backend:
 our hand-built SVG against matplotlib drawing the same data to SVG.
@@ -14,6 +15,7 @@ our hand-built SVG against matplotlib drawing the same data to SVG.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -63,10 +65,8 @@ def _tree_rss() -> int:
     """Resident memory of everything running under this bench (one measured command at a time)."""
     total = 0
     for p in psutil.Process().children(recursive=True):
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
             total += p.memory_info().rss
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
     return total
 
 
@@ -169,7 +169,8 @@ def summarize(results: dict[str, dict[str, Run]]) -> list[str]:
     big = results.get(BIG, {})
     ours = big.get("ioadvisor")
     if ours:
-        print(f"1 M-segment log: ioadvisor {ours.wall_s:.2f} s ({ours.cpu_s:.1f} s cpu), {ours.peak_bytes / MiB:.0f} MiB peak, "
+        print(f"1 M-segment log: ioadvisor {ours.wall_s:.2f} s ({ours.cpu_s:.1f} s cpu), "
+              f"{ours.peak_bytes / MiB:.0f} MiB peak, "
               f"{ours.page_bytes / 1024:.0f} KB page (targets < 10 s, < 1024 MiB)")
         for peer in ("pydarshan", "pydarshan+dxt"):
             if peer in big:
@@ -177,8 +178,8 @@ def summarize(results: dict[str, dict[str, Run]]) -> list[str]:
                 state = (f"{other.wall_s:.1f} s ({other.cpu_s:.1f} s cpu), {other.peak_bytes / MiB:.0f} MiB, "
                          f"{other.page_bytes / 1024:.0f} KB"
                          if other.ok else other.note)
-                ratio = f" -> {other.wall_s / ours.wall_s:.1f}x faster, {other.peak_bytes / max(ours.peak_bytes, 1):.1f}x " \
-                        f"less memory" if other.ok else ""
+                ratio = (f" -> {other.wall_s / ours.wall_s:.1f}x faster, "
+                         f"{other.peak_bytes / max(ours.peak_bytes, 1):.1f}x less memory") if other.ok else ""
                 print(f"                 {peer}: {state}{ratio}")
         if not ours.ok or ours.wall_s >= 10 or ours.peak_bytes >= 1024 * MiB:
             missed.append("1 M-segment log over 10 s or 1 GiB")
@@ -241,7 +242,7 @@ def _matplotlib_svg(data: dict) -> int:
             left += np.array(d[key])
         ax.set_xlabel("time (s)")
         size += save(fig)
-    for module, counts in data.get("access_sizes", {}).get("modules", {}).items():
+    for _module, counts in data.get("access_sizes", {}).get("modules", {}).items():
         fig, ax = plt.subplots(figsize=(9, 3))
         x = np.arange(len(data["access_sizes"]["bins"]))
         ax.bar(x - 0.2, counts["read"], 0.4)

@@ -223,7 +223,7 @@ def aggregate(plan: Plan, aggregators: int) -> Plan:
     frame = _agg_frame(ops, merged, w)
     ops["op"][send] = SEND
     ops["peer"][send] = agg[send]
-    keep = ~(w & ~send) & ~_idle_meta(ops, send)
+    keep = ~(w & ~send) & ~_idle_meta(ops, w)
     new = {k: np.concatenate([recv[k], merged[k], frame[k]]) for k in ("rank", "op", "file", "length",
                                                                      "api", "phase", "sub")}
     new["offset"] = np.concatenate([recv["offset"], merged["offset"], frame["offset"]])
@@ -294,11 +294,12 @@ def open_close_frame(rows: dict[str, np.ndarray], synced: np.ndarray | None = No
     return out
 
 
-def _idle_meta(ops: dict[str, np.ndarray], send: np.ndarray) -> np.ndarray:
-    """Open/close/fsync rows of a (rank, phase, file) whose only data were sent away."""
+def _idle_meta(ops: dict[str, np.ndarray], shipped: np.ndarray) -> np.ndarray:
+    """Open/close/fsync rows of a (rank, phase, file) whose only data were the writes handed to
+    aggregation: sent away, or (an aggregator's own) rewritten inside the aggregator's new session."""
     key = ops["rank"].astype(np.int64) * (1 << 40) + ops["phase"].astype(np.int64) * (1 << 24) + ops["file"]
-    other = data_mask(ops) & ~send
-    idle = np.setdiff1d(np.unique(key[send]), np.unique(key[other]))
+    other = data_mask(ops) & ~shipped
+    idle = np.setdiff1d(np.unique(key[shipped]), np.unique(key[other]))
     return np.isin(ops["op"], (OPEN, CREATE, CLOSE, FSYNC)) & np.isin(key, idle)
 
 

@@ -117,7 +117,7 @@ class Plan:
     # -- construction -------------------------------------------------------------------
     @classmethod
     def build(cls, nranks: int, ops: dict, files: dict, *, hints=None, meta=None,
-              order: np.ndarray | None = None) -> "Plan":
+              order: np.ndarray | None = None) -> Plan:
         """A plan from op and file columns; ops are stably grouped by rank.
 
         `order` is an optional per-op sort key within a rank (e.g. a timestamp);
@@ -134,7 +134,7 @@ class Plan:
         plan.validate()
         return plan
 
-    def replace(self, *, ops=None, files=None, hints=None, meta=None, nranks=None) -> "Plan":
+    def replace(self, *, ops=None, files=None, hints=None, meta=None, nranks=None) -> Plan:
         """A new plan with some parts replaced (ops re-grouped by rank, order kept)."""
         return Plan.build(self.nranks if nranks is None else nranks,
                           self.ops if ops is None else ops,
@@ -304,7 +304,7 @@ class Plan:
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, mmap: bool = True) -> "Plan":
+    def load(cls, path: str | Path, *, mmap: bool = True) -> Plan:
         """Read a saved plan; with `mmap` the columns are mapped, not read."""
         path = Path(path)
         doc = json.loads((path / "plan.json").read_text())

@@ -8,6 +8,7 @@ overhead stays small next to the system call it measures.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import time
@@ -115,7 +116,7 @@ class RankRunner:
 
     def _run(self, c: dict[str, list], s: int, e: int) -> None:
         code, fid, api = c["op"][s], c["file"][s], c["api"][s]
-        if code == READ or code == WRITE:
+        if code in (READ, WRITE):
             if c["batch"][s] >= 0:
                 self._mpi_batch(code, fid, c["offset"][s:e], c["length"][s:e], c["flags"][s:e])
             elif api == POSIX:
@@ -124,7 +125,7 @@ class RankRunner:
                 self._stdio(code, fid, c["offset"][s:e], c["length"][s:e])
             else:
                 self._mpi(code, fid, c["offset"][s:e], c["length"][s:e], api == MPIIO_COLL, c["flags"][s])
-        elif code == OPEN or code == CREATE:
+        elif code in (OPEN, CREATE):
             self._open(fid, api)
         elif code == CLOSE:
             self._close(fid)
@@ -134,7 +135,7 @@ class RankRunner:
             self._stat(fid)
         elif code == UNLINK:
             self._unlink(fid)
-        elif code == SEND or code == RECV:
+        elif code in (SEND, RECV):
             self._message(code, fid, c["peer"][s], c["length"][s])
         if code not in (READ, WRITE, SEND, RECV):
             self.record.add_meta(fid, code)
@@ -212,16 +213,13 @@ class RankRunner:
             h.Sync()
 
     def _stat(self, fid: int) -> None:
-        try:
+        # a stat of a file the job had not created yet is still a metadata call
+        with contextlib.suppress(FileNotFoundError):
             os.stat(self.path(fid))
-        except FileNotFoundError:
-            pass  # a stat of a file the job had not created yet is still a metadata call
 
     def _unlink(self, fid: int) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path(fid))
-        except FileNotFoundError:
-            pass
 
     # -- data -------------------------------------------------------------------------------
     def _posix(self, code: int, fid: int, offs: list[int], lens: list[int]) -> None:
@@ -283,10 +281,7 @@ class RankRunner:
         from mpi4py import MPI
 
         fh = self._handle(fid, MPIIO)[1]
-        if code == WRITE:
-            call = fh.Write_at_all if coll else fh.Write_at
-        else:
-            call = fh.Read_at_all if coll else fh.Read_at
+        call = (fh.Write_at_all if coll else fh.Write_at) if code == WRITE else fh.Read_at_all if coll else fh.Read_at
         status, view, total = MPI.Status(), self.buf.view, 0
         for off, ln in zip(offs, lens):
             call(off, [view(ln), ln, MPI.BYTE], status)

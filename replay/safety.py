@@ -177,7 +177,7 @@ class Scratch:
         self._children: list[subprocess.Popen] = []
         self._old_handlers: dict[int, object] = {}
 
-    def __enter__(self) -> "Scratch":
+    def __enter__(self) -> Scratch:
         remove_stale(self.target)
         try:
             self.path = Path(tempfile.mkdtemp(prefix="ioadvisor-replay-", dir=self.target))

@@ -7,7 +7,8 @@ what it did to ``plan.meta["transforms"]`` so results say exactly which variant 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

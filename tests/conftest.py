@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cephfs import cephfs  # noqa: F401  (session fixture: one CephFS cluster per xdist worker)
 from tests.helpers import require
 
 REPO = Path(__file__).resolve().parents[1]

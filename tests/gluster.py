@@ -15,9 +15,9 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -155,9 +155,8 @@ def gluster_volume(base: Path, bricks: int = 4) -> Iterator[Path]:
         mounted = True
         yield mnt
     finally:
-        if mounted:
-            if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
-                subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        if mounted and subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
         if created:
             _gluster("volume", "stop", name, "force")
             _gluster("volume", "delete", name)

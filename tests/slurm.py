@@ -264,9 +264,9 @@ class SlurmCluster:
         self._write_slurm_conf()
         self.munge_pid = start_munge()
         for daemon in ("slurmctld", "slurmd"):
-            log = open(self.root / "log" / f"{daemon}.stdout", "w")
-            self.procs.append(subprocess.Popen([SBIN[daemon], "-D", "-f", str(self.conf)],
-                                               stdout=log, stderr=subprocess.STDOUT, env=self.env()))
+            with open(self.root / "log" / f"{daemon}.stdout", "w") as log:  # the daemon keeps its own copy
+                self.procs.append(subprocess.Popen([SBIN[daemon], "-D", "-f", str(self.conf)],
+                                                   stdout=log, stderr=subprocess.STDOUT, env=self.env()))
         self._wait_node_idle(60)
 
     def write_hook_config(self, **hook) -> None:
@@ -350,7 +350,8 @@ PartitionName=debug Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
             return "true"
         copy = f"head -c {truncate} '{source}'" if truncate is not None else f"cat '{source}'"
         return (f"d={self.logdir}/$(date +%Y/%-m/%-d)\n"
-                f"name=$d/{self.user.pw_name}_{exe}_id${{SLURM_JOB_ID}}-$$_$(date +%-m-%-d)-$(( $(date +%s) % 86400 ))-1234567890_1\n"
+                f"name=$d/{self.user.pw_name}_{exe}_id${{SLURM_JOB_ID}}-$$_$(date +%-m-%-d)"
+                f"-$(( $(date +%s) % 86400 ))-1234567890_1\n"
                 f"{copy} > $name.darshan_partial\n"
                 f"chmod 0400 $name.darshan_partial\n"
                 f"mv $name.darshan_partial $name.darshan")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import jsonschema
@@ -21,7 +21,7 @@ PYDARSHAN = "darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input"
 LOGS = "darshan-logs/darshan_logs"
 
 
-@lru_cache(maxsize=None)
+@cache
 def diagnosis(rel: str) -> Diagnosis:
     path = CORPUS / rel
     require(path.exists(), f"corpus log {path} not found")

@@ -41,7 +41,8 @@ def test_good_rule_loads(tmp_path):
 
 @pytest.mark.parametrize("change,line,words", [
     (("condition: small_write_count >= min_count", "condition: small_write_count >="), 7, "bad condition"),
-    (("condition: small_write_count >= min_count", "condition: no_such_fact > 1"), 7, "unknown fact or threshold 'no_such_fact'"),
+    (("condition: small_write_count >= min_count", "condition: no_such_fact > 1"), 7,
+     "unknown fact or threshold 'no_such_fact'"),
     (("evidence: [small_write_count]", "evidence: [nope]"), 10, "unknown fact 'nope'"),
     (("category: small-io", "category: sloth"), 4, "'category' must be"),
     (("severity: warn", "severity: critical"), 5, "'severity' must be"),

@@ -90,3 +90,24 @@ def test_job_facts_of_real_logs_match_their_counters(log):
     assert ctx.get("files_accessed") >= len({n for n in names if not n.startswith("<")})
     assert ctx.get("modules") == sorted(profile.modules)
     assert ctx.get("interfaces") == [m for m in ("POSIX", "STDIO", "MPI-IO") if m in profile.records]
+
+
+def test_the_darshan_helpers_every_fact_module_reads_records_through():
+    from advisor.facts._darshan import col, data_mask, dxt, maybe, records, top_files, total
+    from advisor.profile import JobInfo, JobProfile, Provenance
+
+    posix = module("POSIX", [(1, 0, {"POSIX_BYTES_WRITTEN": 10}), (2, 0, {"POSIX_BYTES_WRITTEN": 30}),
+                             (3, 0, {"POSIX_BYTES_WRITTEN": 99})])
+    ctx = facts(job(posix, names={3: "<STDERR>"}))
+    rec = records(ctx, "POSIX")
+    assert data_mask(ctx, rec).tolist() == [True, True, False]  # the standard streams are no data files
+    assert total(rec, "BYTES_WRITTEN") == 139 and col(rec, "NO_SUCH_COUNTER").tolist() == [0.0, 0.0, 0.0]
+    assert top_files(ctx, rec, np.array([10.0, 30.0, 0.0])) == ["/scratch/f2", "/scratch/f1"]
+    assert maybe(ctx, "MPI-IO") is None
+    with pytest.raises(Missing, match="no MPI-IO records in the log"):
+        records(ctx, "MPI-IO")
+    with pytest.raises(Missing, match=r"no DXT_POSIX trace \(run with DXT_ENABLE_IO_TRACE=1\)"):
+        dxt(ctx)
+    ior_like = facts(JobProfile(Provenance("x", "ior", "test"), JobInfo(nprocs=2)))
+    with pytest.raises(NotApplicable, match="not a Darshan-like input"):
+        maybe(ior_like, "POSIX")

@@ -58,3 +58,16 @@ def test_a_flush_per_record_is_a_flush_storm_and_a_flush_per_buffer_is_not():
 def test_large_stdio_calls_are_not_small_io():
     d = diagnose(_stdio_job(2_000, 2_000 * (4 << 20), 0), SiteConfig())
     assert "STD001" not in {f.code for f in d.findings}
+
+
+def test_stdio_facts_of_a_hand_built_job():
+    from advisor.facts import FactContext
+
+    ctx = FactContext(_stdio_job(100_000, 8_000_000, 100_000), SiteConfig())
+    assert ctx.get("stdio_write_calls") == 100_000 and ctx.get("stdio_write_mean_size") == 80
+    assert ctx.get("stdio_read_calls") == 0
+    assert ctx.get("stdio_flushes") == 100_000 and ctx.get("stdio_bytes_per_flush") == 80
+    assert ctx.get("stdio_buffer_bytes") == 4096  # glibc's default, assumed
+    assert ctx.get("stdio_small_files") == ctx.get("stdio_flush_files") == ["/out/particles.txt"]
+    # 2 s of writes, nearly all lost to 80 B calls against 1 MiB RPCs
+    assert ctx.get("stdio_small_write_cost_s") == pytest.approx(2.0 * (1 - 80 / 2**20))

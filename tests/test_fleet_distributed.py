@@ -29,9 +29,9 @@ class Daemons:
         self.tmp, self.procs = tmp, []
 
     def start(self, *args: str, env: dict | None = None) -> subprocess.Popen:
-        log = open(self.tmp / f"daemon-{len(self.procs)}.log", "w")
-        proc = subprocess.Popen([str(DASK), *args], stdout=log, stderr=subprocess.STDOUT,
-                                env={**os.environ, **(env or {})}, start_new_session=True)
+        with open(self.tmp / f"daemon-{len(self.procs)}.log", "w") as log:  # the daemon keeps its own copy
+            proc = subprocess.Popen([str(DASK), *args], stdout=log, stderr=subprocess.STDOUT,
+                                    env={**os.environ, **(env or {})}, start_new_session=True)
         self.procs.append(proc)
         return proc
 
@@ -65,7 +65,8 @@ class Daemons:
 
 @pytest.fixture
 def daemons(tmp_path: Path) -> Iterator[Daemons]:
-    require(DASK.exists(), f"the dask command is not installed next to {sys.executable} (pip install 'dask[distributed]')")
+    require(DASK.exists(),
+            f"the dask command is not installed next to {sys.executable} (pip install 'dask[distributed]')")
     d = Daemons(tmp_path)
     try:
         yield d

@@ -104,3 +104,91 @@ def test_report_of_a_folder_that_is_not_a_dataset_is_one_line(tmp_path: Path):
     run = ioadvisor("fleet", "report", str(tmp_path), "--html", str(tmp_path / "x.html"))
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and "not a fleet dataset" in run.stderr
     assert not (tmp_path / "x.html").exists()
+
+
+# -- the machine view's parts, called directly on the dataset ---------------------------------
+def test_summary_adds_up_the_dataset_rows(dataset: Path):
+    from advisor.fleet.aggregate import summarise
+
+    jobs = FleetStore(dataset, create=False).jobs(["error", "cost_s", "nprocs", "bytes_read", "bytes_written"])
+    rows = jobs.to_pylist()
+    good = [j for j in rows if j["error"] is None]
+    s = summarise(dataset, top=100)
+    assert (s.jobs, s.errors) == (len(rows), len(rows) - len(good))
+    assert s.with_findings == sum(1 for j in good if (j["cost_s"] or 0) > 0)
+    lost = sum((j["cost_s"] or 0) * max(j["nprocs"] or 1, 1) for j in good) / 3600
+    assert s.hours_lost == pytest.approx(lost)
+    assert s.bytes_moved == sum((j["bytes_read"] or 0) + (j["bytes_written"] or 0) for j in good)
+    assert sum(r.hours for r in s.categories) == pytest.approx(lost)  # every finding has a category
+    # the chart spans the recent weeks: the 2019 ALCF log's week is counted as left out
+    assert s.weeks_left_out >= 1 and 0 < sum(sum(v) for v in s.weekly.values()) < lost
+    assert [w.hours for w in s.worst] == sorted((w.hours for w in s.worst), reverse=True)
+    assert len(summarise(dataset, top=2).worst) == 2
+
+
+def test_ranking_chart_draws_one_bar_per_row_and_keeps_the_table():
+    from advisor.fleet.aggregate import Ranked
+    from advisor.fleet.charts import fmt_hours, ranking_chart
+
+    rows = [Ranked("ior", 12.5, 3, 7, "small-io"), Ranked("<wrf>", 0.004, 1, 1)]
+    plot = ranking_chart("by-app", "Core-hours lost by application", rows, "applications")
+    assert plot.alt == "ior loses the most: 12.5 h in 3 jobs."
+    assert str(plot.svg).count('class="c-hot"') == 2 and "&lt;wrf&gt;" in str(plot.svg)
+    assert plot.headers[-1] == "worst category" and plot.rows[1] == ["<wrf>", "< 0.01 h", "1", "1", ""]
+    assert ranking_chart("x", "t", [], "users").alt == "No users with findings."
+    assert [fmt_hours(h) for h in (1234.4, 12.54, 0.421, 0.001, 0)] == ["1,234 h", "12.5 h", "0.421 h",
+                                                                         "< 0.01 h", "0 h"]
+
+
+def test_weekly_chart_stacks_categories_and_names_the_worst_week():
+    from advisor.fleet.charts import weekly_chart
+
+    plot = weekly_chart("weekly", ["2026-01-05", "2026-01-12"], {"small-io": [1.0, 3.0], "metadata": [0.5, 0.0]})
+    assert plot.alt == "2 weeks from 2026-01-05 to 2026-01-12; the worst week starts 2026-01-12 with 3 h lost."
+    assert "small-io" in str(plot.svg) and "metadata" in str(plot.svg)
+
+
+def test_fleet_page_and_job_pages_written_directly(dataset: Path, tmp_path: Path):
+    from advisor.fleet.report import write_fleet_html
+
+    pages = write_fleet_html(dataset, tmp_path / "m.html", top=3)
+    assert 1 <= pages == len(list((tmp_path / "m.jobs").glob("*.html")))
+    assert "Core-hours lost by user" in (tmp_path / "m.html").read_text()
+
+
+def test_a_second_run_over_the_same_archive_skips_everything_without_a_cluster(dataset: Path):
+    from advisor.fleet.progress import summary_line
+    from advisor.fleet.run import FleetOptions, run_fleet
+
+    seen = []
+    stats = run_fleet([str(dataset.parent / "archive")], str(dataset), FleetOptions(workers=1),
+                      progress=lambda s, done: seen.append((s.analysed, done)))
+    assert stats.found == stats.skipped > 0 and stats.analysed == stats.parts == 0
+    assert seen == [(0, True)]
+    assert summary_line(stats, "ds").startswith("fleet: analysed 0 logs (0 unreadable, 0 findings) in ")
+    assert summary_line(stats, "ds").endswith(f"skipped {stats.skipped} already in ds; 0 parts written")
+
+
+def test_a_broken_model_path_stops_the_run_before_any_log(dataset: Path, tmp_path: Path):
+    from advisor.config import from_dict
+    from advisor.errors import ConfigError
+    from advisor.fleet.run import FleetOptions, run_fleet
+
+    config = from_dict({"model": {"path": str(tmp_path / "none.skops")}})
+    with pytest.raises(ConfigError, match=r"\[model\] path"):
+        run_fleet([str(dataset.parent / "archive")], str(tmp_path / "ds"), FleetOptions(config=config))
+    assert not (tmp_path / "ds").exists()
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"workers": -1}, r"fleet.workers: -1 is outside \[0, 100000\]"),
+    ({"batch": 0}, r"fleet.batch: 0 is outside"),
+    ({"workers": 2, "slurm_jobs": 2}, "at most one of workers and slurm_jobs"),
+])
+def test_fleet_section_ranges(values, message):
+    from advisor.errors import ConfigError
+    from advisor.fleet.settings import FleetConfig, validate
+
+    with pytest.raises(ConfigError, match=message):
+        validate(FleetConfig(**values), "site.toml")
+    assert validate(FleetConfig(workers=4), "site.toml").workers == 4

@@ -111,9 +111,18 @@ def test_child_dies_with_a_killed_hook(tmp_path):
     hook.kill()  # as slurmd does when PrologEpilogTimeout passes
     hook.wait()
     deadline = time.monotonic() + 10
-    while os.path.exists(f"/proc/{child}") and "Z" not in open(f"/proc/{child}/stat").read().split()[2]:
+    while os.path.exists(f"/proc/{child}") and "Z" not in _proc_state(child):
         assert time.monotonic() < deadline, "the child outlived the killed hook"
         time.sleep(0.05)
+
+
+def _proc_state(pid: int) -> str:
+    """The state letter of /proc/<pid>/stat ('' once the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split()[2]
+    except FileNotFoundError:
+        return ""
 
 
 def test_child_memory_limit_turns_into_an_error():
@@ -154,9 +163,10 @@ def test_wrapper_says_when_the_hook_cannot_start_and_still_exits_0(tmp_path):
 
 
 def test_messages_for_syslog_cannot_forge_lines():
-    from advisor.hooks.postjob import printable
+    from advisor.formatting import printable
 
-    assert printable("job 1: /w/evil\nMar 1 fake: root login\x1b[2J") == "job 1: /w/evil\\nMar 1 fake: root login\\x1b[2J"
+    forged = "job 1: /w/evil\nMar 1 fake: root login\x1b[2J"
+    assert printable(forged) == "job 1: /w/evil\\x0aMar 1 fake: root login\\x1b[2J"
 
 
 def test_hook_check_never_runs_a_wrapper_another_user_could_replace(tmp_path):
@@ -182,3 +192,22 @@ def test_report_mode_is_validated(tmp_path, mode, ok):
     else:
         with pytest.raises(ConfigError, match="hook.report_mode"):
             load_settings(path)
+
+
+def test_the_hook_plans_a_job_and_honours_the_opt_outs(tmp_path):
+    from advisor.hooks.postjob import base_record, opt_out_reason, plan
+
+    cfg, _ = load_settings(write(tmp_path, f'[hook]\nlog_dir = "{tmp_path}"\nwait_s = 0\n'
+                                           'opt_out_users = ["bob"]\n'))
+    work = tmp_path / "work"
+    work.mkdir()
+    job = JobContext(jobid="41", user="alice", uid=os.getuid(), gid=os.getgid(), workdir=str(work))
+    doc = plan(job, cfg)
+    assert doc["job"]["jobid"] == "41" and doc["logs"] == [] and "opted_out" not in doc
+    (work / cfg.opt_out_marker).touch()
+    assert opt_out_reason(cfg, job) == f"{cfg.opt_out_marker} in the work dir"
+    assert plan(job, cfg)["opted_out"] == f"{cfg.opt_out_marker} in the work dir"
+    bob = JobContext(jobid="42", user="bob", uid=os.getuid(), gid=os.getgid(), workdir=str(tmp_path))
+    assert plan(bob, cfg)["opted_out"] == "user listed in hook.opt_out_users"
+    record = base_record(job)
+    assert (record["jobid"], record["status"], record["lost_s"], record["error"]) == ("41", "error", 0.0, None)

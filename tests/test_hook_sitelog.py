@@ -50,7 +50,7 @@ def test_concurrent_appends_never_interleave(tmp_path):
         p.start()
     for p in procs:
         p.join()
-    ids = [json.loads(line)["jobid"] for line in open(log)]
+    ids = [json.loads(line)["jobid"] for line in (tmp_path / "site.jsonl").read_text().splitlines()]
     assert sorted(ids) == sorted(f"{w}-{i}" for w in range(4) for i in range(200))
 
 

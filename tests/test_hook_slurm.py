@@ -107,7 +107,8 @@ def test_a_partial_log_planted_for_the_next_job_costs_its_epilog_no_wait(hook):
 
 
 def test_corrupt_log_is_an_error_line_not_a_drain(hook):
-    job, record = run_job(hook, "corrupt", hook.stage_log_script(SMALL_LOG, truncate=1500))  # header intact, job data cut
+    # header intact, job data cut
+    job, record = run_job(hook, "corrupt", hook.stage_log_script(SMALL_LOG, truncate=1500))
     assert record["status"] == "error" and record["error"], record
     assert not list(job.workdir.glob("ioadvisor-*"))
     assert_node_idle(hook)
@@ -127,8 +128,8 @@ def test_planted_symlink_never_reaches_a_root_file(hook):
     precious.write_text("root's data\n")
     os.chmod(precious, 0o644)
     before = os.stat(precious)
-    plant = ("ln -s {p} ioadvisor-$SLURM_JOB_ID.html\nln -s {p} ioadvisor-$SLURM_JOB_ID.json\n"
-             .format(p=precious))
+    plant = (f"ln -s {precious} ioadvisor-$SLURM_JOB_ID.html\nln -s {precious} ioadvisor-$SLURM_JOB_ID.json\n"
+             )
     job, record = run_job(hook, "symlink", plant + hook.stage_log_script(SMALL_LOG))
     after = os.stat(precious)
     assert precious.read_text() == "root's data\n"

@@ -151,9 +151,8 @@ def test_insufficient_space_is_refused_before_writing(corpus, tmp_path):
 
 def test_a_failed_replay_leaves_nothing(corpus, tmp_path):
     plan = build_plan(load(corpus / SMALL), source="dxt", scale=0.01)  # 4 ranks
-    with pytest.raises(launch.LaunchError, match="is for 4 ranks, the job has 1"):
-        with safety.Scratch(tmp_path) as scratch:
-            launch.run_plans(scratch, [plan.save(scratch.path / "p")], ["x"], launch.LaunchOptions(np=1))
+    with pytest.raises(launch.LaunchError, match="is for 4 ranks, the job has 1"), safety.Scratch(tmp_path) as scratch:
+        launch.run_plans(scratch, [plan.save(scratch.path / "p")], ["x"], launch.LaunchOptions(np=1))
     assert not any(tmp_path.iterdir())
 
 

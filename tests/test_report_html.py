@@ -8,9 +8,9 @@ import hashlib
 import html
 import json
 import re
-from html.parser import HTMLParser
 import subprocess
 import sys
+from html.parser import HTMLParser
 
 import numpy as np
 import pytest
@@ -26,7 +26,7 @@ from tests.helpers import require
 
 GEN = "generated"
 REPO_LOGS = "darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input"
-FIXED = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+FIXED = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 PAYLOAD = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
 
@@ -34,7 +34,8 @@ PAYLOAD = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 def profiles(corpus):
     from advisor.ingest import load_profile
 
-    paths = {"small": f"{GEN}/b_small_io_shared_4k/case.darshan", "imbalance": f"{GEN}/j_imbalance_rank0_10x/case.darshan",
+    paths = {"small": f"{GEN}/b_small_io_shared_4k/case.darshan",
+             "imbalance": f"{GEN}/j_imbalance_rank0_10x/case.darshan",
              "badost": f"{REPO_LOGS}/sample-badost.darshan", "goodost": f"{REPO_LOGS}/sample-goodost.darshan",
              "mpiio": f"{GEN}/e_mpiio_collective_256k/case.darshan"}
     return {k: load_profile(corpus / p) for k, p in paths.items()}
@@ -241,8 +242,8 @@ def test_saved_diagnosis_re_renders_the_same_page(profiles):
 def test_write_html_is_atomic(tmp_path):
     target = tmp_path / "report.html"
     target.write_text("old report")
-    with pytest.raises(Exception):
-        write_html(target, [object()])  # rendering fails half-way
+    with pytest.raises(AttributeError):
+        write_html(target, [object()])  # rendering fails half-way: an object() is no Diagnosis
     assert target.read_text() == "old report" and [p.name for p in tmp_path.iterdir()] == ["report.html"]
     write_html(target, [_diagnosis()])
     assert target.read_text().startswith("<!DOCTYPE html>")

@@ -3,7 +3,9 @@ these), stripe sizes are ones `lfs setstripe -S` accepts, and a command that doe
 
 from __future__ import annotations
 
+import os
 import shlex
+import subprocess
 
 import pytest
 
@@ -20,10 +22,12 @@ IMBALANCED = CORPUS / "darshan-logs/darshan_logs/imbalanced_io/imbalanced-io.dar
 
 
 def _shell_words(command: str) -> list[str]:
-    """The words and operators (`;`) a POSIX shell sees."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    return list(lexer)
+    """The words bash sees when a user pastes `command`, `;` ending each `lfs` command (a name
+    with control characters is written as bash's $'...', which Python's shlex does not read)."""
+    shown = subprocess.run(["bash", "-c", "lfs() { printf '%s\\0' lfs \"$@\" ';'; }\n" + command],
+                           capture_output=True, check=True).stdout
+    words = [os.fsdecode(w) for w in shown.split(b"\0")[:-1]]
+    return words[:-1] if words[-1:] == [";"] else words
 
 
 def _commands(code: str, values: dict) -> list[str]:
@@ -34,17 +38,19 @@ def _commands(code: str, values: dict) -> list[str]:
 def test_a_hostile_directory_stays_one_shell_word(code):
     (command, *_) = _commands(code, {"suggested_stripe_count": 8, "suggested_stripe_size": 4 << 20,
                                      "lustre_dir": HOSTILE})
-    assert shlex.split(command) == ["lfs", "setstripe", "-c", "8", "-S", "4M", HOSTILE]
+    assert _shell_words(command) == ["lfs", "setstripe", "-c", "8", "-S", "4M", HOSTILE]
+    assert command.isprintable()  # on one line, nothing a terminal interprets
 
 
 def test_hostile_file_and_directory_names_from_a_snapshot_stay_quoted():
     lus004 = _commands("LUS004", {"single_stripe_dir": HOSTILE, "single_stripe_dir_stripe_count": 8})
-    assert [shlex.split(c) for c in lus004] == [["lfs", "getstripe", "-d", HOSTILE],
-                                                ["lfs", "setstripe", "-c", "8", HOSTILE]]
+    assert [_shell_words(c) for c in lus004] == [["lfs", "getstripe", "-d", HOSTILE],
+                                                 ["lfs", "setstripe", "-c", "8", HOSTILE]]
     values = {"layout_mismatch_paths": [HOSTILE, "/lus/b"], "layout_mismatch_dirs": [
-        {"path": HOSTILE, "want_count": 4, "want_size": 4 << 20}, {"path": "/lus/b", "want_count": 2, "want_size": 1 << 20}]}
+        {"path": HOSTILE, "want_count": 4, "want_size": 4 << 20},
+        {"path": "/lus/b", "want_count": 2, "want_size": 1 << 20}]}
     get, put = _commands("CLI004", values)[:2]
-    assert shlex.split(get, comments=True) == ["lfs", "getstripe", "-d", HOSTILE, "/lus/b"]
+    assert _shell_words(get) == ["lfs", "getstripe", "-d", HOSTILE, "/lus/b"]
     assert _shell_words(put) == ["lfs", "setstripe", "-c", "4", "-S", "4M", HOSTILE, ";",
                                 "lfs", "setstripe", "-c", "2", "-S", "1M", "/lus/b"]
 
@@ -104,7 +110,8 @@ def test_an_ior_test_label_cannot_break_out_of_a_shell_comment():
 
 def test_small_shared_writes_say_what_they_cost_on_the_file_system_they_hit():
     """IO003 blames Lustre extent locks only where they exist: Lustre, ranks on several nodes."""
-    demo = {f.code: f for f in diagnose(api.load(REPO / "traces" / "ior-small-shared-4k.darshan"), SiteConfig()).findings}
+    demo_log = api.load(REPO / "traces" / "ior-small-shared-4k.darshan")
+    demo = {f.code: f for f in diagnose(demo_log, SiteConfig()).findings}
     assert demo["IO003"].evidence["small_shared_write_fstype"] == "ext4"
     assert "request of its own to ext4" in demo["IO003"].message and "extent locks" not in demo["IO003"].message
     # E3SM-IO wrote /projects/..., a symbolic link into Lustre: the LUSTRE records say so, not the mount table

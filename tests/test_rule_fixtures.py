@@ -4,7 +4,7 @@ repository's, or the shared corpus's under `corpus/`."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -25,7 +25,7 @@ def resolve(path: str) -> Path:
     return CORPUS / path.removeprefix("corpus/") if path.startswith("corpus/") else REPO / path
 
 
-@lru_cache(maxsize=None)
+@cache
 def found(path: str) -> frozenset[str]:
     """The codes of the findings of one input (each input diagnosed once per session)."""
     file = resolve(path)

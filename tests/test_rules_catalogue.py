@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.config import SiteConfig, from_dict
+from advisor.config import from_dict
 from advisor.engine import diagnose
 from advisor.engine.rules import load_catalogue
 from tests.test_diagnose_corpus import CORPUS, LOGS, PYDARSHAN, case, diagnosis
@@ -26,7 +26,8 @@ FIRES_ON = {
     "MPI003": case("d_mpiio_independent_256k"), "MPI004": f"{LOGS}/imbalanced_io/imbalanced-io.darshan",
     "MPI005": f"{LOGS}/imbalanced_io/imbalanced-io.darshan", "MPI007": "traps/T02/case.darshan",
     "STD001": "traps/T03/case.darshan",
-    "MD001": case("g_mdtest_files_n2000"), "MD002": "darshan-repo-logs/darshan-util/pydarshan/darshan/examples/example_logs/dxt.darshan",
+    "MD001": case("g_mdtest_files_n2000"),
+    "MD002": "darshan-repo-logs/darshan-util/pydarshan/darshan/examples/example_logs/dxt.darshan",
     "MD003": case("g2_mdtest_n2000_default_mem_partial"), "MD010": case("n_fsync_per_write_Y_4k"),
     "IMB001": case("j2_straggler_rank0_slow"), "IMB002": case("j_imbalance_rank0_10x"),
     "IMB003": case("j_imbalance_rank0_10x"),
@@ -144,3 +145,16 @@ def test_docs_rules_md_is_current():
     rules = sorted(load_catalogue().rules, key=lambda r: r.code)
     assert docs_page(current, rules) == current, "run `make docs` (ioadvisor rules --write-docs docs/rules.md)"
     assert all(f"# {r.code} " in current for r in rules)
+
+
+def test_docs_rules_md_prose_quotes_the_current_defaults():
+    """The hand-written part above the generated pages names the severity parameters and their defaults."""
+    from advisor.commands.rules import DOCS_MARKER
+    from advisor.engine.significance import HIGH_SHARE, MIN_SHARE, WARN_SHARE
+    from advisor.facts import PARAMS
+
+    prose = (Path(__file__).parents[1] / "docs" / "rules.md").read_text(encoding="utf-8").split(DOCS_MARKER)[0]
+    high, warn, least = (PARAMS[n].default * 100 for n in (HIGH_SHARE, WARN_SHARE, MIN_SHARE))
+    for quoted in (f">= {high:g} % high", f">= {warn:g} % warn", f"below {least:g} % no finding",
+                   f"`{HIGH_SHARE}`", f"`{WARN_SHARE}`", f"`{MIN_SHARE}`"):
+        assert quoted in " ".join(prose.split()), quoted

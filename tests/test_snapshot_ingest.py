@@ -126,3 +126,19 @@ def test_terminal_header_of_a_snapshot_names_the_node_not_a_job(doc, tmp_path):
     header = buffer.getvalue().split("╰")[0]
     assert f"node snapshot of {doc['host']['hostname']}" in header and " UTC" in header
     assert "ranks" not in header and "run time" not in header
+
+
+def test_server_facts_of_the_fake_oss_against_the_site_targets(tmp_path):
+    from advisor.config import from_dict
+    from advisor.facts import FactContext
+    from advisor.ingest.snapshot import profile_of
+
+    ctx = FactContext(profile_of(_fake_server(tmp_path), "oss1.json"), from_dict({}))
+    assert ctx.get("snap_is_server") is True and ctx.get("snap_storage_devices") == ["sdb"]
+    assert ctx.get("snap_threads_per_core") == 2 and ctx.get("snap_ht_wanted") is False
+    assert ctx.get("low_read_ahead_names") == ["sdb"] and ctx.get("read_ahead_target_kb") > 256
+    assert ctx.get("small_request_names") == ["sdb"] and ctx.get("small_request_hw_limited") is True
+    assert ctx.get("shallow_depth_names") == ["sdb"]
+    wanted = FactContext(profile_of(_fake_server(tmp_path / "b"), "oss1.json"),
+                         from_dict({"targets": {"read_ahead_kb": 128, "hyperthreading": True}}))
+    assert wanted.get("low_read_ahead_names") == [] and wanted.get("snap_ht_wanted") is True

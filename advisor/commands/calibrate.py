@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from advisor.formatting import printable
+
 
 @click.command(name="calibrate")
 @click.option("--target", required=True, type=click.Path(file_okay=False, path_type=Path),
@@ -34,7 +36,7 @@ def command(target: Path, out: Path, nprocs: int | None, budget: float, repeat: 
     with _bar(budget * 60, quiet) as update:
         progress = calibrate(target, out, max_np, budget * 60, repeat=repeat, on_progress=update)
     for failure in progress.failed[:10]:
-        click.echo(f"ioadvisor: calibrate: skipped {failure}", err=True)
+        click.echo(printable(f"ioadvisor: calibrate: skipped {failure}"), err=True)
     click.echo(f"calibrate: measured {progress.measured} patterns ({progress.rows} rows) in "
                f"{progress.elapsed_s:.0f} s on up to {max_np} ranks; {progress.done_before + progress.measured} "
                f"of {progress.planned} designed patterns now in {out}"

@@ -10,6 +10,7 @@ import click
 
 from advisor.errors import InputError
 from advisor.fileio import write_atomic
+from advisor.formatting import printable
 
 
 @click.command(name="collect")
@@ -37,5 +38,5 @@ def command(out: Path | None, dirs: tuple[Path, ...]) -> None:
     if out.parent and not out.parent.is_dir():
         raise InputError(str(out), "its directory does not exist")
     write_atomic(out, text)  # never half-written
-    click.echo(f"snapshot of {doc['host']['hostname']} written to {out} "
-               f"({len(doc['block_devices'])} block devices, {len(doc['notes'])} notes)", err=True)
+    click.echo(printable(f"snapshot of {doc['host']['hostname']} written to {out} "
+                         f"({len(doc['block_devices'])} block devices, {len(doc['notes'])} notes)"), err=True)

@@ -16,6 +16,7 @@ import click
 from advisor import fileio
 from advisor.errors import InputError
 from advisor.findings import SEVERITY_RANK, diagnoses_json
+from advisor.formatting import printable
 
 
 @click.command(name="diagnose")
@@ -58,9 +59,9 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
                                          baselines=tuple(baselines))
     done = pipeline.run(_expand(paths), stages, config)
     for failure in done.failures:
-        click.echo(f"ioadvisor: error: {failure.error}", err=True)
+        click.echo(printable(f"ioadvisor: error: {failure.error}"), err=True)
     for note in done.notes:
-        click.echo(f"ioadvisor: {note}", err=True)
+        click.echo(printable(f"ioadvisor: {note}"), err=True)
     diagnoses = done.diagnoses
 
     if json_out:  # every input in order, an unusable one as its error result

@@ -13,6 +13,7 @@ from datetime import date
 import click
 
 from advisor.errors import InputError
+from advisor.formatting import printable
 from advisor.fleet.settings import validate  # also registers [fleet] for this command's config
 
 SUBCOMMANDS = ("run", "report", "expect")
@@ -96,7 +97,7 @@ def run(paths, out, workers, scheduler, slurm_jobs, slurm_queue, slurm_account, 
     options = fleet_options(config, flags, since=since, until=until, retry_errors=retry_errors)
     with progress_bar(enabled=not quiet) as progress:
         stats = run_fleet(paths, out, options, progress)
-    click.echo(summary_line(stats, out), err=True)
+    click.echo(printable(summary_line(stats, out)), err=True)
 
 
 def fleet_options(config, flags: dict, **rest):
@@ -143,7 +144,7 @@ def report(dataset, html_path, top, below):
     from advisor.fleet.report import write_fleet_html
 
     written = write_fleet_html(dataset, html_path, top=top, below=below)
-    click.echo(f"wrote {html_path} and {written} per-job reports", err=True)
+    click.echo(printable(f"wrote {html_path} and {written} per-job reports"), err=True)
 
 
 @command.command("expect")

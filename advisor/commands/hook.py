@@ -9,6 +9,7 @@ import sys
 import click
 
 from advisor.errors import ConfigError
+from advisor.formatting import printable
 
 _CONFIG = click.option("--config", "config_path", envvar="IOADVISOR_CONFIG",
                        type=click.Path(dir_okay=False),
@@ -52,7 +53,7 @@ def run(config_path, jobid, user, uid, gid, workdir, start, exit_code):
                          exit_code=exit_code, start_time=start)
         run_job(job, config_path)
     except Exception as exc:  # an epilogue must not fail the scheduler's cleanup
-        click.echo(f"ioadvisor hook: job {jobid}: {exc}", err=True)
+        click.echo(printable(f"ioadvisor hook: job {jobid}: {exc}"), err=True)
 
 
 @command.command("check")
@@ -78,7 +79,7 @@ def check(config_path, wrapper, jobid, user, uid, gid, workdir):
     from advisor.hooks.locate import layout_warnings
 
     for warning in layout_warnings(cfg):
-        click.echo(f"WARNING: {warning}")
+        click.echo(printable(f"WARNING: {warning}"))
     if cfg.log_layout == "darshan":
         click.echo("note: logs are found by job id only if Darshan names them by it: build with "
                    "--with-jobid-env=SLURM_JOB_ID or set DARSHAN_JOBID=SLURM_JOB_ID for the job")
@@ -89,7 +90,7 @@ def check(config_path, wrapper, jobid, user, uid, gid, workdir):
     elif job:
         _print_plan(lambda: job, config_path)
     for problem in problems:
-        click.echo(f"PROBLEM: {problem}")
+        click.echo(printable(f"PROBLEM: {problem}"))
     if problems:
         raise ConfigError(f"{len(problems)} problem(s) with the hook setup (see above)")
 
@@ -131,9 +132,10 @@ def _check_wrapper(wrapper: str, job) -> list[str]:
             env |= {"SLURM_NODELIST": ",".join(job.nodes), "SLURMD_NODENAME": job.nodes[0]}
     env["SLURM_SCRIPT_CONTEXT"] = "epilog_slurmd"
     problems, output = check_wrapper(os.path.abspath(wrapper), env)
-    click.echo(f"wrapper {wrapper}: ran as slurmd would (as root, no PATH, no HOME) with --dry-run"
-               + (f" for job {job.jobid}:" if job else " for a placeholder job:"))
-    click.echo("  " + (output.strip().replace("\n", "\n  ") or "(no output)"))
+    click.echo(printable(f"wrapper {wrapper}: ran as slurmd would (as root, no PATH, no HOME) with --dry-run"
+               + (f" for job {job.jobid}:" if job else " for a placeholder job:")))
+    lines = output.strip().splitlines() or ["(no output)"]
+    click.echo("\n".join(f"  {printable(line)}" for line in lines))
     return problems
 
 

@@ -151,7 +151,7 @@ def _print_plan(doc: dict) -> None:
     from advisor.report.terminal import console
 
     p, out = doc["plan"], console()
-    out.print(f"[bold]replay plan[/] of {doc['input']}: source {p['source']}, scale {p['scale']:g}, "
+    out.print(f"[bold]replay plan[/] of {_shown(doc['input'])}: source {p['source']}, scale {p['scale']:g}, "
               f"{p['np']} ranks (job: {p['nprocs_source']})")
     out.print(f"  {p['nfiles']} files ({p['shared_files']} shared) in {p['directories']} directories, "
               f"{p['phases']} phases")
@@ -159,18 +159,19 @@ def _print_plan(doc: dict) -> None:
     out.print(f"  bytes: read {_mib(p['bytes_read'])}, written {_mib(p['bytes_written'])}; "
               f"needs {_mib(p['planned_bytes'])} on the target")
     for note in p.get("notes", []):
-        out.print(f"  note: {note}")
+        out.print(f"  note: {_shown(note)}")
 
 
 def _print_result(doc: dict) -> None:
     from advisor.report.terminal import console
 
     out = console()
-    out.print(f"[bold]replay[/] of {doc['input']} on {doc['target']} ({doc['fstype'] or 'unknown fs'}): "
+    out.print(f"[bold]replay[/] of {_shown(doc['input'])} on {_shown(doc['target'])} "
+              f"({_shown(doc['fstype'] or 'unknown fs')}): "
               f"source {doc['source']}, scale {doc['scale']:g}, {doc['np']} ranks "
               f"(job: {doc['nprocs_source']}), {doc['repeat']} runs per variant")
     if doc["cache_policy"]:
-        out.print(f"  cache: {doc['cache_policy']}")
+        out.print(f"  cache: {_shown(doc['cache_policy'])}")
     b = doc["baseline"]
     if b:
         times = sorted(b["runs_s"])
@@ -183,14 +184,24 @@ def _print_result(doc: dict) -> None:
         who = ", ".join(v.get("proposed_by", [])) or "fix"
         label = f"{who}: {v['fix'].get('transform')}"
         if v["verdict"] == "not-verifiable":
-            out.print(f"  {label}: [yellow]not verifiable[/] ({v['reason']})")
+            out.print(f"  {label}: [yellow]not verifiable[/] ({_shown(v['reason'])})")
             continue
         color = {"improved": "green", "regressed": "red"}.get(v["verdict"], "yellow")
         out.print(f"  {label}: [{color}]{v['verdict']}[/] speedup {v['speedup']:.2f}x "
                   f"(95% CI {v['ci95'][0]:.2f}-{v['ci95'][1]:.2f}); median {v['baseline']['median_s']:.3f} s "
                   f"-> {v['fixed']['median_s']:.3f} s")
     if doc.get("scratch_kept"):
-        out.print(f"  scratch kept: {doc['scratch_kept']}")
+        out.print(f"  scratch kept: {_shown(doc['scratch_kept'])}")
+
+
+def _shown(text) -> str:
+    """A path, file system or reason as rich markup prints it: control characters escaped
+    (advisor.formatting.printable), brackets not taken for markup."""
+    from rich.markup import escape
+
+    from advisor.formatting import printable
+
+    return escape(printable(text))
 
 
 def _mib(n: int) -> str:

@@ -9,6 +9,7 @@ import click
 
 from advisor.fileio import write_json
 from advisor.errors import InputError
+from advisor.formatting import printable
 
 
 def _one(path: str, top_files: int, printed: bool) -> dict:
@@ -23,13 +24,13 @@ def _one(path: str, top_files: int, printed: bool) -> dict:
             render(entry)
         return entry
     except InputError as exc:
-        click.echo(f"ioadvisor: error: {exc}", err=True)
+        click.echo(printable(f"ioadvisor: error: {exc}"), err=True)
         return error_entry(path, exc.reason)
     except Exception as exc:  # a bug on one input must not hide the others
         if os.environ.get("IOADVISOR_DEBUG"):
             raise
-        click.echo(f"ioadvisor: internal error: {path}: {type(exc).__name__}: {exc} "
-                   "(set IOADVISOR_DEBUG=1 for a traceback and please report it)", err=True)
+        click.echo(printable(f"ioadvisor: internal error: {path}: {type(exc).__name__}: {exc} "
+                             "(set IOADVISOR_DEBUG=1 for a traceback and please report it)"), err=True)
         return {**error_entry(path, f"internal error: {type(exc).__name__}: {exc}"), "internal": True}
 
 

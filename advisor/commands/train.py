@@ -31,15 +31,16 @@ def command(paths: tuple[str, ...], out: Path, folds: int):
 def _report(model, collected, out: Path) -> None:
     from rich.table import Table
 
+    from advisor.formatting import printable
     from advisor.models.store import describe
     from advisor.report.terminal import console
 
     con = console()
     cv = model.meta["cv"]
     for origin in model.meta["trained_on"]:
-        con.print(f"  rows from {origin}", markup=False, highlight=False)
+        con.print(printable(f"  rows from {origin}"), markup=False, highlight=False)
     for reason in collected.skipped[:10]:
-        con.print(f"  skipped {reason}", markup=False, highlight=False, style="dim")
+        con.print(printable(f"  skipped {reason}"), markup=False, highlight=False, style="dim")
     con.print(f"cross-validated ({cv['folds']}-fold, {cv['rows']} rows): median absolute percentage error "
               f"{cv['mdape']:.1%}, R^2 {cv['r2']:.3f} (log-bandwidth), typical miss x{cv['median_factor']:.2f}")
     table = Table("feature", "permutation importance", "training range", title="what the model uses")
@@ -49,4 +50,4 @@ def _report(model, collected, out: Path) -> None:
         if imp["mean"] > 0.001 or span and span[0] != span[1]:
             table.add_row(imp["feature"], f"{imp['mean']:.3f} ± {imp['std']:.3f}", shown)
     con.print(table)
-    con.print(f"model written to {out}: {describe(model.meta)}", markup=False, highlight=False)
+    con.print(printable(f"model written to {out}: {describe(model.meta)}"), markup=False, highlight=False)

@@ -7,7 +7,8 @@ three-valued logic: ``None > 3`` is unknown, ``false and None`` is false, ``true
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from advisor.engine.expr import (Attr, BoolOp, Binary, Call, Compare, Const, ExprError, Index, ListExpr, Name,
                                  Node, Unary, parse)

@@ -21,9 +21,10 @@ Evaluation (three-valued, over facts) is :mod:`advisor.engine.evaluator`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from advisor.units import NUMBER, UNITS, with_unit
 

@@ -8,14 +8,15 @@ are kept across runs in Jinja2's own bytecode cache, in the per-user cache direc
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import shlex
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import ConfigError
-from advisor.formatting import fmt_bytes, fmt_list, fmt_num, fmt_pct, fmt_rate, fmt_ratio, fmt_secs, size_arg
+from advisor.formatting import (fmt_bytes, fmt_list, fmt_num, fmt_pct, fmt_rate, fmt_ratio, fmt_secs, shell_word,
+                                 size_arg)
 from advisor.units import KiB, MiB
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def environment() -> ImmutableSandboxedEnvironment:
                                         loader=jinja2.FunctionLoader(_TEXTS.get),
                                         bytecode_cache=_bytecode_cache(jinja2.__version__))
     env.filters.update(bytes=fmt_bytes, pct=fmt_pct, secs=fmt_secs, num=fmt_num, rate=fmt_rate, ratio=fmt_ratio,
-                       names=fmt_list, shell=_shell_word,
+                       names=fmt_list, shell=shell_word,
                        kib=partial(_in_unit, unit=KiB), mib=partial(_in_unit, unit=MiB),  # kernel settings' units
                        lfs_size=partial(size_arg, upper=True))  # 4M, as `lfs setstripe -S` takes it
     return env
@@ -50,13 +51,6 @@ FILTER_KIND = {f: kind for kind, filters in UNIT_FILTERS.items() for f in filter
 def _in_unit(value: Any, unit: int) -> int:
     """A byte count as a whole number of `unit` (read_ahead_kb, max_dirty_mb take KiB and MiB)."""
     return int(value) // unit
-
-
-def _shell_word(value: Any) -> str:
-    """One shell word: a path from a trace may hold `;`, `$(...)` or quotes, and users paste
-    the commands a finding suggests."""
-    return shlex.quote(str(value))
-
 
 
 def _bytecode_cache(jinja2_version: str):
@@ -79,10 +73,8 @@ def _bytecode_cache(jinja2_version: str):
                 bucket.reset()
 
         def dump_bytecode(self, bucket) -> None:
-            try:
+            with contextlib.suppress(OSError):
                 super().dump_bytecode(bucket)
-            except OSError:
-                pass
 
     folder = cache.private_dir("templates", cache.digest(Path(__file__).read_bytes(), jinja2_version))
     return QuietCache(str(folder)) if folder else None

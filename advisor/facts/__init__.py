@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable, Mapping
 
 from advisor.config import SiteConfig
 from advisor.expectation import JobExpectation

@@ -15,7 +15,8 @@ COLLAPSE = param("campaign_collapse", 0.20, "the largest scale losing this much 
 RW_GAP = param("campaign_rw_gap", 1.30, "read/write (or write/read) ratio reported as a gap", kind="ratio")
 REGRESSION = param("campaign_regression", 0.10, "a drop this large against the baseline is a regression",
                    kind="fraction")
-FLAT = param("campaign_flat", 1.30, "a curve whose best point is less than this times its first, over 4x the tasks, is flat",
+FLAT = param("campaign_flat", 1.30,
+             "a curve whose best point is less than this times its first, over 4x the tasks, is flat",
              kind="ratio")
 
 
@@ -63,7 +64,8 @@ def campaign_knees(ctx: FactContext) -> list[dict]:
 
 
 @fact("campaign_ost_drops", "record", "File-per-process curves that drop by campaign_ost_drop or more "
-      "right after the files outnumber the OSTs, and where they recover.", label="drops past the OST count", fields=OST_DROP_FIELDS)
+      "right after the files outnumber the OSTs, and where they recover.", label="drops past the OST count",
+      fields=OST_DROP_FIELDS)
 def campaign_ost_drops(ctx: FactContext) -> list[dict]:
     osts = ctx.get("ior_osts")
     out = []
@@ -96,7 +98,8 @@ def campaign_collapses(ctx: FactContext) -> list[dict]:
 
 
 @fact("campaign_rw_gaps", "record", "Kinds of test whose read and write rates differ by campaign_rw_gap "
-      "or more at some task count: the largest gap and the one at the largest scale.", label="read/write gaps", fields=RW_GAP_FIELDS)
+      "or more at some task count: the largest gap and the one at the largest scale.", label="read/write gaps",
+      fields=RW_GAP_FIELDS)
 def campaign_rw_gaps(ctx: FactContext) -> list[dict]:
     out = []
     for write, read in pair_curves(_campaign(ctx).curves):
@@ -107,9 +110,9 @@ def campaign_rw_gaps(ctx: FactContext) -> list[dict]:
         tasks, ratio = max(ratios, key=lambda tr: max(tr[1], 1 / tr[1]))
         if max(ratio, 1 / ratio) >= ctx.param(RW_GAP):
             last_tasks, last_ratio = ratios[-1]
-            out.append({"curve": write.label.replace(" · write", ""), "tasks": tasks, "read_over_write": round(ratio, 3),
-                        "faster": "read" if ratio > 1 else "write", "last_tasks": last_tasks,
-                        "last_read_over_write": round(last_ratio, 3)})
+            out.append({"curve": write.label.replace(" · write", ""), "tasks": tasks,
+                        "read_over_write": round(ratio, 3), "faster": "read" if ratio > 1 else "write",
+                        "last_tasks": last_tasks, "last_read_over_write": round(last_ratio, 3)})
     return out
 
 

@@ -292,9 +292,9 @@ def shared_bytes_imbalance(ctx: FactContext) -> float:
 def single_writer_shared(ctx: FactContext) -> dict:
     best = None
     for d in ctx.memo("shared_skew.posix", lambda: _shared_skew(ctx, posix_only=True)):
-        if d["bytes"] > 0 and d["slowest_bytes"] >= 0.5 * d["bytes"]:
-            if best is None or d["bytes"] > best["bytes"]:
-                best = d
+        one_writer = d["bytes"] > 0 and d["slowest_bytes"] >= 0.5 * d["bytes"]
+        if one_writer and (best is None or d["bytes"] > best["bytes"]):
+            best = d
     if best is None:
         return {"path": "", "bytes": 0, "share": 0.0, "excess_s": 0.0}
     return {"path": best["path"], "bytes": best["bytes"], "share": best["slowest_bytes"] / best["bytes"],

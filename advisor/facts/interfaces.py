@@ -106,7 +106,8 @@ def mpiio_time_s(ctx: FactContext) -> float:
       label="independent MPI-IO time on shared files per process")
 def mpiio_indep_time_s(ctx: FactContext) -> float:
     rec = records(ctx, "MPI-IO")
-    ops = sum(col(rec, n) for n in ("INDEP_READS", "INDEP_WRITES", "COLL_READS", "COLL_WRITES", "NB_READS", "NB_WRITES"))
+    ops = sum(col(rec, n) for n in ("INDEP_READS", "INDEP_WRITES", "COLL_READS", "COLL_WRITES",
+                                    "NB_READS", "NB_WRITES"))
     indep = col(rec, "INDEP_READS") + col(rec, "INDEP_WRITES")
     seconds = col(rec, "F_READ_TIME") + col(rec, "F_WRITE_TIME")
     share = indep / ops.clip(min=1)

@@ -22,7 +22,8 @@ MB_PER_MIB = 1.048576
 
 
 # Record fields of the facts below (IOR's rates are MiB/s as it prints them, MB/s for IO500's unit).
-CACHE_TEST = {"test": "text", "data_per_node": "bytes", "memory": "bytes", "operations": "enum", "suggest_block": "text"}
+CACHE_TEST = {"test": "text", "data_per_node": "bytes", "memory": "bytes", "operations": "enum",
+              "suggest_block": "text"}
 UNSHUFFLED = {"test": "text", "read_mib_s": "rate MiB/s", "write_mib_s": "rate MiB/s", "nodes": "count", "why": "text"}
 TRANSFER = {"test": "text", "transfer_size": "bytes", "rpc_size": "bytes", "stripe_size": "bytes", "below_rpc": "flag",
             "misaligned": "flag"}

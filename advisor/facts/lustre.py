@@ -18,7 +18,8 @@ from advisor.units import GiB, MiB
 
 BIG_SHARED = param("big_shared_file_bytes", 1 * GiB, "a shared file this large deserves more than one stripe",
                    kind="bytes")
-BIG_FILE = param("inherit_file_bytes", 1 * GiB, "files this large in one directory, all on one stripe, suggest a lost default layout",
+BIG_FILE = param("inherit_file_bytes", 1 * GiB,
+                 "files this large in one directory, all on one stripe, suggest a lost default layout",
                  kind="bytes")
 
 

@@ -85,7 +85,7 @@ def _table(ctx: FactContext) -> SmallTable:
         return _from_dxt(rec, trace, ops, threshold)
     small = _histogram_small(rec, threshold)
     seconds = {}
-    for op, (n_col, _p, t_col, *_r) in OPS.items():
+    for op, (_n_col, _p, t_col, *_r) in OPS.items():
         frac = np.divide(small[op], ops[op], out=np.zeros(len(rec)), where=ops[op] > 0)
         seconds[op] = col(rec, t_col) * frac
     return SmallTable(rec, ops, small, seconds, {op: None for op in OPS}, "histogram")

@@ -18,6 +18,7 @@ an impossible share.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -221,10 +222,8 @@ def counter_notes(ctx: FactContext) -> list[str]:
 def _layers(ctx: FactContext) -> list[LayerTime]:
     out = []
     for build in (base_time, job_time):
-        try:
+        with contextlib.suppress(Missing):
             out.append(build(ctx))
-        except Missing:
-            pass
     return out
 
 

@@ -7,7 +7,7 @@ would save) times the job's processes: core-hours, the currency a centre counts 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -166,7 +166,7 @@ def _weekly(findings: pa.Table, categories: list[str],
 
 
 def _monday(when: datetime) -> str:
-    day = when.astimezone(timezone.utc).date()
+    day = when.astimezone(UTC).date()
     return (day - timedelta(days=day.weekday())).isoformat()
 
 
@@ -208,4 +208,4 @@ def _error_reasons(jobs: pa.Table, top: int) -> list[tuple[str, int]]:
 def _day(when: datetime | None, minutes: bool = False) -> str:
     if when is None:
         return ""
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M" if minutes else "%Y-%m-%d")
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M" if minutes else "%Y-%m-%d")

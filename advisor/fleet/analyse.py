@@ -14,7 +14,7 @@ import os
 import shlex
 import socket
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from advisor import __version__, pipeline
@@ -62,7 +62,7 @@ def failed_log(log: LogFile, reason: str, started: float | None = None, digest: 
 
 def _base_row(log: LogFile, digest: str, elapsed: float) -> dict[str, Any]:
     return {"path": log.path, "content_hash": digest, "size": log.size, "mtime_ns": log.mtime_ns,
-            "analysed_s": elapsed, "analysed_at": datetime.now(timezone.utc),
+            "analysed_s": elapsed, "analysed_at": datetime.now(UTC),
             "worker": f"{socket.gethostname()}:{os.getpid()}",
             "tool_version": __version__, "error": None}
 
@@ -166,7 +166,7 @@ def _when(posix: float | None) -> datetime | None:
     if not posix or posix <= 0:
         return None
     try:
-        return datetime.fromtimestamp(float(posix), timezone.utc)
+        return datetime.fromtimestamp(float(posix), UTC)
     except (OverflowError, OSError, ValueError):
         return None
 

@@ -43,8 +43,9 @@ def ranking_chart(plot_id: str, title: str, rows: list[Ranked], what: str) -> Pl
         svg.rect(xs(0), y, xs(r.hours) - xs(0), row_h - 6, PALETTE[i % len(PALETTE)] if what == "categories"
                  else "c-hot", f"{r.name}: {fmt_hours(r.hours)} lost, {r.jobs} jobs, {r.findings} findings")
     plot = Plot(plot_id, title, svg.markup(plot_id), alt)
-    plot.headers = ["name", "core-hours lost", "jobs", "findings"] + (["worst category"] if any(r.extra for r in rows) else [])
-    plot.rows = [[r.name, fmt_hours(r.hours), str(r.jobs), str(r.findings)] + ([r.extra] if len(plot.headers) > 4 else [])
+    worst = any(r.extra for r in rows)
+    plot.headers = ["name", "core-hours lost", "jobs", "findings"] + (["worst category"] if worst else [])
+    plot.rows = [[r.name, fmt_hours(r.hours), str(r.jobs), str(r.findings)] + ([r.extra] if worst else [])
                  for r in rows]
     return plot
 

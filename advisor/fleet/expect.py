@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from advisor.errors import InputError
+from advisor.formatting import printable
 from advisor.fleet.aggregate import JobRef
 from advisor.fleet.store import FleetStore
 from advisor.models import bandwidth as bw
@@ -94,8 +95,8 @@ def print_expectations(result: Expectations, top: int = 20) -> None:
     table = Table("job", "user", "application", "start", "ranks", "MiB/s", "expected", "x below",
                   "I/O s lost", "log")
     for job in result.slow[:top]:
-        # Text(): names from logs are data, never rich markup
-        table.add_row(Text(job.jobid), Text(job.user), Text(job.app), job.start, str(job.nprocs),
-                      f"{job.observed_mib_s:.1f}", f"{job.expected_mib_s:.1f}", f"{job.factor:.1f}",
-                      f"{job.lost_s:.2f}", Text(job.path))
+        # Text(): names from logs are data, never rich markup; printable: nor terminal controls
+        table.add_row(Text(printable(job.jobid)), Text(printable(job.user)), Text(printable(job.app)),
+                      job.start, str(job.nprocs), f"{job.observed_mib_s:.1f}", f"{job.expected_mib_s:.1f}",
+                      f"{job.factor:.1f}", f"{job.lost_s:.2f}", Text(printable(job.path)))
     console.print(table)

@@ -93,12 +93,14 @@ class FleetStore:
         _check_or_create(self.root, create)
 
     # -- writing -------------------------------------------------------------
-    def lock(self) -> "FleetStore":
+    def lock(self) -> FleetStore:
         """Take the folder's writer lock; a second concurrent run is refused, not interleaved."""
-        self._lock_fh = open(self.root / ".lock", "w")
+        self._lock_fh = open(self.root / ".lock", "w")  # noqa: SIM115 -- held until unlock(): the lock lives with it
         try:
             fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            self._lock_fh.close()
+            self._lock_fh = None
             raise InputError(str(self.root), "another fleet run is writing this dataset") from None
         self._drop_incomplete()
         return self

@@ -69,7 +69,8 @@ def iter_logs(inputs: Iterable[str], patterns: tuple[str, ...] = DEFAULT_PATTERN
 def _from_list(list_file: Path, patterns, since, until) -> Iterator[LogFile]:
     """Paths of a list file; relative ones are relative to the list file's folder."""
     try:
-        fh = open(list_file, encoding="utf-8", errors="surrogateescape")
+        # SIM115: opened apart from the `with` below so that only the open's OSError is a list-file error
+        fh = open(list_file, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
     except OSError as exc:
         raise InputError(str(list_file), f"cannot read list file: {exc.strerror or exc}") from None
     base = list_file.parent

@@ -8,6 +8,7 @@ with the user's own rights. The result comes back as JSON through a pipe.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -15,8 +16,9 @@ import resource
 import select
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 MAX_RESULT_BYTES = 1 << 20
 PR_SET_PDEATHSIG = 1
@@ -144,10 +146,8 @@ def _read_until(fd: int, deadline: float) -> tuple[bytes, bool]:
 
 def _kill_group(pid: int) -> None:
     for target in (-pid, pid):
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(target, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _reap(pid: int) -> int:

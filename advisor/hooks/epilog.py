@@ -11,8 +11,8 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Mapping
 
 from advisor.hooks.job import JobContext, expand_hostlist
 
@@ -58,7 +58,7 @@ def slurm_epilog(config_path: str | None, env: Mapping[str, str]) -> int:
 
 def _report_failure(jobid: str, exc: BaseException) -> None:
     try:
-        from advisor.hooks.postjob import printable
+        from advisor.formatting import printable
 
         message = printable(f"ioadvisor hook: job {jobid}: {type(exc).__name__}: {exc}")
         print(message, file=sys.stderr)

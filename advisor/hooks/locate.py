@@ -19,10 +19,10 @@ import glob
 import os
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Callable
 
 from advisor.hooks.job import JobContext
 from advisor.hooks.settings import HookConfig

@@ -10,15 +10,17 @@ Never raises: every failure becomes the record's ``error``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import sys
 import syslog
 import time
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
+from advisor.formatting import printable
 from advisor.hooks import locate, sitelog, writer
 from advisor.hooks.child import ChildResult, run_as_user
 from advisor.hooks.job import JobContext
@@ -34,10 +36,8 @@ def opt_out_reason(cfg: HookConfig, job: JobContext) -> str | None:
     Runs as the job's user: the markers are looked up with the user's rights only.
     """
     places = [("work dir", job.workdir)]
-    try:
+    with contextlib.suppress(KeyError):
         places.append(("home dir", pwd.getpwuid(job.uid).pw_dir))
-    except KeyError:
-        pass
     for where, directory in places:
         if os.path.lexists(os.path.join(directory, cfg.opt_out_marker)):
             return f"{cfg.opt_out_marker} in the {where}"
@@ -60,7 +60,7 @@ def survey_as_user(cfg: HookConfig, job: JobContext) -> ChildResult:
 
 
 def base_record(job: JobContext) -> dict[str, Any]:
-    return {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    return {"time": datetime.now(UTC).isoformat(timespec="seconds"),
             "jobid": job.jobid, "user": job.user, "uid": job.uid, "node": job.node,
             "exit": job.exit_code, "status": "error", "exe": "", "categories": [],
             "lost_s": 0.0, "error": None}
@@ -114,11 +114,6 @@ def record_outcome(record: dict[str, Any], cfg: HookConfig) -> None:
         if cfg.syslog:
             syslog.openlog("ioadvisor", syslog.LOG_PID, syslog.LOG_USER)
             syslog.syslog(syslog.LOG_WARNING, message)
-
-
-def printable(text: str) -> str:
-    """`text` with control characters escaped: a file name must not forge syslog lines."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def plan(job: JobContext, cfg: HookConfig) -> dict[str, Any]:

@@ -11,6 +11,7 @@ the user keeps private says the same (a site may set one mode for all: ``[hook] 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
@@ -100,10 +101,8 @@ def replace_file(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> None
             os.close(fd)
         os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
-        except OSError:
-            pass
         raise
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from advisor.errors import InputError
 from advisor.profile import JobProfile
@@ -74,7 +74,8 @@ def detect(path: str | Path) -> InputFormat:
     for fmt in FORMATS:
         if fmt.sniff(path, head):
             return fmt
-    raise InputError(str(path), "not a recognised input (Darshan log, darshan-parser dump, IOR output or ioadvisor snapshot)")
+    raise InputError(str(path),
+                     "not a recognised input (Darshan log, darshan-parser dump, IOR output or ioadvisor snapshot)")
 
 
 def read_head(path: Path) -> bytes:

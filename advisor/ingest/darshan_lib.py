@@ -17,9 +17,10 @@ import importlib.util
 import os
 import tempfile
 import types
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from advisor.errors import InputError
 
@@ -97,7 +98,7 @@ class CStderr:
         self._saved = -1
         self._pos = 0
 
-    def __enter__(self) -> "CStderr":
+    def __enter__(self) -> CStderr:
         self._file = tempfile.TemporaryFile(mode="w+b")
         self._saved = os.dup(2)
         os.dup2(self._file.fileno(), 2)

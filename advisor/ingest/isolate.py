@@ -29,9 +29,9 @@ import time
 import traceback
 import types
 import warnings
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
 
 from advisor.errors import AdvisorError, InputError
 from advisor.profile import JobProfile

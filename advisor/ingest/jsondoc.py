@@ -8,7 +8,7 @@ the wrong type or beyond its schema's bounds never reaches the code that reads i
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -31,7 +31,7 @@ def decode(text: str, path: str, what: str) -> Any:
         raise InputError(path, f"{what} holds an implausible number ({str(exc).split(';')[0]})") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def schema(name: str) -> dict[str, Any]:
     """The JSON schema ``advisor/schemas/<name>.json``."""
     return json.loads(resources.files("advisor").joinpath(f"schemas/{name}.json").read_text())

@@ -17,8 +17,9 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 from advisor.errors import InputError
 from advisor.ingest import InputFormat, register
@@ -60,7 +61,7 @@ DXT_PARTIAL_NOTE = "partial: Darshan's DXT buffer filled up, later operations we
 
 # -- opening and sniffing ----------------------------------------------------------
 def _open(path: Path) -> BinaryIO:
-    fh = open(path, "rb")
+    fh = open(path, "rb")  # noqa: SIM115 -- returned open: the caller reads and closes it
     if fh.read(2) == _GZIP_MAGIC:
         fh.close()
         return gzip.open(path, "rb")  # type: ignore[return-value]
@@ -190,9 +191,8 @@ class DumpReader:
             self.no_module_data = True
         elif m := _SKIPPED_RE.match(line):
             self.notes.append(f"darshan-parser skipped module {m[1]} (no handler in its build)")
-        elif self.state in ("counters", "section"):
-            if self.sections.comment(self.module, line):
-                self.state = "section"
+        elif self.state in ("counters", "section") and self.sections.comment(self.module, line):
+            self.state = "section"
 
     def data(self, run: bytes) -> None:
         if self.state == "dxt":

@@ -80,9 +80,7 @@ def _valid(op: str, layout: str, nprocs: int, api: str, fsync: str, order: str) 
         return False  # collective buffering needs a file shared by several ranks
     if api == "collective-view" and order == "random":
         return False  # a file view sorts each rank's pieces by offset
-    if layout == "fpp" and nprocs == 1:
-        return False  # the same as shared
-    return True
+    return not (layout == "fpp" and nprocs == 1)  # one file per process of one process: the same as shared
 
 
 def rank_counts(max_np: int) -> list[int]:

@@ -64,7 +64,7 @@ class Part:
     def bytes(self) -> float:
         return self.bytes_read + self.bytes_written
 
-    def merged(self, other: "Part") -> "Part":
+    def merged(self, other: Part) -> Part:
         """Both parts as one (counts add up; layout and file system of the first)."""
         out = Part(self.nprocs, label=f"{self.label}+{other.label}", fstype=self.fstype or other.fstype,
                    stripe_count=self.stripe_count, stripe_size=self.stripe_size)

@@ -37,7 +37,7 @@ class TrainingSet:
     def __len__(self) -> int:
         return int(self.y.shape[0])
 
-    def learnable(self) -> "TrainingSet":
+    def learnable(self) -> TrainingSet:
         """Only the features with at least one value (a feature the data never had teaches nothing)."""
         keep = [j for j in range(self.x.shape[1]) if np.isfinite(self.x[:, j]).any()]
         return TrainingSet(self.x[:, keep], self.y, [self.features[j] for j in keep], self.groups,

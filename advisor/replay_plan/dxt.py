@@ -100,7 +100,7 @@ def _mpi_offsets(profile, posix: DxtTrace | None, rank, rid, ops, offset, length
     out = offset.copy()
     groups = _groups(rank, rid, ops)
     stride: dict[int, int] = {}  # per file: the most any rank moves in one direction
-    for (r, f, op), sel in groups.items():
+    for (_rank, f, _op), sel in groups.items():
         stride[f] = max(stride.get(f, 0), int(length[sel].sum()))
     for (r, f, op), sel in groups.items():
         if not missing[sel].any():

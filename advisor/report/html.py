@@ -22,6 +22,7 @@ from markupsafe import Markup
 
 from advisor.fileio import write_atomic
 from advisor import __version__
+from advisor.formatting import printable
 from advisor.findings import Diagnosis
 from advisor.report.views import job_view
 
@@ -34,8 +35,18 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_shown,
     )
     return env
+
+
+def _shown(value: Any) -> Any:
+    """Every value a template prints, before autoescape: control characters, bidi overrides
+    and the like made visible (autoescape handles markup, not those). Markup (our assets and
+    plots, escaped where they were built) is left as it is."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return printable(value)
+    return value
 
 
 @lru_cache(maxsize=4)
@@ -63,7 +74,7 @@ def render_page(template: str, generated: _dt.datetime | None = None, **context:
     """A self-contained page from `template`: our stylesheet and script inline, a policy that
     allows only them, the version and the time (UTC) it was generated."""
     css, js = _asset("report.css"), _asset("report.js")
-    generated = generated or _dt.datetime.now(_dt.timezone.utc)
+    generated = generated or _dt.datetime.now(_dt.UTC)
     return _environment().get_template(template).render(
         css=css, js=js, csp=content_security_policy(css, js),
         version=__version__, generated=generated.strftime("%Y-%m-%d %H:%M UTC"), **context)

@@ -322,7 +322,8 @@ def _bw(run: dict) -> str:
 def campaign_plots(fig: dict) -> list[Plot]:
     """Bandwidth against tasks, one plot per operation: the study's curves, the baseline dashed,
     knees circled and the step where clients exceed the OSTs marked (``advisor.campaign.figure_data``)."""
-    curves = [dict(c, baseline=False) for c in fig["curves"]] + [dict(c, baseline=True) for c in fig.get("baseline", [])]
+    curves = ([dict(c, baseline=False) for c in fig["curves"]]
+              + [dict(c, baseline=True) for c in fig.get("baseline", [])])
     plots = []
     for op in dict.fromkeys(str(c.get("operation", "")) for c in curves):
         plots.append(_campaign_plot(fig, op, [c for c in curves if str(c.get("operation", "")) == op]))
@@ -362,8 +363,8 @@ def _campaign_plot(fig: dict, op: str, curves: list[dict]) -> Plot:
         _campaign_series(svg, xs, ys, c, cls, xlabel)
         legend.append((("baseline: " if c["baseline"] else "") + str(c["label"]), cls))
     for k in knees:
-        svg.circle(xs(float(k["tasks"])), ys(float(k["bw_mib_s"])), 7, "knee",
-                   f"knee of {k['label']}: {fmt_num(float(k['bw_mib_s']))} MiB/s at {fmt_num(float(k['tasks']))} {xlabel}")
+        where = f"{fmt_num(float(k['bw_mib_s']))} MiB/s at {fmt_num(float(k['tasks']))} {xlabel}"
+        svg.circle(xs(float(k["tasks"])), ys(float(k["bw_mib_s"])), 7, "knee", f"knee of {k['label']}: {where}")
     _line_legend(svg, legend[:6], LEFT + 8, 16)
     rows = [[("baseline: " if c["baseline"] else "") + str(c["label"]), fmt_num(float(x)), fmt_num(float(y))]
             for c in curves for x, y in zip(c["tasks"], c["bw_mib_s"])]

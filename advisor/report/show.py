@@ -12,26 +12,18 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 import numpy as np
 
+from advisor.formatting import printable
 from advisor.metrics import FileModuleStats, ModuleSummary, per_file, summarize
 from advisor.profile import JobProfile, LustreLayout
 from advisor.report.units import fmt_bytes, fmt_count, fmt_seconds, fmt_share
 
 SCHEMA = "ioadvisor/show/v1"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def safe(text: str) -> str:
-    """`text` with control characters (terminal escapes, newlines) shown as \\xNN."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
-
-
 def _num(x: Any) -> Any:
     """JSON-safe number: NaN/inf become null, numpy scalars plain Python."""
     if x is None:
@@ -223,16 +215,17 @@ class Sections:
     tables: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)
 
     @classmethod
-    def of(cls, e: dict) -> "Sections":
+    def of(cls, e: dict) -> Sections:
         j, s = e["job"], e["summary"]
-        out = cls(title=safe(e["path"]))
+        out = cls(title=printable(e["path"]))
         out.header = [
-            f"job {safe(j['jobid'])}, {j['nprocs']} process{'' if j['nprocs'] == 1 else 'es'}, run time {fmt_seconds(j['runtime_s'])}, "
+            f"job {printable(j['jobid'])}, {j['nprocs']} process{'' if j['nprocs'] == 1 else 'es'}, "
+            f"run time {fmt_seconds(j['runtime_s'])}, "
             f"started {when(j['start_time'])}",
-            f"exe: {safe(j['exe']) or 'unknown'}",
+            f"exe: {printable(j['exe']) or 'unknown'}",
             f"log: {e['source']['format']} {e['source']['log_version']} written by "
             f"{'Darshan ' if e['source']['format'].startswith('darshan') else ''}"
-            f"{safe(j['library_version']) or '?'}, read with {e['source']['parser']}",
+            f"{printable(j['library_version']) or '?'}, read with {e['source']['parser']}",
         ]
         if s["base_modules"]:
             out.header.append(
@@ -240,10 +233,10 @@ class Sections:
                 f"wrote {fmt_bytes(s['bytes_written'])} in {fmt_count(s['files'])} files; "
                 f"{fmt_seconds(s['io_time_s'])} I/O time over all ranks, "
                 f"{fmt_seconds(s['io_time_per_rank_s'])} per rank ({fmt_share(s['io_fraction'])} of run time)")
-        out.header += [f"note: {safe(n)}" for n in e["source"]["notes"]]
+        out.header += [f"note: {printable(n)}" for n in e["source"]["notes"]]
         out.tables = [t for t in (_modules_table(e), _totals_table(s), _files_table(e),
                                   _lustre_table(e), _dxt_table(e)) if t[2]]
-        out.tables += [(safe(t), c, [[safe(x) for x in r] for r in rows])
+        out.tables += [(printable(t), c, [[printable(x) for x in r] for r in rows])
                        for t, c, rows in e.get("extra_tables", [])]
         return out
 
@@ -265,7 +258,7 @@ def _modules_table(e: dict):
     for m in e["modules"]:
         status = "read" if m["supported"] else "not read"
         if m["note"]:
-            status += f": {safe(m['note'])}"
+            status += f": {printable(m['note'])}"
         rows.append([m["name"], str(m["version"] if m["version"] is not None else "-"),
                      fmt_count(m["records"]), "PARTIAL" if m["partial"] else "no", status])
     return "modules", ["module", "version", "records", "partial", "status"], rows
@@ -285,7 +278,7 @@ def _files_table(e: dict):
     for f in e["files"]:
         ranks = f"shared ({f['ranks']})" if f["shared"] else str(f["ranks"])
         for i, (mod, st) in enumerate(f["modules"].items()):
-            rows.append([safe(f["path"]) if i == 0 else "", mod, ranks if i == 0 else "",
+            rows.append([printable(f["path"]) if i == 0 else "", mod, ranks if i == 0 else "",
                          fmt_bytes(st["bytes_read"]), fmt_bytes(st["bytes_written"]),
                          fmt_count(st["reads"]), fmt_count(st["writes"]), fmt_count(st["meta_ops"]),
                          fmt_seconds((st["read_time_s"] or 0) + (st["write_time_s"] or 0)
@@ -301,9 +294,9 @@ def _lustre_table(e: dict):
         for i, c in enumerate(lay["components"]):
             end = "EOF" if c["extent_end"] < 0 else fmt_bytes(c["extent_end"])
             osts = ",".join(map(str, c["ost_ids"][:16])) + (" ..." if len(c["ost_ids"]) > 16 else "")
-            rows.append([safe(lay["path"]) if i == 0 else "", f"{fmt_bytes(c['extent_start'])}-{end}",
+            rows.append([printable(lay["path"]) if i == 0 else "", f"{fmt_bytes(c['extent_start'])}-{end}",
                          str(c["stripe_count"]), fmt_bytes(c["stripe_size"]), c["pattern"],
-                         safe(c["pool"]) or "-", osts or "-"])
+                         printable(c["pool"]) or "-", osts or "-"])
     title = f"Lustre layout: {len(e['lustre']['layouts'])} of {e['lustre']['files']} files"
     return title, ["file", "extent", "stripes", "stripe size", "pattern", "pool", "OSTs"], rows
 
@@ -312,14 +305,14 @@ def _dxt_table(e: dict):
     rows = []
     for d in e["dxt"]:
         if not d["readable"]:
-            rows.append([d["module"], "UNREADABLE", "-", "-", "-", safe(d["note"])])
+            rows.append([d["module"], "UNREADABLE", "-", "-", "-", printable(d["note"])])
             continue
         rows.append([d["module"], fmt_count(d["segments"]), fmt_count(d.get("ranks", 0)),
-                     fmt_count(d.get("reads", 0)), fmt_count(d.get("writes", 0)), safe(d["note"]) or "-"])
+                     fmt_count(d.get("reads", 0)), fmt_count(d.get("writes", 0)), printable(d["note"]) or "-"])
     return "DXT traces", ["module", "segments", "ranks", "reads", "writes", "note"], rows
 
 
 def when(ts: float | None) -> str:
     if ts is None:
         return "unknown"
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -5,9 +5,9 @@ elements, renders in milliseconds, stays a few kilobytes, and takes its colours
 from the page's CSS classes, so one SVG follows the light and dark themes and
 prints well (bench/report.py measures both backends).
 
-Trace data (file names, host names) reaches SVG text; :func:`markupsafe.escape`
-is applied to every string here, and the result is a :class:`markupsafe.Markup`
-the template can insert as is.
+Trace data (file names, host names) reaches SVG text; :func:`escape` (control
+characters made visible, then markup escaped) is applied to every string here, and the
+result is a :class:`markupsafe.Markup` the template can insert as is.
 """
 
 from __future__ import annotations
@@ -15,7 +15,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from markupsafe import Markup, escape
+from markupsafe import Markup, escape as escape_markup
+
+from advisor.formatting import printable
+
+
+def escape(text: object) -> Markup:
+    """Text from a trace as SVG markup: no raw control characters, no markup."""
+    return escape_markup(printable(text))
 
 
 def _num(x: float) -> str:

@@ -1,6 +1,10 @@
 """The concise terminal report of a Diagnosis (rich): job header, findings by severity with
 evidence, cost and fix, the distinct fixes best first, and a footer of what could not be checked.
 
+Every string from the diagnosis is data (names, exe and hints come from the trace): it reaches
+rich as :class:`Text` or escaped markup, through :func:`advisor.formatting.printable`, so it can
+neither style the report nor send control sequences to the terminal.
+
 Colour follows rich's rules (NO_COLOR, not a TTY -> plain text); the width follows the
 terminal (80 columns when not a TTY, or $COLUMNS).
 """
@@ -19,7 +23,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs, fmt_speedup
+from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs, fmt_speedup, printable
 from advisor.findings import Diagnosis, Finding, Prediction
 from advisor.fixes import FixSummary, caution, predicted_text
 from advisor.report.units import evidence_rows
@@ -42,12 +46,12 @@ def console(file: IO[str] | None = None) -> Console:
 def print_report(diagnosis: Diagnosis, out: Console | None = None, verbose: bool = False) -> None:
     out = out or console()
     if diagnosis.error:
-        out.print(Text(f"{diagnosis.source.get('path', '?')}: error: {diagnosis.error}", style="red"))
+        out.print(_text(f"{diagnosis.source.get('path', '?')}: error: {diagnosis.error}", "red"))
         return
     out.print(_header(diagnosis))
     findings = diagnosis.sorted_findings()
     if not findings:
-        out.print(Text("  No problems found by the rules that could run.", style="green"))
+        out.print(_text("  No problems found by the rules that could run.", "green"))
     for finding in findings:
         out.print(_finding(finding, verbose))
     fixes = diagnosis.fixes()
@@ -60,16 +64,16 @@ def print_report(diagnosis: Diagnosis, out: Console | None = None, verbose: bool
 
 def _header(d: Diagnosis) -> Panel:
     job, s = d.job, d.summary
-    lines = [f"[bold]{escape(str(d.source.get('path', '')))}[/]  ({escape(str(d.source.get('format', '')))})",
+    lines = [f"[bold]{_markup(d.source.get('path', ''))}[/]  ({_markup(d.source.get('format', ''))})",
              _job_line(job)]
     if s:
-        layer = f" in {escape(str(s['io_layer']))}" if s.get("io_layer") else ""
+        layer = f" in {_markup(s['io_layer'])}" if s.get("io_layer") else ""
         io = (f"read {fmt_bytes(s.get('bytes_read'))}  written {fmt_bytes(s.get('bytes_written'))}  "
               f"I/O time {fmt_secs(s.get('io_time_s'))} per process{layer}")
         if s.get("io_share") is not None:
             io += f" ({fmt_pct(s.get('io_share'))} of the run)"
         lines.append(io)
-        lines.extend(f"[dim]note: {escape(str(n))}[/]" for n in s.get("counter_notes") or [])
+        lines.extend(f"[dim]note: {_markup(n)}[/]" for n in s.get("counter_notes") or [])
     counts = {sev: sum(f.severity == sev for f in d.findings) for sev in STYLE}
     title = "  ".join(f"[{STYLE[k]}]{v} {k}[/]" for k, v in counts.items() if v) or "no findings"
     return Panel("\n".join(lines), title="ioadvisor", subtitle=title, expand=True)
@@ -77,26 +81,26 @@ def _header(d: Diagnosis) -> Panel:
 
 def _job_line(job: dict[str, Any]) -> str:
     """What ran: a job's id, ranks, run time and command; a node snapshot's host and time."""
-    exe = escape(_head(str(job.get("exe") or "-"), 60))
+    exe = _markup(_head(printable(job.get("exe") or "-"), 60))
     if not job.get("nprocs") and not job.get("runtime_s"):  # a node snapshot: no job ran
         when = job.get("start_time")
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when)) if isinstance(when, (int, float)) else ""
         return f"{exe}  {stamp}".rstrip()
-    return (f"job {escape(str(job.get('jobid') or '-'))}  ranks {job.get('nprocs', 0)}  "
+    return (f"job {_markup(job.get('jobid') or '-')}  ranks {job.get('nprocs', 0)}  "
             f"run time {fmt_secs(job.get('runtime_s'))}  exe {exe}")
 
 
 def _finding(f: Finding, verbose: bool) -> Padding:
-    head = Text.assemble((f" {LABEL[f.severity]} ", STYLE[f.severity]), " ", (f.code, "bold"), " ",
-                         (f.title, "bold"))
+    head = Text.assemble((f" {LABEL[f.severity]} ", STYLE[f.severity]), " ", _text(f.code, "bold"), " ",
+                         _text(f.title, "bold"))
     if f.cost_s > 0:
         head.append(f"  ~{fmt_secs(f.cost_s)} lost", style="dim")
-    parts: list[Any] = [head, Padding(Text(f.message), (0, 0, 0, 7))]
+    parts: list[Any] = [head, Padding(_text(f.message), (0, 0, 0, 7))]
     if f.confidence and (verbose or f.cost_s > 0):  # a finding without a cost states what the input says
-        parts.append(Padding(Text(f"confidence {f.confidence['level']}: {f.confidence['reason']}", style="dim"),
+        parts.append(Padding(_text(f"confidence {f.confidence['level']}: {f.confidence['reason']}", "dim"),
                              (0, 0, 0, 7)))
     if f.files:
-        shown = ", ".join(_short(p, 70) for p in f.files[:MAX_FILES])
+        shown = ", ".join(_short(printable(p), 70) for p in f.files[:MAX_FILES])
         more = f" and {len(f.files) - MAX_FILES} more" if len(f.files) > MAX_FILES else ""
         parts.append(Padding(Text(f"files: {shown}{more}", style="dim"), (0, 0, 0, 7)))
     if f.ranks:
@@ -104,20 +108,20 @@ def _finding(f: Finding, verbose: bool) -> Padding:
     if verbose and f.evidence:
         rows = evidence_rows(f.evidence, f.evidence_meta, MAX_EVIDENCE)
         ev = "; ".join(f"{label}: {text}" for _, label, text in rows)
-        parts.append(Padding(Text(f"evidence: {ev}", style="dim"), (0, 0, 0, 7)))
-    fix = Text.assemble(("fix: ", "green"), f.recommendation.text)
+        parts.append(Padding(_text(f"evidence: {ev}", "dim"), (0, 0, 0, 7)))
+    fix = Text.assemble(("fix: ", "green"), _text(f.recommendation.text))
     if warning := caution(f.verification):
-        fix.append(f" ({warning})", style="bold red")
+        fix.append(f" ({printable(warning)})", style="bold red")
     parts.append(Padding(fix, (0, 0, 0, 7)))
     for command in f.recommendation.commands[: None if verbose else 2]:
-        parts.append(Padding(Text(command, style="bold"), (0, 0, 0, 12)))
+        parts.append(Padding(Text(printable(command, multiline=True), style="bold"), (0, 0, 0, 12)))
     if f.verification:
         v = f.verification
-        parts.append(Padding(Text(f"verified: {v.get('verdict')} "
-                                  f"{fmt_speedup(v['speedup']) if v.get('speedup') else ''}".rstrip(),
-                                  style="magenta"), (0, 0, 0, 7)))
+        parts.append(Padding(_text(f"verified: {v.get('verdict')} "
+                                   f"{fmt_speedup(v['speedup']) if v.get('speedup') else ''}".rstrip(),
+                                   "magenta"), (0, 0, 0, 7)))
     if f.prediction and f.prediction.speedup:
-        parts.append(Padding(Text(_predicted(f.prediction), style="magenta"), (0, 0, 0, 7)))
+        parts.append(Padding(_text(_predicted(f.prediction), "magenta"), (0, 0, 0, 7)))
     return Padding(Group(*parts), (1, 0, 0, 0))
 
 
@@ -135,8 +139,8 @@ def _fixes(fixes: list[FixSummary]) -> Padding:
     table.add_column(justify="right", min_width=4)
     table.add_column()
     for i, fix in enumerate(fixes, 1):
-        line = Text.assemble((fix.action, "bold"), " ", (f"({', '.join(fix.codes)})", "dim"), " - ",
-                             (fix.outcome(), _outcome_style(fix)))
+        line = Text.assemble(_text(fix.action, "bold"), " ", _text(f"({', '.join(fix.codes)})", "dim"), " - ",
+                             _text(fix.outcome(), _outcome_style(fix)))
         table.add_row(f"{i}.", line)
     parts: list[Any] = [Text("Fixes, best first:", style="bold"), table]
     if not any(fix.measured for fix in fixes):
@@ -159,8 +163,18 @@ def _footer(d: Diagnosis, verbose: bool) -> Padding | None:
     lines = [Text(f"Not checked ({len(d.not_checked)}):", style="bold dim")]
     for reason, checks in by_reason.items():
         shown = ", ".join(checks if verbose else checks[:6]) + ("" if verbose or len(checks) <= 6 else ", ...")
-        lines.append(Text(f"  {shown}: {reason}", style="dim"))
+        lines.append(_text(f"  {shown}: {reason}", "dim"))
     return Padding(Group(*lines), (1, 0, 0, 0))
+
+
+def _text(text: Any, style: str = "") -> Text:
+    """Data as rich text: never markup, control characters escaped."""
+    return Text(printable(text), style=style)
+
+
+def _markup(text: Any) -> str:
+    """Data inside a markup string: brackets escaped, control characters too."""
+    return escape(printable(text))
 
 
 def _short(text: str, limit: int) -> str:

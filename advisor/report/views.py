@@ -12,9 +12,11 @@ import json
 import re
 from pathlib import PurePath
 
+from markupsafe import escape
+
 from advisor.findings import Diagnosis, Finding, Prediction
 from advisor.fixes import FixSummary, caution, predicted_text
-from advisor.formatting import fmt_speedup, fmt_speedup_range
+from advisor.formatting import fmt_speedup, fmt_speedup_range, printable
 from advisor.report.plots import Plot, verification_plot
 from advisor.formatting import fmt_kind
 from advisor.ingest.ior.view import ior_tables
@@ -116,8 +118,8 @@ def _period(job: dict) -> str:
     if not isinstance(start, (int, float)) or not isinstance(end, (int, float)):
         return ""
     try:
-        a = _dt.datetime.fromtimestamp(start, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-        b = _dt.datetime.fromtimestamp(end, _dt.timezone.utc).strftime("%H:%M:%S UTC")
+        a = _dt.datetime.fromtimestamp(start, _dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+        b = _dt.datetime.fromtimestamp(end, _dt.UTC).strftime("%H:%M:%S UTC")
     except (OverflowError, OSError, ValueError):
         return ""
     return f", {a} to {b}"
@@ -144,7 +146,8 @@ def finding_view(f: Finding, rank: int, runtime: float, job_id: str) -> dict:
         "ranks": rank_ranges(f.ranks),
         "fix_text": str(f.recommendation.text),
         "fix_short": first_sentence(str(f.recommendation.text)),
-        "commands": [str(c) for c in f.recommendation.commands],
+        # escaped here with their lines kept (a heredoc): the page escapes a newline in any other value
+        "commands": [escape(printable(c, multiline=True)) for c in f.recommendation.commands],
         "fix": json.dumps(f.fix, sort_keys=True) if f.fix else "",
         "caution": caution(f.verification),
         "verification": verification_view(f.verification, f"{job_id}-f{rank}") if f.verification else None,

@@ -2,7 +2,10 @@
 # Installs the real system components the tests start (Debian packages), when run as root.
 # Idempotent: does nothing when everything is present. Not root: prints what is missing.
 set -uo pipefail
-pkgs=(slurmctld slurmd slurm-client munge glusterfs-server glusterfs-client fuse3 chromium fio procps python3-venv)  # python3-venv: the Slurm hook venv from /usr/bin/python3
+pkgs=(slurmctld slurmd slurm-client munge glusterfs-server glusterfs-client fuse3 chromium fio procps python3-venv
+      ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common attr)
+# python3-venv: the Slurm hook venv from /usr/bin/python3; ceph-*: the CephFS cluster of tests/system/cephfs.sh
+# (attr: getfattr/setfattr for its layouts)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -35,10 +35,8 @@ def _part(test: IorTest, op: str) -> Part:
     per_task = calls / tasks
     mpi = (p.api or "POSIX").upper() in MPI_APIS
     fpp = p.access == FPP
-    if p.random_offsets:
-        consecutive = 0.0
-    else:  # a shared file jumps to the next segment; a file per process is one stream
-        consecutive = tasks * (per_task - (1 if fpp else segments))
+    # a shared file jumps to the next segment; a file per process is one stream
+    consecutive = 0.0 if p.random_offsets else tasks * (per_task - (1 if fpp else segments))
     write = op == "write"
     fsyncs = (calls if p.fsync_per_write else tasks if p.fsync else 0.0) if write else 0.0
     return Part(
