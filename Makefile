@@ -7,7 +7,7 @@ STAMP   = $(VENV)/.installed
 TRACE  ?= traces/ior-small-shared-4k.darshan
 OUT    ?= out
 
-.PHONY: demo docs docs-screenshot test venv system-deps bench lint clean
+.PHONY: demo docs docs-screenshot docs-screenshots test venv system-deps bench lint clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ demo: $(STAMP)
 # touches the tree).
 docs-screenshot: demo
 	cp $(OUT)/demo-report.png docs/demo-report.png
+
+# The three reports of docs/report.md (the demo, imbalanced-io, sample-badost), photographed in
+# Chromium by the test that checks them (tests/test_report_screenshots.py).
+docs-screenshots: $(STAMP)
+	IOADVISOR_DOCS_SCREENSHOTS=1 $(VENV)/bin/python -m pytest -q tests/test_report_screenshots.py
 
 # System components the tests start for real (Slurm, GlusterFS, Chromium, fio): installed when root.
 system-deps:

@@ -109,10 +109,13 @@ def fmt_num(x: Any) -> str:
 
 
 def fmt_rate(x: Any) -> str:
-    """Bytes per second as MiB/s (or GiB/s)."""
+    """Bytes per second as MiB/s (GiB/s from 1,024 MiB/s; KiB/s or B/s below 1 MiB/s)."""
     if x is None:
         return "?"
-    mib = float(x) / MiB
+    rate = float(x)
+    if abs(rate) < MiB:  # a latency-bound rate: '0.0 MiB/s' would say nothing
+        return f"{rate / 1024:,.1f} KiB/s" if abs(rate) >= 1024 else f"{rate:,.0f} B/s"
+    mib = rate / MiB
     return f"{mib / 1024:,.1f} GiB/s" if mib >= 1024 else f"{mib:,.1f} MiB/s"
 
 

@@ -44,7 +44,7 @@ NUM = r"-?\d{1,3}(?:,\d{3})*(?:\.\d+)?"  # thousands separated: '3,133,070.6', n
 FORMS = {
     "bytes": rf"{NUM} (?:B|KiB|MiB|GiB|TiB|PiB)",
     "seconds": rf"{NUM} (?:us|ms|s|min|h)",
-    "rate": rf"{NUM} (?:MiB|GiB)/s",
+    "rate": rf"{NUM} (?:B|KiB|MiB|GiB)/s",
     "ratio": rf"{NUM}x",
     "fraction": r"(?:<0\.1|\d+\.\d)%",
     "percent": r"\d+\.\d%",
