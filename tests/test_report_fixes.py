@@ -159,6 +159,22 @@ def test_terminal_lists_the_fixes_after_the_findings(demo_run):
     assert text.count(": do not apply as is)") == len(regressed)  # on each of their fix lines
 
 
+def test_a_finding_shows_its_own_cost_and_the_saving_is_the_fix_s(demo_run):
+    """IO002 loses 10.6 ms; the ~59 ms its fix saves is said once, on the fix's line (issue 16)."""
+    text, doc = demo_run["text"], demo_run["doc"]
+    fixes = doc["summary"]["fixes"]
+    block = text.index("Fixes, best first:")
+    assert text.count("saves") == sum(isinstance(f["time_saved_s"], (int, float)) for f in fixes)
+    assert "saves" not in text[:block]
+    number = {code: i for i, f in enumerate(fixes, 1) for code in f["codes"]}
+    flat = " ".join(text[:block].split())
+    for f in doc["findings"]:
+        if f["code"] in number:
+            assert f"measured and predicted: fix {number[f['code']]} below" in flat, f["code"]
+    cards = re.findall(r'<article class="finding.*?</article>', demo_run["page"], re.S)
+    assert cards and not [c for c in cards if "time saved" in c.lower()]
+
+
 def test_html_table_follows_the_result_model(demo_run):
     page, fixes = demo_run["page"], demo_run["doc"]["summary"]["fixes"]
     rows = _fix_rows(page)

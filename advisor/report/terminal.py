@@ -23,9 +23,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs, fmt_speedup, printable
-from advisor.findings import Diagnosis, Finding, Prediction
-from advisor.fixes import FixSummary, caution, predicted_text
+from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs, printable
+from advisor.findings import Diagnosis, Finding
+from advisor.fixes import FixSummary, caution
 from advisor.report.units import evidence_rows
 
 STYLE = {"high": "bold red", "warn": "yellow", "info": "cyan"}
@@ -52,9 +52,10 @@ def print_report(diagnosis: Diagnosis, out: Console | None = None, verbose: bool
     findings = diagnosis.sorted_findings()
     if not findings:
         out.print(_text("  No problems found by the rules that could run.", "green"))
-    for finding in findings:
-        out.print(_finding(finding, verbose))
     fixes = diagnosis.fixes()
+    numbers = {code: i for i, fix in enumerate(fixes, 1) for code in fix.codes}
+    for finding in findings:
+        out.print(_finding(finding, verbose, numbers.get(finding.code)))
     if fixes:
         out.print(_fixes(fixes))
     footer = _footer(diagnosis, verbose)
@@ -90,7 +91,9 @@ def _job_line(job: dict[str, Any]) -> str:
             f"run time {fmt_secs(job.get('runtime_s'))}  exe {exe}")
 
 
-def _finding(f: Finding, verbose: bool) -> Padding:
+def _finding(f: Finding, verbose: bool, fix_no: int | None = None) -> Padding:
+    """A finding with its own cost; what its fix measured or is predicted to save is the fix's,
+    said once in the fixes block (`fix_no`: the fix's number there)."""
     head = Text.assemble((f" {LABEL[f.severity]} ", STYLE[f.severity]), " ", _text(f.code, "bold"), " ",
                          _text(f.title, "bold"))
     if f.cost_s > 0:
@@ -115,22 +118,10 @@ def _finding(f: Finding, verbose: bool) -> Padding:
     parts.append(Padding(fix, (0, 0, 0, 7)))
     for command in f.recommendation.commands[: None if verbose else 2]:
         parts.append(Padding(Text(printable(command, multiline=True), style="bold"), (0, 0, 0, 12)))
-    if f.verification:
-        v = f.verification
-        parts.append(Padding(_text(f"verified: {v.get('verdict')} "
-                                   f"{fmt_speedup(v['speedup']) if v.get('speedup') else ''}".rstrip(),
-                                   "magenta"), (0, 0, 0, 7)))
-    if f.prediction and f.prediction.speedup:
-        parts.append(Padding(_text(_predicted(f.prediction), "magenta"), (0, 0, 0, 7)))
+    if fix_no is not None and (f.verification or (f.prediction and f.prediction.speedup)):
+        tested = " and ".join(w for w, done in (("measured", f.verification), ("predicted", f.prediction)) if done)
+        parts.append(Padding(_text(f"{tested}: fix {fix_no} below", "magenta"), (0, 0, 0, 7)))
     return Padding(Group(*parts), (1, 0, 0, 0))
-
-
-def _predicted(p: Prediction) -> str:
-    """The learned model's prediction of a fix, in one line (advisor.models.predict)."""
-    text = "predicted: " + predicted_text(p.speedup, p.interval, p.time_saved_s)
-    if p.extrapolated:
-        text += " - outside the model's training data"
-    return text
 
 
 def _fixes(fixes: list[FixSummary]) -> Padding:

@@ -236,7 +236,8 @@ def _predicted_speedup(p: Prediction | None) -> str:
 
 
 def _prediction(p: Prediction | None) -> list[tuple[str, str]]:
-    return [(label, fmt_kind(kind, v)) for label, kind, v in p.shown()] if p else []
+    # the time saved is the fix's, not the finding's: the fixes table shows it, once
+    return [(label, fmt_kind(kind, v)) for label, kind, v in p.shown() if label != "time saved"] if p else []
 
 
 def _plot_builders() -> list[tuple[str, object]]:
