@@ -7,7 +7,7 @@ STAMP   = $(VENV)/.installed
 TRACE  ?= traces/ior-small-shared-4k.darshan
 OUT    ?= out
 
-.PHONY: demo docs docs-screenshot docs-screenshots test venv system-deps bench lint clean
+.PHONY: demo dist docs docs-screenshot docs-screenshots test venv system-deps bench lint clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,16 @@ demo: $(STAMP)
 	@mkdir -p $(OUT) $(OUT)/replay-scratch
 	$(VENV)/bin/ioadvisor diagnose $(TRACE) --json $(OUT)/demo.json --html $(OUT)/demo.html --verify --target $(OUT)/replay-scratch --model default
 	@echo "report: $(OUT)/demo.html (JSON: $(OUT)/demo.json)"
+	@echo "ioadvisor is installed in $(VENV): run $(VENV)/bin/ioadvisor, or 'source $(VENV)/bin/activate' first"
 	@$(PY) -m advisor.report.screenshot $(OUT)/demo.html $(OUT)/demo-report.png --height 1800 \
 	  || echo "(no screenshot: Chromium not found; the report itself is complete)"
+
+# The wheel to install elsewhere (ioadvisor is not on PyPI): dist/ioadvisor-VERSION-py3-none-any.whl,
+# then `pip install dist/ioadvisor-*.whl` in the target venv (docs/hook.md). Built with this venv's
+# setuptools, offline (no build isolation: nothing is downloaded).
+dist: $(STAMP)
+	$(PIP) wheel --no-deps --no-build-isolation -q -w dist .
+	@ls dist/ioadvisor-*.whl
 
 # Refresh the README's picture from a demo run (a deliberate, committed change; `make demo` never
 # touches the tree).

@@ -149,6 +149,20 @@ def fmt_speedup_range(pair: Any) -> str:
     return ""
 
 
+def fmt_middle(text: str, most: int, mark: str = "...") -> str:
+    """`text` cut in the middle to at most `most` characters: a path keeps its file name whole when
+    it can, and its top directories ('/lus/theta-fs0/pr.../restart_0012.h5')."""
+    text = str(text)
+    if len(text) <= most:
+        return text
+    keep = max(most - len(mark), 2)
+    tail = keep // 2
+    name = text.rsplit("/", 1)[-1]
+    if "/" in text and tail < len(name) + 1 <= keep - 4:  # the file name whole, the directories cut
+        tail = len(name) + 1
+    return text[: keep - tail] + mark + text[len(text) - tail:]
+
+
 def fmt_list(items: Iterable[Any] | None, limit: int = 3) -> str:
     """'a, b and 3 more'."""
     items = [str(i) for i in (items or [])]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup
 
+from advisor.formatting import fmt_middle
 from advisor.report.svg import Axis, Scale, Svg, axis, text_width
 from advisor.report.units import compact_count, fmt_bytes, fmt_num, fmt_rate, fmt_secs
 from advisor.units import MiB
@@ -320,7 +321,7 @@ def top_files_plot(fig: dict) -> Plot:
     basis = str(fig.get("basis", "summed over ranks"))
     alt = ("No file with I/O time." if not files else
            f"{len(files)} files; the slowest is {paths[0]} with {fmt_secs(_file_total(files[0]))} of I/O.")
-    labels = [_middle_ellipsis(p, 30) for p in paths]
+    labels = [fmt_middle(p, 30, "\u2026") for p in paths]
     svg = _stacked_hbars("top-files", title, labels, paths, stacks, f"I/O time ({{unit}}), {basis}", alt)
     rows = [[p, fmt_secs(_file_total(f)), fmt_bytes(float(f.get("bytes_read", 0))),
              fmt_bytes(float(f.get("bytes_written", 0))), fmt_num(float(f.get("ranks", 0)))]
@@ -331,10 +332,6 @@ def top_files_plot(fig: dict) -> Plot:
 
 def _file_total(f: dict) -> float:
     return sum(float(f.get(k, 0)) for k in ("read_s", "write_s", "meta_s"))
-
-
-def _middle_ellipsis(text: str, most: int) -> str:
-    return text if len(text) <= most else text[: most // 2 - 1] + "\u2026" + text[-(most // 2):]
 
 
 def verification_plot(v: dict, plot_id: str) -> Plot:

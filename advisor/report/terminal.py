@@ -23,7 +23,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs, printable
+from advisor.formatting import fmt_bytes, fmt_middle, fmt_pct, fmt_secs, printable
 from advisor.findings import Diagnosis, Finding
 from advisor.fixes import FixSummary, caution
 from advisor.report.units import evidence_rows
@@ -103,7 +103,7 @@ def _finding(f: Finding, verbose: bool, fix_no: int | None = None) -> Padding:
         parts.append(Padding(_text(f"confidence {f.confidence['level']}: {f.confidence['reason']}", "dim"),
                              (0, 0, 0, 7)))
     if f.files:
-        shown = ", ".join(_short(printable(p), 70) for p in f.files[:MAX_FILES])
+        shown = ", ".join(fmt_middle(printable(p), 70) for p in f.files[:MAX_FILES])
         more = f" and {len(f.files) - MAX_FILES} more" if len(f.files) > MAX_FILES else ""
         parts.append(Padding(Text(f"files: {shown}{more}", style="dim"), (0, 0, 0, 7)))
     if f.ranks:
@@ -166,10 +166,6 @@ def _text(text: Any, style: str = "") -> Text:
 def _markup(text: Any) -> str:
     """Data inside a markup string: brackets escaped, control characters too."""
     return escape(printable(text))
-
-
-def _short(text: str, limit: int) -> str:
-    return text if len(text) <= limit else "..." + text[-(limit - 3):]
 
 
 def _ranks(ranks: list[int]) -> str:
