@@ -26,6 +26,7 @@ COMMANDS = {
     "rules": "List the rule catalogue or explain one rule.",
     "report": "Re-render a saved diagnosis (JSON) as HTML or terminal text.",
     "collect": "Snapshot this node's storage-relevant settings as JSON.",
+    "probe": "Measure every storage target (OST, OSD) of a file system; flag the slow ones.",
     "replay": "Replay a job on a real mount, as recorded and with fixes applied.",
     "hook": "Post-job hooks for batch schedulers (Slurm epilog and others).",
     "calibrate": "Measure what a mount delivers for a sweep of access patterns.",

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import ConfigError
-from advisor.units import MiB, quantity
+from advisor.units import quantity
 
 ENV_VAR = "IOADVISOR_CONFIG"
 
@@ -70,7 +70,7 @@ class SystemConfig:
     mdts: int | None = None
     default_stripe_count: int | None = None  # the file system's default layout
     default_stripe_size: int | None = None
-    rpc_size: int = MiB  # Lustre's bulk RPC size (max_pages_per_rpc x page size)
+    rpc_size: int | None = None  # Lustre's bulk RPC size (max_pages_per_rpc x page size); unset: 1 MiB, assumed
     lustre_version: str = ""
     pfl_default: bool | None = None  # a progressive file layout is the default
     peak_write_mib_s: float | None = None  # sustainable aggregate peaks of the file system
@@ -104,6 +104,30 @@ class ModelConfig:
     """The learned model every `ioadvisor diagnose` applies (models; see docs/models.md)."""
 
     path: str = ""  # a model file (`ioadvisor train`), "default" for the one shipped, "" for none
+
+
+@section("replay")
+@dataclass
+class ReplayConfig:
+    """How ``--verify`` and ``ioadvisor replay`` measure a fix (docs/replay.md, "Measurement")."""
+
+    min_sample_s: float = 1.0  # a sample's timed passes add up to at least this (auto-ranging)
+    margin: float = 0.05  # speedups within +-5 % are "equivalent"
+    min_pairs: int = 5  # the sequential test's first look
+    max_pairs: int = 40  # ... and its last
+    budget_s: float = 300.0  # wall time of one job's measurement (all its fixes)
+    budget_gib: float = 64.0  # bytes it may write (the page cache included)
+    allow_mount_root: bool = False  # replay into the root directory of a mounted file system
+
+    def __post_init__(self) -> None:
+        if not 0 < self.margin < 1:
+            raise ValueError(f"key 'margin' must lie between 0 and 1, not {self.margin!r}")
+        if not 2 <= self.min_pairs <= self.max_pairs:
+            raise ValueError(f"keys 'min_pairs' ({self.min_pairs}) and 'max_pairs' ({self.max_pairs}) "
+                             "need 2 <= min_pairs <= max_pairs")
+        for key in ("min_sample_s", "budget_s", "budget_gib"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"key '{key}' must not be negative")
 
 
 @dataclass
@@ -183,7 +207,10 @@ def _build(cls: type, table: Any, where: str) -> Any:
             raise ConfigError(f"{where}: key '{key}' must be {_type_name(hints[key])}, "
                               f"not {type(value).__name__} {value!r}")
         values[key] = value
-    return cls(**values)
+    try:
+        return cls(**values)
+    except ValueError as exc:  # a section's own range checks
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _type_ok(value: Any, hint: Any) -> bool:

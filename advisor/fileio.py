@@ -59,5 +59,7 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
 
 
 def write_json(doc: dict, target: str | Path) -> None:
-    """Write `doc` as indented UTF-8 JSON with :func:`write_atomic` ('-' is stdout)."""
-    write_atomic(target, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    """Write `doc` as indented JSON with :func:`write_atomic` ('-' is stdout), every non-ASCII
+    character as a \\u escape, as `diagnose --json` writes it: a file name that is not UTF-8
+    holds lone surrogates (its bytes, escaped by Python), which no UTF-8 text can hold."""
+    write_atomic(target, json.dumps(doc, indent=2) + "\n")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.fixes import FixSummary, fix_summaries
+from advisor.verification import Verification
 
 SCHEMA_ID = "ioadvisor/diagnosis/v1"
 
@@ -95,10 +96,13 @@ class Finding:
     recommendation: Recommendation = field(default_factory=lambda: Recommendation(""))
     fix: dict[str, Any] | None = None
     references: list[str] = field(default_factory=list)
-    verification: dict[str, Any] | None = None  # filled by the replayer
+    verification: Verification | None = None  # filled by the replayer (advisor.verify)
     prediction: Prediction | None = None  # filled by a learned model
     # how sure the finding is: {"level": high|medium|low, "reason": one line, "ratio": effect/noise}
     confidence: dict[str, Any] | None = None
+    # values the finding rests on that neither the input nor the site config gave:
+    # [{"value": what was assumed, "key": the site-config key that would make it exact, "how": else what would}]
+    assumptions: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -157,6 +161,7 @@ class Diagnosis:
             f["recommendation"] = Recommendation(**f.get("recommendation", {"text": ""}))
             saved = f.get("prediction")
             f["prediction"] = Prediction.from_dict(saved) if isinstance(saved, dict) else None
+            f["verification"] = Verification.from_dict(f.get("verification"))
             findings.append(Finding(**f))
         return cls(
             source=doc["source"],

@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from advisor.formatting import fmt_bytes, fmt_secs, fmt_speedup, fmt_speedup_range
+from advisor.verification import DECIDED, Verification
 
 if TYPE_CHECKING:
     from advisor.findings import Finding
-
-MEASURED = ("improved", "no-change", "regressed")  # verdicts with a measured speedup
 LAYOUTS = {"shared": "one shared file for all ranks", "fpp": "one file per process"}
 
 
@@ -55,14 +54,15 @@ class FixSummary:
     ci95: list[float] | None = None
     target: str | None = None  # where it was measured
     fstype: str | None = None
-    reason: str | None = None  # why it could not be measured, or the replay's summary
+    reason: str | None = None  # the replay's verdict in words (advisor.verification.sentence)
     predicted_speedup: float | None = None
     predicted_interval: list[float] | None = None
     time_saved_s: float | None = None  # predicted by the model for the job as recorded
 
     @property
     def measured(self) -> bool:
-        return self.verdict in MEASURED and isinstance(self.speedup, (int, float))
+        """The replay decided (improved, regressed, equivalent): its speedup ranks the fix."""
+        return self.verdict in DECIDED and isinstance(self.speedup, (int, float))
 
     @property
     def slower(self) -> bool:
@@ -75,9 +75,7 @@ class FixSummary:
 
     def outcome(self) -> str:
         """What is known of the fix's effect, in one line."""
-        parts = [measured_text(self)] if self.measured else []
-        if self.verdict == "not-verifiable":
-            parts.append(self.reason or "not verifiable")
+        parts = [measured_text(self)] if self.verdict else []
         if isinstance(self.predicted_speedup, (int, float)):
             parts.append("predicted " + predicted_text(self.predicted_speedup, self.predicted_interval,
                                                        self.time_saved_s))
@@ -85,13 +83,10 @@ class FixSummary:
 
 
 def measured_text(s: FixSummary) -> str:
-    where = f" on {place(s.target, s.fstype)}" if s.target else " here"
-    ci = f" (95 % CI {band})" if (band := fmt_speedup_range(s.ci95)) else ""
-    if s.verdict == "improved":
-        return f"measured {fmt_speedup(s.speedup)} faster{ci}{where}"
-    if s.verdict == "regressed":
-        return f"measured {fmt_speedup(s.speedup)}{ci}: slower{where}, do not apply as is"
-    return f"measured {fmt_speedup(s.speedup)}{ci}: no measurable difference{where}"
+    """The replay's verdict sentence and where it ran ('improved: 2.26x faster (...) on /t (ext4)')."""
+    where = f" on {place(s.target, s.fstype)}" if s.target and s.verdict != "not-verifiable" else ""
+    advice = ", do not apply as is" if s.slower else ""
+    return f"{s.reason or s.verdict}{where}{advice}"
 
 
 def predicted_text(speedup: float, interval: Any = None, time_saved_s: Any = None) -> str:
@@ -109,12 +104,11 @@ def place(target: str | None, fstype: str | None) -> str:
     return f"{target} ({fstype})" if fstype else str(target)
 
 
-def caution(verification: dict[str, Any] | None) -> str:
+def caution(verification: Verification | None) -> str:
     """The warning a finding's fix carries when its replay measured the job slower, else ''."""
-    v = verification if isinstance(verification, dict) else {}
-    if v.get("verdict") != "regressed":
+    if verification is None or verification.verdict != "regressed":
         return ""
-    where = f" on {place(v['target'], v.get('fstype'))}" if v.get("target") else ""
+    where = f" on {place(verification.target, verification.fstype)}" if verification.target else ""
     return f"measured slower{where}: do not apply as is"
 
 
@@ -138,12 +132,12 @@ def _rank(s: FixSummary) -> tuple:
 
 def _summary(f: Finding) -> FixSummary:
     """A fix's summary from the first finding proposing it (the replay and model see one fix)."""
-    v, p = f.verification or {}, f.prediction
+    v, p = f.verification, f.prediction
     return FixSummary(
         fix=dict(f.fix or {}), action=describe(f.fix or {}),
-        verdict=v.get("verdict"), speedup=_number(v.get("speedup")),
-        ci95=v.get("ci95") if _pair(v.get("ci95")) else None,
-        target=v.get("target"), fstype=v.get("fstype"), reason=v.get("reason"),
+        verdict=v.verdict if v else None, speedup=_number(v.speedup) if v else None,
+        ci95=v.ci95 if v and _pair(v.ci95) else None,
+        target=v.target if v else None, fstype=v.fstype if v else None, reason=v.reason if v else None,
         predicted_speedup=_number(p.speedup) if p else None,
         predicted_interval=p.interval if p and _pair(p.interval) else None,
         time_saved_s=_number(p.time_saved_s) if p else None)
@@ -160,7 +154,7 @@ def describe(fix: dict[str, Any]) -> str:
         case "aggregate":
             return f"aggregate I/O through {_count(fix.get('aggregators'), 'rank')}"
         case "stripe":
-            return f"stripe over {_count(fix.get('count'), 'OST')} in {_size(fix.get('size'))} stripes"
+            return _stripe_text(fix)
         case "fsync" if fix.get("mode") == "at-close":
             return "fsync once at close"
         case "align":
@@ -169,8 +163,22 @@ def describe(fix: dict[str, Any]) -> str:
             return LAYOUTS[str(fix["mode"])]
         case "sequential":
             return "access files sequentially"
+        case "avoid-targets" if fix.get("targets"):
+            return f"keep new files off storage target{'s' if len(fix['targets']) > 1 else ''} " \
+                   f"{', '.join(map(str, fix['targets']))}"
+        case "avoid-targets":
+            return "keep new files off the slow storage targets"
     params = ", ".join(f"{k}={v}" for k, v in sorted(fix.items()) if k != "transform")
     return f"{fix.get('transform')} ({params})" if params else str(fix.get("transform"))
+
+
+def _stripe_text(fix: dict[str, Any]) -> str:
+    """'stripe over 4 OSTs in 1 MiB stripes', as the directory's default when its scope is dir."""
+    count = fix.get("count")
+    text = "stripe over all OSTs" if count == -1 else f"stripe over {_count(count, 'OST')}"
+    if fix.get("size"):
+        text += f" in {_size(fix.get('size'))} stripes"
+    return f"set the directory's default layout: {text}" if fix.get("scope") == "dir" else text
 
 
 def _size(n: Any) -> str:

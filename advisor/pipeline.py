@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from advisor.config import SiteConfig
+from advisor.config import ReplayConfig, SiteConfig
 from advisor.campaign import build_campaign, campaign_data, campaign_profile, figure_data, load_runs
 from advisor.engine import check_thresholds, diagnose
 from advisor.engine.rules import load_catalogue
@@ -37,12 +37,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Verify:
-    """Replay each fix on `target` and measure it (``--verify``)."""
+    """Replay each fix on `target` and measure it (``--verify``): `repeat` rounds, or (None)
+    until the sequential test decides within the site's ``[replay]`` settings."""
 
     target: Path
-    repeat: int = 3
+    repeat: int | None = None
     nprocs: int | None = None
     scale: float | None = None
+    settings: ReplayConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -216,7 +218,8 @@ def _predict(model: Model, profile: JobProfile, diagnosis: Diagnosis, expectatio
 def _verify(profile: JobProfile, diagnosis: Diagnosis, verify: Verify) -> None:
     from advisor.verify import verify_findings
 
-    verify_findings(profile, diagnosis, verify.target, verify.repeat, verify.nprocs, verify.scale)
+    verify_findings(profile, diagnosis, verify.target, verify.repeat, verify.nprocs, verify.scale,
+                    settings=verify.settings)
 
 
 def _figures(profile: JobProfile) -> dict:

@@ -1,34 +1,40 @@
-"""Check the fixes of a diagnosis by replaying the job on a real mount, before and after.
+"""Check the fixes of a diagnosis by replaying the job on a real mount, as recorded and fixed.
 
-For every distinct fix among the findings, the recorded workload (baseline) and the
-workload with the fix applied run interleaved (A B C A B C ...) in one MPI job on a
-scratch directory under the target; the page cache is dropped before every run
-when permitted (else O_DIRECT or nothing, and the result says which). Each finding
-with a fix gets ``finding.verification`` (the dict agreed in INTERFACES.md).
+The recorded workload (baseline) and each fix run in rounds in one MPI job on a scratch
+directory under the target: auto-ranged samples (a sample lasts at least ``[replay]
+min_sample_s``), the page cache kept out before every pass, and a sequential paired test
+that stops each fix once its verdict is certain (:mod:`replay.sampling`,
+:mod:`replay.stats`). Every fix gets a :class:`~advisor.verification.Verification`; a fix
+that cannot be replayed (no room, no layout control here, its replay failed) gets
+``not-verifiable`` with the reason, and the other fixes go on.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from advisor.config import ReplayConfig
 from advisor.errors import AdvisorError, InputError
 from advisor.findings import Diagnosis
 from advisor.fixes import fix_key, proposed_fixes
 from advisor.profile import JobProfile
 from advisor.replay_plan import build_plan
-from advisor.units import MiB
+from advisor.units import GiB, MiB
+from advisor.verification import Side, Verification, sentence
 from replay import safety, stats
 from replay.launch import LaunchError, LaunchOptions, run_plans
+from replay.layout import LayoutError, Unsupported
+from replay.layout import wishes as layout_wishes
 from replay.plan import Plan
 from replay.reshape import fold
 from replay.transforms import apply_fix
 
-VERIFY_MAX_BYTES = 256 * MiB  # automatic scale: every variant runs `repeat` times
+VERIFY_MAX_BYTES = 256 * MiB  # automatic scale of one pass
 VERIFY_MAX_OPS = 200_000
-LAYOUT_FSTYPES = ("lustre",)  # file systems where a stripe layout can be set (lfs setstripe)
 
 
 class ReplayError(AdvisorError):
@@ -43,32 +49,51 @@ class Variant:
     reason: str = ""  # why it cannot be measured
 
 
+@dataclass
+class Measurement:
+    """A replay of the baseline and fixes: one Verification per fix, and the baseline's runs."""
+
+    fixes: list[dict[str, Any]] = field(default_factory=list)  # as asked, in order
+    verifications: list[Verification] = field(default_factory=list)  # one per fix, same order
+    baseline: dict[str, Any] | None = None  # the executor's baseline variant (runs, record)
+    context: dict[str, Any] = field(default_factory=dict)  # target, fstype, scale, np, ...
+    scratch_kept: str | None = None
+    plan: dict[str, Any] = field(default_factory=dict)
+    launcher: str | None = None
+
+
 def default_np(plan_ranks: int) -> int:
     """Replay ranks when not given: the job's ranks, at most the CPUs (or Slurm tasks) here."""
     slots = int(os.environ.get("SLURM_NTASKS", "0") or 0) or len(os.sched_getaffinity(0))
     return max(1, min(plan_ranks, slots))
 
 
-def verify_findings(profile: JobProfile, diagnosis: Diagnosis, target: Path, repeat: int = 5,
-                    np: int | None = None, scale: float | None = None, *, odirect: bool = False,
-                    think_time: bool = False, keep: bool = False, source: str = "auto") -> None:
-    """Fill ``finding.verification`` for every finding with a fix (in place)."""
+def verify_findings(profile: JobProfile, diagnosis: Diagnosis, target: Path, repeat: int | None = None,
+                    np: int | None = None, scale: float | None = None, *,
+                    settings: ReplayConfig | None = None, **options: Any) -> None:
+    """Set ``finding.verification`` of every finding with a fix (in place). A replay that
+    cannot run at all (target refused, MPI failure) makes every fix not verifiable, with
+    the reason: the diagnosis itself goes on."""
     fixes = {key: fix for key, (fix, _) in proposed_fixes(diagnosis.findings).items()}
     if not fixes:
         return
-    result = measure(profile, list(fixes.values()), target, repeat=repeat, np=np, scale=scale,
-                     odirect=odirect, think_time=think_time, keep=keep, source=source)
-    by_key = {fix_key(v["fix"]): v for v in result["verifications"]}
+    try:
+        done = measure(profile, list(fixes.values()), target, repeat=repeat, np=np, scale=scale,
+                       settings=settings, **options)
+        by_key = {fix_key(fix): v for fix, v in zip(fixes.values(), done.verifications)}
+    except InputError as exc:  # a target refused, or no workload to replay (a node snapshot)
+        by_key = {key: Verification.not_verifiable(exc.reason, target=str(target)) for key in fixes}
+    except AdvisorError as exc:
+        by_key = {key: Verification.not_verifiable(str(exc), target=str(target)) for key in fixes}
     for finding in diagnosis.findings:
         if finding.fix:
-            finding.verification = dict(by_key[fix_key(finding.fix)])
-            finding.verification.pop("fix", None)
+            finding.verification = by_key[fix_key(finding.fix)]
 
 
 def replay_plan(profile: JobProfile, *, np: int | None = None, scale: float | None = None,
                 think_time: bool = False, source: str = "auto") -> Plan:
-    """The baseline plan of a verification: automatic scale kept small (several runs each),
-    ranks folded onto this node's CPUs unless `np` says otherwise."""
+    """The baseline plan of a verification: automatic scale kept small (passes are repeated
+    instead), ranks folded onto this node's CPUs unless `np` says otherwise."""
     base = build_plan(profile, source=source, scale=scale, think_time=think_time,
                       max_bytes=VERIFY_MAX_BYTES, max_ops=VERIFY_MAX_OPS)
     nranks = np or default_np(base.nranks)
@@ -77,101 +102,166 @@ def replay_plan(profile: JobProfile, *, np: int | None = None, scale: float | No
     return base
 
 
-def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, repeat: int = 5,
+def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, repeat: int | None = None,
             np: int | None = None, scale: float | None = None, odirect: bool = False,
             think_time: bool = False, keep: bool = False, source: str = "auto",
-            base: Plan | None = None) -> dict[str, Any]:
-    """Replay the baseline and each fix; one verification dict per fix (with its "fix").
-    Without fixes the baseline alone is replayed (its runs and record in "baseline")."""
+            base: Plan | None = None, settings: ReplayConfig | None = None) -> Measurement:
+    """Replay the baseline and each fix (`repeat`: exactly that many rounds and one look; None:
+    the sequential test of ``settings``). Without fixes the baseline alone runs."""
+    settings = settings or ReplayConfig()
     try:
-        target_path = safety.check_target(target)
+        target_path = safety.check_target(target, allow_mount_root=settings.allow_mount_root)
     except safety.SafetyError as exc:
         raise InputError(str(target), str(exc).split(": ", 1)[-1]) from None
     fstype = safety.fstype_of(target_path)
     base = base or replay_plan(profile, np=np, scale=scale, think_time=think_time, source=source)
-    variants = [_variant(i, fix, base, fstype) for i, fix in enumerate(fixes)]
+    context = {"target": str(target_path), "fstype": fstype, "scale": base.meta.get("scale", 1.0),
+               "np": base.nranks, "nprocs_source": base.meta.get("nprocs_source"),
+               "source": base.meta.get("source")}
+    room = safety.free_bytes(target_path) - safety.SPACE_MARGIN
+    if base.planned_bytes() > room:
+        raise ReplayError(_no_room(target_path, base.planned_bytes(), room))
+    variants = [_variant(i, fix, base, target_path, room) for i, fix in enumerate(fixes)]
     runnable = [v for v in variants if v.plan is not None]
-    context = {"repeat": repeat, "target": str(target_path), "fstype": fstype,
-               "scale": base.meta.get("scale", 1.0), "np": base.nranks,
-               "nprocs_source": base.meta.get("nprocs_source"), "source": base.meta.get("source")}
-    outcome = _run(base, runnable, target_path, repeat, odirect, think_time, keep) \
-        if runnable or not fixes else None
-    verifications = [_verification(v, outcome, context) for v in variants]
-    return {"baseline": outcome["baseline"] if outcome else None, "verifications": verifications,
-            "scratch_kept": outcome.get("scratch") if outcome else None, **context,
-            "cache_policy": outcome["cache_policy"] if outcome else None, "plan": base.summary(),
-            "launcher": outcome["launcher"] if outcome else None}
+    launch = _Launch(base, target_path, repeat, settings, odirect=odirect, think_time=think_time, keep=keep)
+    outcomes = launch.each(runnable) if runnable or not fixes else {}
+    first = next(iter(outcomes.values()), None) if outcomes else None
+    out = Measurement(fixes=list(fixes), context=dict(context), plan=base.summary(),
+                      baseline=first["runs"]["baseline"] if isinstance(first, dict) else None,
+                      scratch_kept=launch.kept, launcher=launch.launcher)
+    out.context.update(cache_policy=first["cache_policy"] if isinstance(first, dict) else None,
+                       repeat=first["rounds"] if isinstance(first, dict) else 0)
+    out.verifications = [_verification(v, outcomes.get(v.label), context, launch.policy) for v in variants]
+    if not fixes and not isinstance(first, dict):
+        raise ReplayError(f"replay on {target_path} failed: {first or 'no result'}")
+    return out
 
 
-def _variant(i: int, fix: dict[str, Any], base: Plan, fstype: str) -> Variant:
+def _variant(i: int, fix: dict[str, Any], base: Plan, target: Path, room: int) -> Variant:
     v = Variant(label=f"fix{i}-{fix.get('transform', '?')}", fix=fix)
-    if fix.get("transform") == "stripe" and fstype not in LAYOUT_FSTYPES:
-        v.reason = f"not verifiable on {fstype or 'this file system'}: no stripe layout control"
-        return v
     try:
-        v.plan = apply_fix(base, fix)
+        plan = layout_wishes.prepare(apply_fix(base, fix), target)  # layouts as the target can set them
     except ValueError as exc:
-        v.reason = f"not verifiable for this workload: {exc}"
+        v.reason = f"the fix does not apply to this workload: {exc}"
+        return v
+    except Unsupported as exc:
+        v.reason = str(exc)
+        return v
+    except LayoutError as exc:
+        v.reason = f"its layouts cannot be set on {target}: {exc}"
+        return v
+    if plan.planned_bytes() > room:
+        v.reason = _no_room(None, plan.planned_bytes(), room)
+        return v
+    v.plan = plan
     return v
 
 
-def _run(base: Plan, variants: list[Variant], target: Path, repeat: int, odirect: bool,
-         think_time: bool, keep: bool) -> dict[str, Any]:
-    cache = "drop" if safety.can_drop_caches() else "neighbour"
-    try:
-        with safety.Scratch(target, keep=keep) as scratch:
-            planned = max(p.planned_bytes() for p in [base] + [v.plan for v in variants])
-            safety.check_space(scratch.path, planned)
-            dirs = [base.save(scratch.path / "plan-baseline")]
-            dirs += [v.plan.save(scratch.path / f"plan-{v.label}") for v in variants]
-            labels = ["baseline"] + [v.label for v in variants]
-            opts = LaunchOptions(np=base.nranks, repeat=repeat, cache=cache, odirect=odirect,
-                                 think_time=think_time)
-            result = run_plans(scratch, dirs, labels, opts)
-            kept = str(scratch.path) if keep else None
-    except safety.SafetyError as exc:
-        raise ReplayError(str(exc)) from None
-    except LaunchError as exc:
-        raise ReplayError(f"replay on {target} failed: {exc}") from None
-    runs = {v["label"]: v for v in result["variants"]}
-    return {"baseline": runs["baseline"], "runs": runs, "cache_policy": result["cache_policy"],
-            "scratch": kept, "launcher": result["launcher"]}
+def _no_room(target: Path | None, planned: int, room: int) -> str:
+    where = f"{target}: " if target else ""
+    return (f"{where}no room on the target: one pass needs {safety.human(planned)}, "
+            f"{safety.human(max(room, 0))} free beyond the {safety.human(safety.SPACE_MARGIN)} margin")
 
 
-def _verification(v: Variant, outcome: dict[str, Any] | None, context: dict[str, Any]) -> dict[str, Any]:
-    doc: dict[str, Any] = {"fix": v.fix, **context}
-    if v.plan is None or outcome is None:
-        doc.update(verdict=stats.NOT_VERIFIABLE, speedup=None, ci95=None, reason=v.reason,
-                   cache_policy=outcome["cache_policy"] if outcome else None)
-        return doc
-    base, fixed = outcome["baseline"], outcome["runs"][v.label]
-    cmp = stats.compare(_times(base), _times(fixed))
-    doc.update(verdict=cmp.verdict, speedup=_round(cmp.speedup), ci95=[_round(x) for x in cmp.ci95],
-               baseline=_side(base), fixed=_side(fixed), cache_policy=outcome["cache_policy"],
-               reason=cmp.reason or _reason(cmp))
-    return doc
+class _Launch:
+    """The MPI job(s) of one measurement: all fixes in one job, or, when that job fails, each
+    fix in a job of its own with the baseline, so that one fix's failure stays its own."""
+
+    def __init__(self, base: Plan, target: Path, repeat: int | None, settings: ReplayConfig, **flags: Any):
+        self.base, self.target, self.flags = base, target, flags
+        self.settings, self.repeat = settings, repeat
+        self.policy = stats.Policy.fixed(repeat, settings.margin) if repeat else stats.Policy(
+            margin=settings.margin, min_pairs=settings.min_pairs, max_pairs=settings.max_pairs)
+        self.kept: str | None = None
+        self.launcher: str | None = None
+
+    def each(self, variants: list[Variant]) -> dict[str, dict[str, Any] | str]:
+        """label -> the job's outcome for that variant, or the line saying why it failed."""
+        try:
+            outcome = self._run(variants, self.settings.budget_s)
+            return {v.label: outcome for v in variants} or {"baseline": outcome}
+        except ReplayError as exc:
+            if len(variants) < 2:
+                return {v.label: str(exc) for v in variants} or {"baseline": str(exc)}
+        share = self.settings.budget_s / len(variants)
+        out: dict[str, dict[str, Any] | str] = {}
+        for v in variants:
+            try:
+                out[v.label] = self._run([v], share)
+            except ReplayError as exc:
+                out[v.label] = str(exc)
+        return out
+
+    def _run(self, variants: list[Variant], budget_s: float) -> dict[str, Any]:
+        cache = "drop" if safety.can_drop_caches() else "evict"
+        adaptive = self.repeat is None
+        opts = LaunchOptions(np=self.base.nranks, repeat=self.repeat or self.settings.min_pairs, cache=cache,
+                             odirect=self.flags["odirect"], think_time=self.flags["think_time"],
+                             min_sample_s=self.settings.min_sample_s,
+                             policy=self.policy if adaptive else None,
+                             budget_s=budget_s if adaptive else math.inf,
+                             budget_bytes=self.settings.budget_gib * GiB if adaptive else math.inf)
+        try:
+            with safety.Scratch(self.target, keep=self.flags["keep"],
+                                allow_mount_root=self.settings.allow_mount_root) as scratch:
+                dirs = [self.base.save(scratch.path / "plan-baseline")]
+                dirs += [v.plan.save(scratch.path / f"plan-{v.label}") for v in variants]
+                result = run_plans(scratch, dirs, ["baseline"] + [v.label for v in variants], opts)
+                self.kept = str(scratch.path) if self.flags["keep"] else None
+        except safety.SafetyError as exc:
+            raise ReplayError(str(exc)) from None
+        except LaunchError as exc:
+            raise ReplayError(f"replay on {self.target} failed: {exc}") from None
+        self.launcher = result["launcher"]
+        return {**result, "runs": {v["label"]: v for v in result["variants"]}}
+
+
+def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dict[str, Any],
+                  policy: stats.Policy) -> Verification:
+    if v.plan is None or not isinstance(outcome, dict):
+        why = v.reason or f"its replay failed: {outcome or 'no result'}"
+        return Verification.not_verifiable(why, **context)
+    base, fixed = outcome["runs"]["baseline"], outcome["runs"][v.label]
+    layouts = {"baseline": base.get("layouts"), "fixed": fixed["layouts"]} if fixed.get("layouts") else None
+    if layouts and (missed := layout_wishes.shortfall(fixed["layouts"])):
+        # a layout fix is measured only if the files got the layout: what they got, read back
+        return Verification.not_verifiable(missed, layouts=layouts, cache_policy=outcome["cache_policy"], **context)
+    d = stats.log_ratios(_times(base), _times(fixed))
+    test = stats.sequential(d, policy, final=True)
+    more_s = _more_seconds(test, base, fixed)
+    reason = sentence(test.verdict, test.speedup, list(test.ci), test.pairs, policy.margin,
+                      test.more_pairs, more_s, outcome["stop_reason"] if not test.decided else "")
+    return Verification(
+        verdict=test.verdict, reason=reason, speedup=_round(test.speedup),
+        ci95=[_round(x) for x in test.ci] if all(map(math.isfinite, test.ci)) else None,
+        pairs=test.pairs, repeat=test.pairs, margin=policy.margin, more_pairs=test.more_pairs,
+        more_s=_round(more_s), stop_reason=outcome["stop_reason"], baseline=_side(base), fixed=_side(fixed),
+        min_sample_s=outcome.get("min_sample_s"), cache_policy=outcome["cache_policy"], layouts=layouts,
+        **context)
+
+
+def _more_seconds(test: stats.Decision, base: dict[str, Any], fixed: dict[str, Any]) -> float | None:
+    """About how long the pairs an inconclusive test asks for would take (samples only)."""
+    if not test.more_pairs:
+        return None
+    per_pair = sum(stats.median([r["sample_s"] for r in side["runs"]]) for side in (base, fixed))
+    return (test.more_pairs - test.pairs) * per_pair
 
 
 def _times(variant: dict[str, Any]) -> list[float]:
     return [r["time_s"] for r in variant["runs"]]
 
 
-def _side(variant: dict[str, Any]) -> dict[str, Any]:
+def _side(variant: dict[str, Any]) -> Side:
     times = _times(variant)
     med = stats.median(times)
-    moved = variant["runs"][0]["bytes_read"] + variant["runs"][0]["bytes_written"]
-    return {"median_s": _round(med), "bandwidth_mib_s": _round(moved / MiB / med if med > 0 else 0.0),
-            "runs_s": [_round(t) for t in times], "bytes": moved,
-            "data_ops": variant["runs"][0]["data_ops"]}
-
-
-def _reason(cmp: stats.Comparison) -> str:
-    lo, hi = cmp.ci95
-    if cmp.verdict == stats.IMPROVED:
-        return f"{cmp.speedup:.2f}x faster (95% CI {lo:.2f}-{hi:.2f})"
-    if cmp.verdict == stats.REGRESSED:
-        return f"{1 / cmp.speedup:.2f}x slower (95% CI of the speedup {lo:.2f}-{hi:.2f})"
-    return f"no measurable difference (95% CI of the speedup {lo:.2f}-{hi:.2f} includes 1)"
+    first = variant["runs"][0]
+    moved = first["bytes_read"] + first["bytes_written"]
+    spread = stats.relative_spread(times)
+    return Side(median_s=_round(med), bandwidth_mib_s=_round(moved / MiB / med if med > 0 else 0.0),
+                runs_s=[_round(t) for t in times], passes=int(variant["runs"][-1]["passes"]),
+                spread=_round(spread) if math.isfinite(spread) else None, bytes=moved,
+                data_ops=first["data_ops"])
 
 
 def _round(x: float | None) -> float | None:

@@ -135,17 +135,37 @@ def alarm_rate(corpus: Path, timeout: float) -> None:
     with_high = [d for d in read if any(f["severity"] == "high" for f in d["findings"])]
     highs = [(d, f) for d in read for f in d["findings"] if f["severity"] == "high"]
     cheap = [(d, f) for d, f in highs if f["cost_s"] < 1.0 or _share(d, f) < 0.05]
+    said = [(d, f) for d, f in cheap if _why(f)]
+    real = [(d, f) for d, f in cheap if _origin(d, corpus) == "real"]
     print(f"\ncorpus alarm rate: {len(with_high)} of {len(read)} diagnosed logs have a high finding "
           f"({len(logs) - len(read)} not diagnosable); {len(highs)} high findings, {len(cheap)} of them "
-          f"cost under 1 s or under 5 % of the run")
+          f"cost under 1 s or under 5 % of the run ({len(real)} on real logs, the others on generated runs "
+          f"and traps made to show a problem); {len(said)} of those {len(cheap)} say why they are still high "
+          f"(counted evidence, or an effect above the timing noise), {len(cheap) - len(said)} do not")
+    for origin in ("real", "generated", "traps"):
+        logs_of = [d for d in read if _origin(d, corpus) == origin]
+        print(f"  {origin:<9} {sum(1 for d in logs_of if d in with_high):>3} of {len(logs_of):>3} logs with a high "
+              f"finding")
     by_code: dict[str, int] = {}
     for _, f in highs:
         by_code[f["code"]] = by_code.get(f["code"], 0) + 1
     print("high findings by rule: " + ", ".join(f"{c} {n}" for c, n in sorted(by_code.items(), key=lambda kv: -kv[1])))
     for d, f in cheap:
-        why = (f.get("confidence") or {}).get("reason", "") if isinstance(f.get("confidence"), dict) else ""
+        why = _why(f)
         print(f"  {f['code']} {f['cost_s']:.3f} s ({100 * _share(d, f):.1f} % of the run) "
-              f"{Path(d['source']['path']).relative_to(corpus)}" + (f": {why}" if why else ""))
+              f"{Path(d['source']['path']).relative_to(corpus)}" + (f": {why}" if why else ": NO REASON GIVEN"))
+
+
+def _why(finding: dict) -> str:
+    """The reason a high finding gives for its confidence, when that confidence is high."""
+    confidence = finding.get("confidence") if isinstance(finding.get("confidence"), dict) else {}
+    return confidence.get("reason", "") if confidence.get("level") == "high" else ""
+
+
+def _origin(doc: dict, corpus: Path) -> str:
+    """real (logs of real jobs), generated (runs made to show one pattern) or traps (labelled runs)."""
+    top = Path(doc["source"]["path"]).relative_to(corpus).parts[0]
+    return top if top in ("generated", "traps") else "real"
 
 
 def _share(doc: dict, finding: dict) -> float:

@@ -1,36 +1,49 @@
 """The replay executor: runs plans with MPI ranks (``mpiexec``/``srun ... python -m replay.executor``).
 
-Several plans (variants: the recorded workload and its fixes) run interleaved in
-one MPI job, A B A B ..., each run in a fresh run directory inside a scratch
-directory made by :class:`replay.safety.Scratch`. Before every timed run the
-files the plan reads without writing first are prefilled and the page cache is
-dropped when permitted. Rank 0 writes one JSON result: per variant the time of
-every run, per-phase times (max/min/mean over ranks) and the record of what was
-done (per file, per rank; the touched (file, rank) rows go to a side ``.npz``).
+Several plans (variants: the recorded workload and its fixes) run in one MPI job, in
+rounds of one sample per variant (shuffled order; :mod:`replay.sampling`). A warm-up pass
+of each variant records what it did and sets its passes per sample, so that a sample
+lasts at least ``--min-sample-s``; each pass runs in a fresh run directory inside a
+scratch directory made by :class:`replay.safety.Scratch`. Before every pass the files
+the plan reads without writing first are prefilled and the page cache is kept out
+(dropped when permitted, else the prefilled files evicted); the pass's files are
+removed after it, untimed, so no pass inherits another's dirty or cached pages. With
+``--adaptive`` rank 0 runs the sequential test of :mod:`replay.stats` after every round
+and stops each fix once it is decided. Rank 0
+writes one JSON result: per variant the time per pass of every sample, per-phase times
+(max/min/mean over ranks) and the record of what the warm-up did (per file, per rank;
+the touched (file, rank) rows go to a side ``.npy``).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import os
 import shutil
 import signal
-import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
+from replay import stats
+from replay.layout import LayoutError
+from replay.layout import wishes as layout_wishes
 from replay.plan import Plan, plan_info
 from replay.rank import BUFFER_CAP, Buffer, RankRunner, file_path
 from replay.record import reduce_record
 from replay.reshape import neighbour_reads
 from replay.safety import SafetyError, check_scratch, die_with_parent, drop_caches
+from replay.sampling import Budget, Schedule, passes_for
 
-RESULT_SCHEMA = "ioadvisor/replay-result/v1"
+RESULT_SCHEMA = "ioadvisor/replay-result/v2"
 PREFILL_CHUNK = 4 << 20
-CACHE_POLICIES = ("drop", "neighbour", "none")
+CACHE_POLICIES = ("drop", "evict", "neighbour", "none")
+EVICT = "evict (fdatasync + posix_fadvise DONTNEED of the files a pass reads before it; sync before every sample)"
 
 
 class ReplayFailed(Exception):
@@ -44,11 +57,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--label", action="append", help="label of each plan, in order")
     ap.add_argument("--scratch", required=True, help="scratch directory made by ioadvisor")
     ap.add_argument("--out", required=True, help="result JSON written by rank 0")
-    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=1, help="rounds (without --adaptive)")
     ap.add_argument("--expect-size", type=int, default=0, help="abort unless COMM_WORLD has this size")
     ap.add_argument("--cache", choices=CACHE_POLICIES, default="none")
     ap.add_argument("--odirect", action="store_true")
     ap.add_argument("--think-time", action="store_true")
+    ap.add_argument("--min-sample-s", type=float, default=0.0,
+                    help="shortest sample: shorter passes run back to back within one sample")
+    ap.add_argument("--adaptive", action="store_true",
+                    help="the first plan is the baseline; rounds go on until the test decides every fix")
+    ap.add_argument("--margin", type=float, default=stats.Policy.margin)
+    ap.add_argument("--min-pairs", type=int, default=stats.Policy.min_pairs)
+    ap.add_argument("--max-pairs", type=int, default=stats.Policy.max_pairs)
+    ap.add_argument("--budget-s", type=float, default=math.inf, help="wall-time budget of the measurement")
+    ap.add_argument("--budget-bytes", type=float, default=math.inf, help="bytes the measurement may write")
     return ap.parse_args(argv)
 
 
@@ -72,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         comm.Abort(4)
         return 4
+    except Exception as exc:  # a bug of ours: abort, or the other ranks wait in a collective forever
+        sys.stderr.write(f"replay: rank {comm.rank}: internal error: {type(exc).__name__}: {exc}\n")
+        sys.stderr.flush()
+        comm.Abort(5)
+        return 5
     if comm.rank == 0:
         out = Path(args.out)
         tmp = out.with_suffix(".tmp")
@@ -98,7 +125,12 @@ class Session:
                 raise ReplayFailed(f"plan {Path(path).name} is for {info['nranks']} ranks, "
                                    f"the job has {comm.size}")
         self.plans = [Plan.load(p) for p in args.plan]
+        self.prefill_bytes = [int(np.asarray(p.files["prefill"]).sum()) for p in self.plans]
         self.buffer = self._buffer(comm)
+        self.started = time.monotonic()
+        self.cache = "none"
+        self.last_record = None
+        self.layouts: dict[str, dict | None] = {}
         from mpi4py import MPI
 
         node = comm.Split_type(MPI.COMM_TYPE_SHARED)
@@ -120,53 +152,132 @@ class Session:
         return Buffer(max(i["max_request"] for i in self.infos), mpi)
 
     def run(self) -> dict:
-        runs = {label: [] for label in self.labels}
-        records: dict[str, dict] = {}
-        policy = self._cache_policy()
-        for i in range(max(self.args.repeat, 1)):
-            for v, (label, plan, info) in enumerate(zip(self.labels, self.plans, self.infos)):
-                rundir = self.scratch / f"run{i:04d}-{v}"
-                try:
-                    self._prepare(plan, rundir)
-                    if policy == "drop-caches" and self.node_leader:
-                        drop_caches()
-                    runner = RankRunner(self.comm, plan, rundir, odirect=self.args.odirect,
-                                        think_time=self.args.think_time, buffer=self.buffer,
-                                        hints=plan.hints)
-                    elapsed, phases = runner.run(info["nphases"])
-                finally:
-                    self._cleanup(rundir)
-                runs[label].append(self._run_entry(elapsed, phases, runner))
-                if i == 0:
-                    rec = reduce_record(self.comm, runner.record, np.asarray(plan.files["source"]))
-                    if self.comm.rank == 0:
-                        self._save_pairs(label, rec.pop("pairs"))
-                        records[label] = rec
+        args = self.args
+        policy = stats.Policy(margin=args.margin, min_pairs=args.min_pairs, max_pairs=args.max_pairs)
+        schedule = Schedule(len(self.plans), policy, adaptive=args.adaptive, repeat=max(args.repeat, 1),
+                            budget=Budget(args.budget_s, args.budget_bytes))
+        cache = self._cache_policy()
+        warmups, records = self._warm_up()
+        passes = self._passes(warmups)
+        samples: list[list[dict]] = [[] for _ in self.plans]
+        for rnd in itertools.count():
+            mine = (schedule.next_round(), passes) if self.comm.rank == 0 else None
+            order, passes = self.comm.bcast(mine, root=0)
+            if not order:
+                break
+            t0, written = time.monotonic(), 0
+            for v in order:
+                entry = self._sample(v, passes[v], f"r{rnd:04d}")
+                if self.comm.rank == 0:
+                    entry["round"] = rnd
+                    samples[v].append(entry)
+                    schedule.add(v, entry["time_s"])
+                    written += entry["bytes_written"] * passes[v] + self.prefill_bytes[v] * passes[v]
+            if self.comm.rank == 0:
+                schedule.end_round(time.monotonic() - t0, written)
+                # a warm-up pass is often slower than the passes after it: a sample shorter
+                # than wanted gets more passes from the next round on (the mean per pass holds)
+                passes = [max(k, passes_for(min(t), self.args.min_sample_s)) if t else k
+                          for k, t in zip(passes, schedule.times)]
         if self.comm.rank != 0:
             return {}
         return {
             "schema": RESULT_SCHEMA,
-            "nranks": self.comm.size, "nnodes": self.nnodes, "repeat": self.args.repeat,
-            "cache_policy": policy, "odirect": self.args.odirect, "think_time": self.args.think_time,
-            "variants": [{"label": label, "plan": self.plans[v].summary(), "runs": runs[label],
-                          "record": records[label]} for v, label in enumerate(self.labels)],
+            "nranks": self.comm.size, "nnodes": self.nnodes, "repeat": schedule.rounds,
+            "cache_policy": cache, "odirect": args.odirect, "think_time": args.think_time,
+            "min_sample_s": args.min_sample_s, "adaptive": args.adaptive,
+            "policy": {"margin": policy.margin, "alpha": policy.alpha, "min_pairs": policy.min_pairs,
+                       "max_pairs": policy.max_pairs, "looks": list(policy.looks())},
+            "rounds": schedule.rounds, "stop_reason": schedule.stop_reason,
+            "elapsed_s": time.monotonic() - self.started, "bytes_spent": schedule.spent_bytes,
+            "budget": {"seconds": _finite(args.budget_s), "bytes": _finite(args.budget_bytes)},
+            "variants": [{"label": label, "plan": self.plans[v].summary(), "passes": passes[v],
+                          "warmup_s": warmups[v], "runs": samples[v], "stopped_at": schedule.stopped_at[v],
+                          "record": records[label], "layouts": self.layouts.get(label)}
+                         for v, label in enumerate(self.labels)],
         }
+
+    def _warm_up(self) -> tuple[list[float], dict[str, dict]]:
+        """One pass of every variant: its time sets the passes per sample; its record (what
+        the ranks did) is the one the fidelity check reads."""
+        times, records = [], {}
+        for v, (label, plan) in enumerate(zip(self.labels, self.plans)):
+            entry = self._sample(v, 1, "warmup", keep_record=True)
+            rec = reduce_record(self.comm, self.last_record, np.asarray(plan.files["source"]))
+            if self.comm.rank == 0:
+                self._save_pairs(label, rec.pop("pairs"))
+                records[label] = rec
+                times.append(entry["time_s"])
+        return times, records
+
+    def _passes(self, warmups: list[float]) -> list[int]:
+        """Passes per sample of every variant (rank 0 decides, every rank follows)."""
+        out = [passes_for(t, self.args.min_sample_s) for t in warmups] if self.comm.rank == 0 else None
+        return self.comm.bcast(out, root=0)
+
+    def _sample(self, v: int, passes: int, name: str, keep_record: bool = False) -> dict | None:
+        """`passes` passes of variant `v`, each in fresh files with the page cache kept out
+        before it and its files removed after it (untimed: a pass never inherits the dirty
+        pages or the cached data of the one before); the time per pass (max over ranks, mean
+        over passes) and what one pass moved."""
+        plan, info = self.plans[v], self.infos[v]
+        elapsed, phases = 0.0, np.zeros(max(info["nphases"], 1))
+        for p in range(passes):
+            rundir = self.scratch / f"{name}-{v}-p{p:04d}"
+            try:
+                self._prepare(plan, rundir)
+                self._keep_cache_out(plan, rundir, whole=p == 0)
+                runner = RankRunner(self.comm, plan, rundir, odirect=self.args.odirect,
+                                    think_time=self.args.think_time, buffer=self.buffer, hints=plan.hints)
+                took, per_phase = runner.run(info["nphases"])
+                if keep_record:  # the warm-up: the layouts its files got, read before they go
+                    self.layouts[self.labels[v]] = self._read_layouts(plan, rundir)
+            finally:
+                self._cleanup(rundir)
+            elapsed, phases = elapsed + took, phases + per_phase
+            if keep_record:
+                self.last_record, keep_record = runner.record, False
+        entry = self._run_entry(elapsed / passes, phases / passes, runner)
+        if entry is not None:
+            entry.update(passes=passes, sample_s=entry["time_s"] * passes)
+        return entry
+
+    def _keep_cache_out(self, plan: Plan, rundir: Path, whole: bool) -> None:
+        """Before a pass: its prefilled files (what it reads without writing first) evicted, so
+        that its reads come from the storage; before a sample's first pass (`whole`) also the
+        node's page cache dropped (root), or its dirty data written back. The passes of a
+        sample need no more: each one's own files are removed, dirty pages and all, after it."""
+        if whole and self.cache == "drop-caches":
+            if self.node_leader:
+                drop_caches()
+        elif self.cache != "none":
+            prefill = np.asarray(plan.files["prefill"])
+            dirs = np.asarray(plan.files["dir"])
+            for fid in np.flatnonzero(prefill > 0).tolist():
+                if fid % self.comm.size == self.comm.rank:
+                    _evict(file_path(rundir, dirs, fid))
+            if whole and self.node_leader:
+                os.sync()  # other dirty data would be written back during the timed passes
+        self.comm.Barrier()
 
     def _cache_policy(self) -> str:
         """What keeps the page cache out of the measurement, as it will be reported."""
         wanted = self.args.cache
-        if wanted == "drop":
-            ok = self.comm.allreduce(drop_caches() if self.node_leader else True, op=_land())
-            if ok:
-                return "drop-caches"
-            wanted = "neighbour"
-        if self.args.odirect:
-            return "o-direct (aligned requests bypass the page cache)"
-        if wanted == "neighbour" and self.nnodes > 1 and self.uniform_nodes:
+        direct = ["o-direct (aligned requests bypass the page cache)"] if self.args.odirect else []
+        if wanted == "drop" and self.comm.allreduce(drop_caches() if self.node_leader else True, op=_land()):
+            self.cache = "drop-caches"
+            return "; ".join(["drop-caches (sync and echo 3 > /proc/sys/vm/drop_caches before every sample; "
+                              "the files a pass reads evicted before it)", *direct])
+        if wanted == "none":
+            self.cache = "none"
+            return "; ".join([*direct, "the page cache is part of the measurement (asked for)"])
+        self.cache = "evict"
+        if self.nnodes > 1 and self.uniform_nodes:
             # each rank reads what the same rank of the next node wrote: not in its node's cache
             self.plans = [neighbour_reads(p, self.ranks_per_node) for p in self.plans]
-            return f"read-your-neighbour (POSIX/STDIO reads shifted by {self.ranks_per_node} ranks, one node)"
-        return "none (page cache not excluded: run as root to drop caches, or use --odirect)"
+            direct.append(f"read-your-neighbour (POSIX/STDIO reads shifted by {self.ranks_per_node} ranks, "
+                          "one node)")
+        return "; ".join([*direct, EVICT])
 
     # -- run directory life cycle -------------------------------------------------------------
     def _prepare(self, plan: Plan, rundir: Path) -> None:
@@ -187,20 +298,21 @@ class Session:
 
     @staticmethod
     def _layouts(plan: Plan, rundir: Path, dirs: np.ndarray) -> None:
-        """Create the files that have a layout wish with `lfs setstripe` (Lustre only)."""
-        count, size = np.asarray(plan.files["stripe_count"]), np.asarray(plan.files["stripe_size"])
-        wished = np.flatnonzero(count != 0).tolist()
-        if not wished:
-            return
-        lfs = shutil.which("lfs")
-        if lfs is None:
-            raise ReplayFailed("the plan asks for stripe layouts but 'lfs' is not available here")
-        for fid in wished:
-            cmd = [lfs, "setstripe", "-c", str(int(count[fid])), "-S", str(int(size[fid])),
-                   file_path(rundir, dirs, fid)]
-            done = subprocess.run(cmd, capture_output=True, text=True)
-            if done.returncode != 0:
-                raise ReplayFailed(f"lfs setstripe failed: {(done.stderr or done.stdout).strip()[:200]}")
+        """Set the plan's layout wishes (directory defaults, files created with theirs)."""
+        try:
+            layout_wishes.apply(plan, rundir, dirs)
+        except LayoutError as exc:
+            raise ReplayFailed(str(exc)) from None
+
+    def _read_layouts(self, plan: Plan, rundir: Path) -> dict | None:
+        """Rank 0: the layouts the run's files got (after the run, before the cleanup)."""
+        self.comm.Barrier()  # every rank has closed its files
+        if self.comm.rank != 0:
+            return None
+        try:
+            return layout_wishes.read_back(plan, rundir, np.asarray(plan.files["dir"]))
+        except LayoutError as exc:
+            return {"error": str(exc)}
 
     def _prefill(self, path: str, size: int) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
@@ -243,6 +355,20 @@ class Session:
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in label)
         np.save(Path(self.args.out).with_name(f"{Path(self.args.out).stem}.{safe}.pairs.npy"),
                 pairs, allow_pickle=False)
+
+
+def _evict(path: str) -> None:
+    """Write a file's data back and drop its pages from the cache (any user may)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
 
 
 def _land():

@@ -1,9 +1,10 @@
 """Start the executor as an MPI job: the venv's ``mpiexec`` (mpich wheel), or ``srun``
-inside a Slurm allocation; one job runs every variant and every repetition."""
+inside a Slurm allocation; one job runs every variant and every sample."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from replay import safety
+from replay import safety, stats
 from replay.safety import Scratch
 
 
@@ -25,12 +26,32 @@ class LaunchError(Exception):
 @dataclass
 class LaunchOptions:
     np: int
-    repeat: int = 1
-    cache: str = "drop"  # drop | neighbour | none
+    repeat: int = 1  # rounds, when not adaptive
+    cache: str = "drop"  # drop (else evict) | evict | neighbour | none
     odirect: bool = False
     think_time: bool = False
     timeout_s: float | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    min_sample_s: float = 0.0  # auto-ranging: shorter passes run back to back within a sample
+    policy: stats.Policy | None = None  # adaptive: variant 0 is the baseline, rounds until decided
+    budget_s: float = math.inf
+    budget_bytes: float = math.inf
+
+    def executor_args(self) -> list[str]:
+        args = ["--repeat", str(self.repeat), "--cache", self.cache, "--min-sample-s", repr(self.min_sample_s)]
+        if self.policy is not None:
+            p = self.policy
+            args += ["--adaptive", "--margin", repr(p.margin), "--min-pairs", str(p.min_pairs),
+                     "--max-pairs", str(p.max_pairs)]
+        if math.isfinite(self.budget_s):
+            args += ["--budget-s", repr(self.budget_s)]
+        if math.isfinite(self.budget_bytes):
+            args += ["--budget-bytes", repr(float(self.budget_bytes))]
+        if self.odirect:
+            args.append("--odirect")
+        if self.think_time:
+            args.append("--think-time")
+        return args
 
 
 def launcher(np_: int) -> list[str]:
@@ -52,14 +73,9 @@ def run_plans(scratch: Scratch, plans: list[Path], labels: list[str], opts: Laun
     assert scratch.path is not None
     out = scratch.path / "result.json"
     cmd = launcher(opts.np) + [sys.executable, "-m", "replay.executor", "--scratch", str(scratch.path),
-                               "--out", str(out), "--repeat", str(opts.repeat),
-                               "--expect-size", str(opts.np), "--cache", opts.cache]
+                               "--out", str(out), "--expect-size", str(opts.np), *opts.executor_args()]
     for plan, label in zip(plans, labels):
         cmd += ["--plan", str(plan), "--label", label]
-    if opts.odirect:
-        cmd.append("--odirect")
-    if opts.think_time:
-        cmd.append("--think-time")
     env = dict(os.environ, **opts.extra_env)
     env.setdefault("PYTHONUNBUFFERED", "1")
     proc = scratch.adopt(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -57,13 +57,17 @@ OP_DEFAULTS = {"peer": -1, "batch": -1, "api": POSIX}
 FILE_COLUMNS: dict[str, Any] = {
     "dir": np.int32,  # neutral directory id: files of one source directory share it
     "comm": np.int8,
-    "stripe_count": np.int32,  # layout wish (0: file system default)
-    "stripe_size": np.int64,
+    "stripe_count": np.int32,  # layout wish (0: file system default; -1: every storage target)
+    "stripe_size": np.int64,  # (0: file system default)
+    "object_size": np.int64,  # CephFS object size (0: default; Lustre has none)
+    "layout_scope": np.int8,  # LAYOUT_FILE: the wish is the file's; LAYOUT_DIR: its directory's default
+    "avoid": np.int8,  # 1: placed off the storage targets meta["avoid_targets"] names
     "prefill": np.int64,  # bytes that must exist before the timed run (data read, never written first)
     "group": np.int32,  # files that are one logical data set (file per process siblings)
     "source": np.uint64,  # source record id (for fidelity checks; never a path)
 }
 FILE_DEFAULTS = {"group": -1}
+LAYOUT_FILE, LAYOUT_DIR = 0, 1  # where a layout wish is set (file column "layout_scope")
 
 # Darshan's access-size bins: a size s falls in bin i when EDGES[i-1] < s <= EDGES[i].
 SIZE_BIN_EDGES = np.array([100, 1024, 10240, 102400, 1048576, 4194304, 10485760,
@@ -222,7 +226,8 @@ class Plan:
             "planned_bytes": self.planned_bytes(),
             "prefill_bytes": int(self.files["prefill"].sum()),
             "access_sizes": hist,
-            "layout_wishes": int(np.count_nonzero(self.files["stripe_count"] > 0)),
+            "layout_wishes": int(np.count_nonzero((self.files["stripe_count"] != 0) | (self.files["avoid"] > 0)
+                                                  | (self.files["object_size"] > 0))),
             "hints": dict(self.hints),
             **{k: v for k, v in self.meta.items() if k in ("source", "scale", "np", "nprocs_source",
                                                              "think_time", "transforms", "notes")},
@@ -313,7 +318,8 @@ class Plan:
         mode = "r" if mmap else None
         ops = {k: np.load(path / f"ops.{k}.npy", mmap_mode=mode, allow_pickle=False) for k in OP_COLUMNS}
         files = {k: np.load(path / f"files.{k}.npy", mmap_mode=mode, allow_pickle=False)
-                 for k in FILE_COLUMNS}
+                 for k in FILE_COLUMNS if (path / f"files.{k}.npy").exists()}
+        files = file_columns(int(doc["nfiles"]), **files)  # columns added since the plan was saved
         return cls(nranks=int(doc["nranks"]), ops=ops, files=files, hints=doc.get("hints", {}),
                    meta=doc.get("meta", {}))
 

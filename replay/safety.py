@@ -122,12 +122,17 @@ def check_scratch(path: str | Path) -> Path:
 
 def fstype_of(path: str | Path) -> str:
     """File system type of `path` from /proc/self/mountinfo (longest mount point), or ''."""
+    return mount_of(path)[1]
+
+
+def mount_of(path: str | Path) -> tuple[str, str]:
+    """(mount point, file system type) of the mount holding `path`, or ('', '')."""
     path = str(Path(path).resolve())
     best, fstype = "", ""
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
-        return ""
+        return "", ""
     for line in lines:
         left, _, right = line.partition(" - ")
         fields = left.split()
@@ -137,7 +142,7 @@ def fstype_of(path: str | Path) -> str:
         inside = path == mnt or path.startswith(mnt.rstrip("/") + "/")
         if inside and len(mnt) >= len(best):
             best, fstype = mnt, right.split()[0]
-    return fstype
+    return best, fstype
 
 
 def can_drop_caches() -> bool:

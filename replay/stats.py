@@ -1,66 +1,196 @@
-"""Before/after statistics: medians, a bootstrap interval of the speedup, a verdict."""
+"""Before/after statistics: a sequential paired test on log-ratios and its verdict.
+
+A verification runs the baseline and each fix in rounds (one sample of each per round, in
+a shuffled order); round *i* gives the paired log-ratio ``d_i = ln(baseline_i / fixed_i)``
+of the time per pass. Whatever slows the machine during a round (another job, a writeback
+burst) slows both samples of the pair and cancels in ``d_i``.
+
+The test looks at the pairs only at the sample sizes of :func:`look_schedule` and, at each
+look, computes a Student-t interval of the mean log-ratio at the level ``1 - alpha / K``
+(``K`` looks in all: Bonferroni), so the chance that *any* look's interval misses the true
+speedup stays under ``alpha`` however many looks are taken. The first look that decides
+ends the fix's measurement:
+
+- ``improved``:   the interval lies above ``1 + margin`` (faster by more than the margin);
+- ``regressed``:  the interval lies below ``1 / (1 + margin)``;
+- ``equivalent``: the interval lies inside ``[1 / (1 + margin), 1 + margin]``;
+- ``inconclusive``: no look decided before the pairs or the budget ran out.
+
+``not-verifiable`` is the fifth verdict, for fixes that could not be replayed at all.
+Only numpy and the standard library are used: the executor decides on compute nodes.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-BOOTSTRAP_SAMPLES = 4000
-MIN_RUNS = 3  # fewer runs per variant cannot support an interval
+IMPROVED, REGRESSED, EQUIVALENT, INCONCLUSIVE, NOT_VERIFIABLE = (
+    "improved", "regressed", "equivalent", "inconclusive", "not-verifiable")
+VERDICTS = (IMPROVED, REGRESSED, EQUIVALENT, INCONCLUSIVE, NOT_VERIFIABLE)
+DECIDED = (IMPROVED, REGRESSED, EQUIVALENT)
 
-IMPROVED, NO_CHANGE, REGRESSED, NOT_VERIFIABLE = "improved", "no-change", "regressed", "not-verifiable"
+
+@dataclass(frozen=True)
+class Policy:
+    """When the sequential test looks, and what it calls a practical difference."""
+
+    margin: float = 0.05  # a speedup within +-5 % is "equivalent"
+    alpha: float = 0.05  # over all looks together
+    min_pairs: int = 5
+    max_pairs: int = 40
+    growth: float = 1.4  # each look after the first has about 40 % more pairs
+
+    def looks(self) -> tuple[int, ...]:
+        return look_schedule(self.min_pairs, self.max_pairs, self.growth)
+
+    def look_alpha(self) -> float:
+        """The per-look level; one look more than scheduled is allowed (budget stop)."""
+        return self.alpha / (len(self.looks()) + 1)
+
+    @classmethod
+    def fixed(cls, pairs: int, margin: float = 0.05) -> Policy:
+        """A single look after exactly `pairs` pairs (``--repeat N``)."""
+        return cls(margin=margin, min_pairs=pairs, max_pairs=pairs)
 
 
-@dataclass
-class Comparison:
-    """Baseline vs fixed run times (seconds) summarised."""
+def look_schedule(min_pairs: int, max_pairs: int, growth: float = 1.4) -> tuple[int, ...]:
+    """Pair counts at which the test looks: min_pairs, then about `growth` times more, up to
+    max_pairs (always included)."""
+    first = max(2, min_pairs)
+    last = max(first, max_pairs)
+    looks = [first]
+    while looks[-1] < last:
+        looks.append(min(last, max(looks[-1] + 1, math.ceil(looks[-1] * growth))))
+    return tuple(looks)
 
-    baseline_median_s: float
-    fixed_median_s: float
-    speedup: float  # baseline median / fixed median: > 1 means the fix is faster
-    ci95: tuple[float, float]
+
+@dataclass(frozen=True)
+class Decision:
+    """The test's state after `pairs` pairs."""
+
     verdict: str
-    reason: str = ""
+    pairs: int
+    speedup: float  # geometric mean of baseline / fixed over the pairs
+    ci: tuple[float, float]  # at the per-look level (simultaneous 1 - alpha over the looks)
+    spread: float  # standard deviation of the log-ratios
+    more_pairs: int | None = None  # inconclusive: pairs that would likely decide (None: cannot say)
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict in DECIDED
+
+
+def decide(log_ratios, policy: Policy, level_alpha: float | None = None) -> Decision:
+    """The verdict of one look at the paired log-ratios (no stopping rule: see :func:`sequential`)."""
+    d = np.asarray(log_ratios, dtype=float)
+    n = int(d.size)
+    alpha = policy.look_alpha() if level_alpha is None else level_alpha
+    if n < 2:
+        s = float(math.exp(d.mean())) if n else float("nan")
+        return Decision(INCONCLUSIVE, n, s, (float("nan"), float("nan")), float("nan"), None)
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    half = t_quantile(1.0 - alpha / 2.0, n - 1) * sd / math.sqrt(n)
+    lo, hi = mean - half, mean + half
+    band = math.log1p(policy.margin)
+    if lo > band:
+        verdict = IMPROVED
+    elif hi < -band:
+        verdict = REGRESSED
+    elif -band <= lo and hi <= band:
+        verdict = EQUIVALENT
+    else:
+        verdict = INCONCLUSIVE
+    more = None if verdict != INCONCLUSIVE else _pairs_to_decide(mean, sd, n, band, alpha)
+    return Decision(verdict, n, math.exp(mean), (math.exp(lo), math.exp(hi)), sd, more)
+
+
+def sequential(log_ratios, policy: Policy, *, final: bool = False) -> Decision:
+    """The test after the pairs so far: the first scheduled look that decided, else the
+    latest state (inconclusive). `final`: the measurement ends here (budget or last
+    round), so the current count is looked at even when it is not on the schedule."""
+    d = np.asarray(log_ratios, dtype=float)
+    for n in policy.looks():
+        if n > d.size:
+            break
+        look = decide(d[:n], policy)
+        if look.decided:
+            return look
+    last = decide(d, policy)
+    if final and last.decided and d.size not in policy.looks():
+        return last
+    return Decision(INCONCLUSIVE, last.pairs, last.speedup, last.ci, last.spread,
+                    last.more_pairs if not last.decided else None)
+
+
+def _pairs_to_decide(mean: float, sd: float, n: int, band: float, alpha: float) -> int | None:
+    """Pairs at which an interval of this spread around this mean would clear the nearest
+    boundary (the margin for improved/regressed, or fit the band for equivalent)."""
+    distance = abs(abs(mean) - band)
+    if sd <= 0 or distance < 1e-9:
+        return None
+    z = t_quantile(1.0 - alpha / 2.0, max(n - 1, 30))
+    need = math.ceil((z * sd / distance) ** 2)
+    return max(need, n + 1) if need < 100_000 else None
+
+
+def log_ratios(baseline, fixed) -> np.ndarray:
+    """ln(baseline / fixed) per pair (times > 0; pairs are rounds)."""
+    b, f = np.asarray(baseline, dtype=float), np.asarray(fixed, dtype=float)
+    n = min(b.size, f.size)
+    return np.log(np.maximum(b[:n], 1e-12) / np.maximum(f[:n], 1e-12))
+
+
+def relative_spread(times) -> float:
+    """Run-to-run spread of one variant: the standard deviation of ln(time) (0.05 ~ +-5 %)."""
+    t = np.log(np.maximum(np.asarray(times, dtype=float), 1e-12))
+    return float(t.std(ddof=1)) if t.size > 1 else float("nan")
 
 
 def median(values) -> float:
     return float(np.median(np.asarray(values, dtype=float)))
 
 
-def bootstrap_speedup_ci(baseline, fixed, *, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0,
-                         level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of median(baseline) / median(fixed).
+# -- Student's t without scipy (the executor imports only numpy) ---------------------------
 
-    The two variants are resampled independently (their runs are interleaved, not paired
-    by design), with a fixed seed so that a result is reproducible from its run times.
-    """
-    b = np.asarray(baseline, dtype=float)
-    f = np.asarray(fixed, dtype=float)
-    rng = np.random.default_rng(seed)
-    mb = np.median(b[rng.integers(0, b.size, (samples, b.size))], axis=1)
-    mf = np.median(f[rng.integers(0, f.size, (samples, f.size))], axis=1)
-    ratio = mb / np.maximum(mf, 1e-12)
-    alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(ratio, [alpha, 1.0 - alpha])
-    return float(lo), float(hi)
-
-
-def compare(baseline, fixed) -> Comparison:
-    """Speedup of `fixed` over `baseline` with its 95 % interval and a verdict."""
-    b, f = list(baseline), list(fixed)
-    if min(len(b), len(f)) < MIN_RUNS:
-        mb = median(b) if b else float("nan")
-        mf = median(f) if f else float("nan")
-        return Comparison(mb, mf, mb / mf if b and f and mf > 0 else float("nan"),
-                          (float("nan"), float("nan")), NOT_VERIFIABLE,
-                          f"only {min(len(b), len(f))} runs per variant; at least {MIN_RUNS} needed")
-    mb, mf = median(b), median(f)
-    lo, hi = bootstrap_speedup_ci(b, f)
-    if lo > 1.0:
-        verdict = IMPROVED
-    elif hi < 1.0:
-        verdict = REGRESSED
+def t_cdf(t: float, df: int) -> float:
+    """P(T <= t) for Student's t with integer `df` (Abramowitz & Stegun 26.7.3-26.7.4)."""
+    if df >= 5000:  # the series needs df terms; the normal is within 1e-4 here
+        return 0.5 * math.erfc(-t / math.sqrt(2.0))
+    theta = math.atan2(t, math.sqrt(df))
+    s, c = math.sin(theta), math.cos(theta)
+    if df % 2:
+        term, total = c, (c if df > 1 else 0.0)
+        for k in range(3, df, 2):
+            term *= c * c * (k - 1) / k
+            total += term
+        a = (2.0 / math.pi) * (theta + s * total)
     else:
-        verdict = NO_CHANGE
-    return Comparison(mb, mf, mb / mf if mf > 0 else float("inf"), (lo, hi), verdict)
+        term, total = 1.0, 1.0
+        for k in range(2, df, 2):
+            term *= c * c * (k - 1) / k
+            total += term
+        a = s * total
+    return min(1.0, max(0.0, 0.5 + 0.5 * a))  # rounding must not leave [0, 1]
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The `p` quantile of Student's t with integer `df` >= 1 (bisection on :func:`t_cdf`)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError("p must lie in (0, 1)")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-10 * max(1.0, hi):
+            break
+    return 0.5 * (lo + hi)

@@ -14,8 +14,8 @@ import numpy as np
 
 from replay.collective import aggregate, collective
 from replay.edit import add_transform, collapse, data_mask, merge, ranks_per_file, stream_runs, take
-from replay.plan import (CLOSE, COMM_SELF, CREATE, FLAG_PAD, FSYNC, MPIIO, MPIIO_COLL,
-                         OPEN, Plan)
+from replay.plan import (CLOSE, COMM_SELF, CREATE, FLAG_PAD, FSYNC, LAYOUT_DIR, LAYOUT_FILE, MPIIO,
+                         MPIIO_COLL, OPEN, Plan)
 
 MiB = 1 << 20
 
@@ -134,16 +134,49 @@ def _aligned_starts(runs: dict[str, np.ndarray], B: int) -> np.ndarray:
     return out
 
 
-def stripe(plan: Plan, count: int, size: int) -> Plan:
-    """Ask for a Lustre layout (stripe count and size) on every file that carries data."""
-    if count == 0 or size <= 0:
-        raise ValueError("stripe: count must be non-zero and size positive")
+def stripe(plan: Plan, count: int, size: int = 0, object_size: int = 0, scope: str = "file") -> Plan:
+    """Ask for a striped layout on every file that carries data: `count` storage targets
+    (-1: all), stripes of `size` bytes (0: the file system's default), CephFS objects of
+    `object_size` bytes (0: default). `scope` "dir" sets it as the default layout of the files'
+    directories instead, which the files created there inherit (the stripe-inheritance fix)."""
+    if count == 0 or count < -1 or size < 0 or object_size < 0:
+        raise ValueError("stripe: count must be positive or -1 (all targets), sizes non-negative")
+    scopes = {"file": LAYOUT_FILE, "dir": LAYOUT_DIR}
+    if scope not in scopes:
+        raise ValueError(f"stripe: unknown scope {scope!r} (expected 'file' or 'dir')")
     files = {k: v.copy() for k, v in plan.files.items()}
     has_data = np.bincount(plan.ops["file"][data_mask(plan.ops)], minlength=plan.nfiles) > 0
-    files["stripe_count"] = np.where(has_data, count, files["stripe_count"]).astype(np.int32)
-    files["stripe_size"] = np.where(has_data, size, files["stripe_size"]).astype(np.int64)
-    return plan.replace(files=files, meta=add_transform(plan.meta, {"transform": "stripe",
-                                                                    "count": int(count), "size": int(size)}))
+    for column, value in (("stripe_count", count), ("stripe_size", size), ("object_size", object_size),
+                          ("layout_scope", scopes[scope])):
+        files[column] = np.where(has_data, value, files[column]).astype(files[column].dtype)
+    done = {"transform": "stripe", "count": int(count), "size": int(size)}
+    done.update({k: v for k, v in (("object_size", int(object_size)), ("scope", scope)) if v not in (0, "file")})
+    return plan.replace(files=files, meta=add_transform(plan.meta, done))
+
+
+def target_list(value: Any) -> tuple[int, ...]:
+    """Storage targets as a fix names them: [3, 5], 3 or "3,5"; ValueError otherwise."""
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]
+    out = []
+    for item in items:
+        if isinstance(item, bool) or not str(item).strip().isdigit():
+            raise ValueError(f"not a storage target index: {item!r}")
+        out.append(int(str(item).strip()))
+    return tuple(sorted(set(out)))
+
+
+def avoid_targets(plan: Plan, targets: tuple[int, ...] = ()) -> Plan:
+    """Lay out every file that carries data without the storage targets `targets` (OST indices
+    on Lustre, OSD ids on CephFS): where the target allows it, the replay places them with an
+    OST list or in a data pool without those targets (replay.layout)."""
+    if not targets:
+        raise ValueError("avoid-targets: no storage targets named (ioadvisor probe --target DIR flags them)")
+    files = {k: v.copy() for k, v in plan.files.items()}
+    has_data = np.bincount(plan.ops["file"][data_mask(plan.ops)], minlength=plan.nfiles) > 0
+    files["avoid"] = np.where(has_data, 1, files["avoid"]).astype(files["avoid"].dtype)
+    meta = add_transform(plan.meta, {"transform": "avoid-targets", "targets": list(targets)})
+    meta["avoid_targets"] = sorted(set(plan.meta.get("avoid_targets", [])) | set(targets))
+    return plan.replace(files=files, meta=meta)
 
 
 def layout(plan: Plan, mode: str) -> Plan:
@@ -237,8 +270,9 @@ FIXES: dict[str, tuple[Callable[..., Plan], dict[str, type]]] = {
     "fsync": (fsync_at_close, {"mode": str}),
     "align": (align, {"boundary": int}),
     "layout": (layout, {"mode": str}),
-    "stripe": (stripe, {"count": int, "size": int}),
+    "stripe": (stripe, {"count": int, "size": int, "object_size": int, "scope": str}),
     "sequential": (sequential, {}),
+    "avoid-targets": (avoid_targets, {"targets": target_list}),
 }
 
 
@@ -263,9 +297,10 @@ def check_fix(fix: dict[str, Any]) -> tuple[Callable[..., Plan], dict[str, Any]]
             try:
                 kwargs[key] = typ(fix[key])
             except (TypeError, ValueError):
-                raise ValueError(f"fix {name!r}: {key} must be {typ.__name__}, got {fix[key]!r}") from None
+                kind = "a list of storage target indices" if typ is target_list else typ.__name__
+                raise ValueError(f"fix {name!r}: {key} must be {kind}, got {fix[key]!r}") from None
     return func, kwargs
 
 
-__all__ = ["FIXES", "aggregate", "align", "apply_fix", "check_fix", "coalesce", "collective", "fsync_at_close",
-           "layout", "sequential", "stripe"]
+__all__ = ["FIXES", "aggregate", "align", "apply_fix", "avoid_targets", "check_fix", "coalesce", "collective",
+           "fsync_at_close", "layout", "sequential", "stripe", "target_list"]

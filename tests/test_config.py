@@ -19,7 +19,7 @@ def _write(tmp_path, text):
 def test_defaults_without_a_file(monkeypatch):
     monkeypatch.delenv("IOADVISOR_CONFIG", raising=False)
     config = load_config(None)
-    assert config.system.rpc_size == 1 << 20 and config.system.osts is None
+    assert config.system.rpc_size is None and config.system.osts is None  # unset: the facts assume and say so
 
 
 def test_system_and_thresholds(tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
-"""No impossible share anywhere: every corpus log's terminal, JSON and HTML output, read back.
+"""No impossible share anywhere: every corpus log's terminal, JSON and HTML output, read back;
+and no cheap high finding that does not say why it is high.
 
 A share of the run or of the I/O over 100 % states something that cannot be (times summed over
 threads, overlapping calls). The counters may hold such sums; what we print must not. Each chunk
@@ -82,3 +83,20 @@ def test_no_share_over_100_percent_in_any_output(corpus, chunk, tmp_path, monkey
         "html": percentages_over_100(page),
     }
     assert not any(problems.values()), {k: v[:5] for k, v in problems.items() if v}
+    assert unexplained_cheap_highs(docs) == []
+
+
+def unexplained_cheap_highs(docs: list[dict]) -> list[str]:
+    """High findings costing under 1 s or under 5 % of the run that do not say why they are still
+    high: a certain cause (counted evidence, or an effect well above the timing noise) at high
+    confidence (issue 13's alarm criterion; bench/accuracy.py prints the corpus-wide figures)."""
+    out = []
+    for d in docs:
+        runtime = (d.get("job") or {}).get("runtime_s") or 0.0
+        for f in d.get("findings", []):
+            cheap = f["cost_s"] < 1.0 or (runtime > 0 and f["cost_s"] / runtime < 0.05)
+            confidence = f.get("confidence") or {}
+            if f["severity"] == "high" and cheap and not (confidence.get("level") == "high"
+                                                          and confidence.get("reason")):
+                out.append(f"{d['source']['path']}: {f['code']} {f['cost_s']:.3f} s, confidence {confidence}")
+    return out

@@ -25,7 +25,7 @@ def test_a_job_without_posix_records_gets_its_small_stdio_calls_found():
     assert small.evidence["stdio_read_calls"] == 400000 and small.evidence["stdio_read_mean_size"] == 100
     # nearly all of STDIO_F_WRITE_TIME 0.0639 + STDIO_F_READ_TIME 0.0314: 100 B against 1 MiB requests
     assert small.cost_s == pytest.approx((0.063902 + 0.031358) * (1 - 100 / 2**20), rel=1e-3)
-    assert "assumed" in small.message and "stdio_buffer_bytes" in small.message
+    assert "Assumed, not read" in small.message and "[thresholds] stdio_buffer_bytes" in small.message
     assert small.files == ["/scratch/T03/data.bin"] and "setvbuf" in small.recommendation.commands[0]
     assert "MPI001" in found  # the data went through STDIO at all
     posix_only = {"IO001", "IO002", "IO010", "IO011", "IO020", "IO030", "IO031"}

@@ -72,3 +72,23 @@ def test_killed_run_resumes_and_completes_without_duplicates(archive: Path, tmp_
     assert findings == expected  # no finding lost or doubled by the kill
     assert sum(expected.values()) > 0 and any(j["error"] for j in jobs)
     assert not list(store.findings_dir.glob(".*.tmp")) and not list(store.jobs_dir.glob(".*.tmp"))
+
+
+def test_a_log_name_that_is_not_utf8_costs_nothing(tmp_path: Path):
+    """Parquet holds UTF-8 only: one such name was an internal error that lost the whole run."""
+    from tests.conftest import DATA
+
+    root = tmp_path / "archive"
+    root.mkdir()
+    good = (DATA / "dumps" / "a_good_fpp_posix_1m.darshan").read_bytes()
+    (root / "good.darshan").write_bytes(good)
+    (root / os.fsdecode(b"run-\xff\n\x1b[2J.darshan")).write_bytes(good)
+    out = tmp_path / "ds"
+    for _ in range(2):  # the second run finds both already done
+        run = subprocess.run([sys.executable, "-m", "advisor", "fleet", str(root), "--out", str(out),
+                              "--workers", "1", "--quiet"], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0 and "internal error" not in run.stderr, run.stderr
+        assert "\x1b" not in run.stderr
+    assert "skipped 2 already" in run.stderr
+    paths = sorted(FleetStore(out, create=False).jobs(["path"]).column("path").to_pylist())
+    assert paths == [str(root / "good.darshan"), str(root) + "/run-\\xff\n\x1b[2J.darshan"]

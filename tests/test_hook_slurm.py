@@ -106,6 +106,20 @@ def test_a_partial_log_planted_for_the_next_job_costs_its_epilog_no_wait(hook):
     assert_node_idle(hook)
 
 
+def test_a_private_work_dir_gets_private_reports(hook):
+    """Reports were 0644 whatever the job's umask: a umask-077 user's were readable by all. The
+    umask is gone when the epilog runs; the private work dir it made says the same."""
+    workdir = hook.workdir("private")
+    workdir.chmod(0o700)
+    job = hook.sbatch("umask 077\n" + hook.stage_log_script(SMALL_LOG), workdir)
+    assert hook.wait_jobs([job.jobid])[job.jobid] == "COMPLETED"
+    record = hook.record(job.jobid)
+    assert record["status"] == "reported", record
+    for fmt in ("html", "json"):
+        assert stat.S_IMODE(os.lstat(workdir / f"ioadvisor-{job.jobid}.{fmt}").st_mode) == 0o600
+    assert_node_idle(hook)
+
+
 def test_corrupt_log_is_an_error_line_not_a_drain(hook):
     # header intact, job data cut
     job, record = run_job(hook, "corrupt", hook.stage_log_script(SMALL_LOG, truncate=1500))

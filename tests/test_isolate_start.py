@@ -68,3 +68,26 @@ def test_a_cancelled_parse_leaves_no_child():
     pending.cancel()
     pending.cancel()
     assert not multiprocessing.active_children()
+
+
+def _unpicklable(path: Path) -> JobProfile:
+    return JobProfile(Provenance(str(path), "test", "test"), JobInfo(), extras={"f": lambda: None})
+
+
+def _nested(path: Path) -> JobProfile:
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    return JobProfile(Provenance(str(path), "test", "test"), JobInfo(), extras={"deep": deep})
+
+
+def test_a_profile_that_cannot_be_returned_is_one_line_and_no_traceback(capfd):
+    """Pickling the profile back failed outside the child's guard: multiprocessing printed its
+    traceback on the terminal and the parent only saw 'the parser exited unexpectedly'."""
+    from advisor.ingest.isolate import IsolatedCrash
+
+    with pytest.raises(IsolatedCrash, match="returning the profile: "):
+        Isolated(_unpicklable, Path("x.darshan"), timeout_s=60).result()
+    with pytest.raises(InputError, match="nested too deeply to return"):
+        Isolated(_nested, Path("y.darshan"), timeout_s=60).result()
+    assert "Traceback" not in capfd.readouterr().err

@@ -18,13 +18,13 @@ REPO = Path(__file__).resolve().parents[1]
 # Lowest first. A name stands for the module and everything under it; the longest name wins.
 LAYERS = [
     ("base", ["replay", "advisor", "advisor.errors", "advisor.units", "advisor.formatting", "advisor.fileio"]),
-    ("data model", ["advisor.profile", "advisor.expectation", "advisor.config", "advisor.fixes", "advisor.findings",
-                    "advisor.lustre_tools", "advisor.metrics",
+    ("data model", ["advisor.profile", "advisor.expectation", "advisor.config", "advisor.verification",
+                    "advisor.fixes", "advisor.findings", "advisor.lustre_tools", "advisor.metrics", "advisor.targets",
                     # the config sections other parts own: they import only advisor.config
                     "advisor.hooks.settings", "advisor.fleet.settings"]),
     ("ingest", ["advisor.collect", "advisor.ingest"]),
     ("analysis", ["advisor.campaign", "advisor.replay_plan"]),
-    ("facts and replay", ["advisor.facts", "advisor.verify"]),
+    ("facts and replay", ["advisor.facts", "advisor.verify", "advisor.probe"]),
     ("engine, models, reports", ["advisor.engine", "advisor.models", "advisor.report"]),
     # models.check puts the pipeline, the replayer and a model side by side: a use of all three
     ("pipeline", ["advisor.pipeline", "advisor.api", "advisor.models.check"]),

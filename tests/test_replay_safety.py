@@ -60,7 +60,7 @@ def test_hostile_trace_paths_cannot_escape(corpus, tmp_path):
     target = tmp_path / "target"
     target.mkdir()
     out = measure(profile, [], target, repeat=1, np=2, scale=0.05, keep=True)
-    scratch = Path(out["scratch_kept"])
+    scratch = Path(out.scratch_kept)
     assert scratch.parent == target.resolve()
     files = [p.relative_to(scratch).as_posix() for p in scratch.rglob("*") if p.is_file()]
     data = [f for f in files if not f.startswith("plan-") and f not in (safety.MARKER, "result.json")
@@ -68,7 +68,7 @@ def test_hostile_trace_paths_cannot_escape(corpus, tmp_path):
     assert not data  # run directories are removed after each run, even with --keep
     assert all(re.fullmatch(r"plan-[\w-]+/[\w.]+", f) for f in files if f.startswith("plan-"))
     assert digest("/etc/passwd") == before and not canary.exists()
-    assert out["baseline"]["record"]["totals"]["bytes_written"] > 0
+    assert out.baseline["record"]["totals"]["bytes_written"] > 0
 
 
 def test_refused_targets(tmp_path):
@@ -144,7 +144,7 @@ def test_non_writable_target_is_refused(corpus, tmp_path):
 def test_insufficient_space_is_refused_before_writing(corpus, tmp_path):
     with tmpfs(tmp_path / "small", "size=16m") as target:
         profile = load(corpus / SMALL)
-        with pytest.raises(AdvisorError, match=r"not enough free space .*needs .*MiB.* free"):
+        with pytest.raises(AdvisorError, match=r"no room on the target: one pass needs .*MiB, .* free"):
             measure(profile, [], target, repeat=1, np=2, scale=1.0)
         assert not any(target.iterdir())
 
@@ -168,6 +168,11 @@ def test_the_executor_writes_only_into_a_marked_scratch_directory(tmp_path, corp
     assert not any((tmp_path / "victim").iterdir())
 
 
+def _running(target: Path) -> bool:
+    """A replay's passes are under way: a run directory (not a plan) exists in its scratch."""
+    return any(p.is_dir() and not p.name.startswith("plan-") for p in target.glob("*/*"))
+
+
 def processes_mentioning(text: str) -> list[int]:
     pids = []
     for proc in Path("/proc").iterdir():
@@ -189,7 +194,7 @@ def test_a_signal_mid_replay_leaves_no_files_and_no_processes(corpus, tmp_path, 
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # wait until runs are under way
-        if any(p.name.startswith("run") for p in target.glob("*/*")):
+        if _running(target):
             break
         time.sleep(0.1)
     else:
@@ -211,7 +216,7 @@ def test_sigkill_of_the_replay_takes_its_ranks_down_and_the_next_run_cleans_up(c
                              "--repeat", "500", "--np", "2", "--scale", "0.5"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not any(p.name.startswith("run") for p in target.glob("*/*")):
+    while time.monotonic() < deadline and not _running(target):
         time.sleep(0.1)
     assert time.monotonic() < deadline, "the replay never started"
     proc.kill()  # SIGKILL: no handler runs, nothing of ours cleans up

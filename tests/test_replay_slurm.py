@@ -42,5 +42,5 @@ def test_replay_in_an_allocation_uses_srun(slurm):
     assert doc["launcher"].split()[0].endswith("srun") and "--mpi=pmi2" in doc["launcher"]
     assert doc["np"] == 1 and doc["fidelity"]["worst_error"] == 0.0
     assert doc["baseline"]["record_totals"]["fsyncs"] > 0
-    assert doc["verifications"][0]["verdict"] in ("improved", "no-change", "regressed")
+    assert doc["verifications"][0]["verdict"] in ("improved", "regressed", "equivalent", "inconclusive")
     assert (work / "left.txt").read_text() == ""  # scratch removed

@@ -37,7 +37,8 @@ def moved(p: Plan, op: int) -> int:
 
 
 def test_every_fix_of_the_catalogue_has_a_test_here():
-    tested = {"coalesce", "sequential", "fsync", "align", "stripe", "layout", "collective", "aggregate"}
+    tested = {"coalesce", "sequential", "fsync", "align", "stripe", "layout", "collective", "aggregate",
+              "avoid-targets"}
     assert set(FIXES) == tested
 
 
@@ -134,10 +135,23 @@ def test_stripe_sets_the_layout_of_files_with_data_only():
     assert rows(fixed) == rows(p)
 
 
-@pytest.mark.parametrize("count, size", [(0, MiB), (4, 0)])
+@pytest.mark.parametrize("count, size", [(0, MiB), (-2, MiB), (4, -1)])
 def test_stripe_refuses_an_empty_layout(count, size):
-    with pytest.raises(ValueError, match="count must be non-zero and size positive"):
+    with pytest.raises(ValueError, match="count must be positive or -1"):
         transforms.stripe(plan([(0, WRITE, 0, 0, KiB)]), count, size)
+
+
+def test_stripe_size_zero_keeps_the_file_systems_default():
+    fixed = transforms.stripe(plan([(0, WRITE, 0, 0, KiB)]), 4)
+    assert fixed.files["stripe_count"].tolist() == [4] and fixed.files["stripe_size"].tolist() == [0]
+
+
+# -- avoid-targets ------------------------------------------------------------------------
+def test_avoid_targets_marks_files_with_data_only_and_keeps_the_rows():
+    p = plan([(0, WRITE, 0, 0, MiB), (0, STAT, 1, 0, 0)], nfiles=2)
+    fixed = apply_fix(p, {"transform": "avoid-targets", "targets": "5,2"})
+    assert fixed.files["avoid"].tolist() == [1, 0] and fixed.meta["avoid_targets"] == [2, 5]
+    assert rows(fixed) == rows(p)
 
 
 # -- layout -------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from advisor.findings import Diagnosis, Finding, Prediction, Recommendation
-from advisor.fixes import MEASURED, caution, describe, fix_summaries
+from advisor.fixes import caution, describe, fix_summaries
+from advisor.verification import DECIDED, MEASURED, Verification, sentence
 from advisor.report.html import render_html
 from advisor.report.terminal import console, print_report
 from replay.transforms import FIXES
@@ -35,9 +36,10 @@ STRIPE = {"transform": "stripe", "count": 8, "size": 4 << 20}
 SEQUENTIAL = {"transform": "sequential"}
 
 
-def measured(verdict: str, speedup: float, target: str = "/scratch/t") -> dict:
-    return {"verdict": verdict, "speedup": speedup, "ci95": [speedup * 0.8, speedup * 1.2],
-            "target": target, "fstype": "ext4", "reason": "r"}
+def measured(verdict: str, speedup: float, target: str = "/scratch/t") -> Verification:
+    ci = [speedup * 0.8, speedup * 1.2]
+    return Verification(verdict=verdict, speedup=speedup, ci95=ci, pairs=5, target=target, fstype="ext4",
+                        reason=sentence(verdict, speedup, ci, 5))
 
 
 def finding(code: str, fix: dict | None, cost_s: float = 1.0, verification=None, prediction=None) -> Finding:
@@ -53,10 +55,10 @@ def test_fixes_are_distinct_and_best_first():
         finding("IO001", COALESCE, 1.0, measured("improved", 2.74)),
         finding("IO002", COALESCE, 3.0, measured("improved", 2.74)),
         finding("MD010", FSYNC, 0.1, prediction=Prediction(speedup=3.81, interval=[2.0, 7.3], time_saved_s=0.06)),
-        finding("LUS002", STRIPE, 9.0, {"verdict": "not-verifiable", "speedup": None, "ci95": None,
-                                         "reason": "not verifiable on ext4: no stripe layout control"}),
+        finding("LUS002", STRIPE, 9.0, Verification.not_verifiable("no stripe layout control on ext4",
+                                                                   target="/scratch/t", fstype="ext4")),
         finding("IO009", SEQUENTIAL, 2.0),
-        finding("MPI003", AGGREGATE, 1.0, measured("no-change", 1.05)),
+        finding("MPI003", AGGREGATE, 1.0, measured("equivalent", 1.01)),
         finding("IMB001", None, 50.0),  # no fix: not a fix summary
     ])
     # speedups >= 1 (measured, else predicted) first, then unknown by time lost, then slower
@@ -64,11 +66,11 @@ def test_fixes_are_distinct_and_best_first():
                                                    "collective"]
     coalesce = fixes[1]
     assert coalesce.codes == ["IO001", "IO002"] and coalesce.cost_s == 3.0
-    assert coalesce.outcome() == "measured 2.74x faster (95 % CI 2.19x-3.29x) on /scratch/t (ext4)"
+    assert coalesce.outcome() == "improved: 2.74x faster (95 % CI 2.19x-3.29x, 5 pairs) on /scratch/t (ext4)"
     assert fixes[0].outcome() == "predicted 3.81x (2.00x-7.30x), saves ~60.0 ms"
-    assert fixes[3].outcome() == "not verifiable on ext4: no stripe layout control"
+    assert fixes[3].outcome() == "not verifiable: no stripe layout control on ext4"
     assert fixes[4].outcome() == "not verified"
-    assert fixes[5].slower and "slower on /scratch/t (ext4), do not apply as is" in fixes[5].outcome()
+    assert fixes[5].slower and fixes[5].outcome().endswith("5 pairs) on /scratch/t (ext4), do not apply as is")
 
 
 def test_a_measured_speedup_outranks_the_prediction_of_the_same_fix():
@@ -80,12 +82,14 @@ def test_a_measured_speedup_outranks_the_prediction_of_the_same_fix():
 def test_every_transform_is_described_in_words():
     samples = {"coalesce": COALESCE, "collective": COLLECTIVE, "fsync": FSYNC, "aggregate": AGGREGATE,
                "stripe": STRIPE, "sequential": SEQUENTIAL, "align": {"transform": "align", "boundary": 1 << 20},
-               "layout": {"transform": "layout", "mode": "fpp"}}
+               "layout": {"transform": "layout", "mode": "fpp"},
+               "avoid-targets": {"transform": "avoid-targets", "targets": [3]}}
     assert set(samples) == set(FIXES)
     words = {name: describe(fix) for name, fix in samples.items()}
     assert words["coalesce"] == "coalesce requests to 4 MiB"
     assert words["stripe"] == "stripe over 8 OSTs in 4 MiB stripes"
     assert words["layout"] == "one file per process"
+    assert words["avoid-targets"] == "keep new files off storage target 3"
     assert all("=" not in text and text != name for name, text in words.items())
     assert describe({"transform": "new", "depth": 2}) == "new (depth=2)"
 
@@ -104,7 +108,7 @@ def demo_run(tmp_path_factory) -> dict:
 
     tmp = tmp_path_factory.mktemp("demo")
     (tmp / "target").mkdir()
-    args = [str(DEMO), "--verify", "--target", str(tmp / "target"), "--repeat", "3", "--np", "2",
+    args = [str(DEMO), "--verify", "--target", str(tmp / "target"), "--np", "2",
             "--model", "default", "--json", str(tmp / "demo.json"), "--html", str(tmp / "demo.html")]
     done = CliRunner().invoke(command, args, env={"COLUMNS": "400"}, catch_exceptions=False)
     assert done.exit_code == 0, done.output
@@ -125,7 +129,7 @@ def test_json_fixes_validate_and_match_the_findings(demo_run):
         assert fix["verdict"] in MEASURED and (fix["speedup"], fix["ci95"]) == (v["speedup"], v["ci95"])
         assert fix["predicted_speedup"] == p["speedup"] and fix["time_saved_s"] == p.get("time_saved_s")
         assert fix["cost_s"] == max(f["cost_s"] for f in proposing)
-    merits = [f["speedup"] for f in fixes]  # all measured here: faster first, then slower
+    merits = [f["speedup"] for f in fixes if f["verdict"] in DECIDED]  # measured: faster first, then slower
     assert merits == sorted(merits, key=lambda m: (m < 1, -m))
 
 
@@ -152,8 +156,8 @@ def test_terminal_lists_the_fixes_after_the_findings(demo_run):
     lines = [line.strip() for line in block.splitlines()[1:] if line.strip()]
     assert len(lines) == len(fixes)
     for i, (line, fix) in enumerate(zip(lines, fixes), 1):
-        assert line.startswith(f"{i}. {describe(fix['fix'])} ({', '.join(fix['codes'])}) - measured ")
-        assert f"measured {fix['speedup']:.2f}x" in line and f"predicted {fix['predicted_speedup']:.2f}x" in line
+        assert line.startswith(f"{i}. {describe(fix['fix'])} ({', '.join(fix['codes'])}) - {fix['reason']}")
+        assert f"{fix['speedup']:.2f}x" in line and f"predicted {fix['predicted_speedup']:.2f}x" in line
         assert ("do not apply as is" in line) == (fix["verdict"] == "regressed")
     regressed = [f for f in demo_run["doc"]["findings"] if (f["verification"] or {}).get("verdict") == "regressed"]
     assert text.count(": do not apply as is)") == len(regressed)  # on each of their fix lines
@@ -170,7 +174,7 @@ def test_a_finding_shows_its_own_cost_and_the_saving_is_the_fix_s(demo_run):
     flat = " ".join(text[:block].split())
     for f in doc["findings"]:
         if f["code"] in number:
-            assert f"measured and predicted: fix {number[f['code']]} below" in flat, f["code"]
+            assert f"replayed and predicted: fix {number[f['code']]} below" in flat, f["code"]
     cards = re.findall(r'<article class="finding.*?</article>', demo_run["page"], re.S)
     assert cards and not [c for c in cards if "time saved" in c.lower()]
 
@@ -205,8 +209,8 @@ def test_terminal_warns_on_a_fix_measured_slower(monkeypatch):
     assert f"fix: Fix IO003. (measured slower on {HOSTILE} (ext4): do not apply as is)" in text
     (improved,) = [line for line in text.splitlines() if "fix: Fix IO001." in line]
     assert "measured slower" not in improved  # an improved fix reads as plain advice
-    assert (f"3. collective MPI-IO with 4 aggregators (IO003) - measured 0.62x (95 % CI 0.50x-0.74x): "
-            f"slower on {HOSTILE} (ext4), do not apply as is") in text
+    assert (f"3. collective MPI-IO with 4 aggregators (IO003) - regressed: 1.61x slower (speedup 0.62x, "
+            f"95 % CI 0.50x-0.74x, 5 pairs) on {HOSTILE} (ext4), do not apply as is") in text
 
 
 def test_html_warns_on_a_fix_measured_slower_and_escapes_it():

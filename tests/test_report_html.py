@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from advisor.findings import Diagnosis, Finding, NotChecked, Prediction, Recommendation
+from advisor.verification import Side, Verification, sentence
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace, JobInfo, JobProfile, Provenance
 from advisor.report import figures as fig_mod
 from advisor.report.figures import figure_data, stragglers
@@ -170,8 +171,9 @@ def _diagnosis(**over) -> Diagnosis:
                       files=[f"/scratch/{PAYLOAD}"], ranks=[0, 1, 2, 5], cost_s=2.0,
                       recommendation=Recommendation(f"Do {PAYLOAD}.", [f"lfs setstripe -c 4 '{PAYLOAD}'"]),
                       references=["javascript:alert(1)", f"https://example.org/{PAYLOAD}"],
-                      verification={"verdict": "improved", "speedup": 2.0, "ci95": [1.5, 2.5],
-                                    "baseline": {"median_s": 2.0}, "fixed": {"median_s": 1.0}, "repeat": 3})
+                      verification=Verification(verdict="improved", speedup=2.0, ci95=[1.5, 2.5], pairs=3,
+                                                 reason=sentence("improved", 2.0, [1.5, 2.5], 3),
+                                                 baseline=Side(median_s=2.0), fixed=Side(median_s=1.0)))
     second = Finding(code="LUS002", category="striping", severity="warn", title="Stripe", message="m", cost_s=9.0)
     info = Finding(code="IO009", category="stdio", severity="info", title="STDIO", message="m", cost_s=30.0)
     doc = dict(source={"path": f"/x/{PAYLOAD}.darshan", "format": "darshan", "notes": [PAYLOAD]},

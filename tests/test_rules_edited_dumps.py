@@ -164,7 +164,7 @@ def test_lus004_per_process_files_left_at_one_stripe_on_a_wide_file_system(goodo
     assert f.evidence["single_stripe_dir_files"] == 48 and f.evidence["single_stripe_dir_stripe_count"] == 5
     assert f.recommendation.commands == ["lfs getstripe -d /scratch1/scratchdirs/glock",
                                          "lfs setstripe -c 5 /scratch1/scratchdirs/glock"]
-    assert f.fix == {"transform": "stripe", "count": 5, "size": 4 * MiB}
+    assert f.fix == {"transform": "stripe", "count": 5, "size": 4 * MiB, "scope": "dir"}
 
 
 def test_lus004_silent_when_the_files_already_cover_the_osts(goodost_dump, tmp_path):

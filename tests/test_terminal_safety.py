@@ -143,6 +143,13 @@ def test_a_name_that_is_not_utf8_is_shown_by_its_bytes(corpus, tmp_path):
                          capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "400"})
     assert out.returncode == 0, out.stderr  # before: the surrogate could not even be encoded
     assert "run-\\xff.parser.txt" in out.stdout
+    for command in ("show", "diagnose"):  # show --json was an internal error with no JSON at all
+        out = subprocess.run([sys.executable, "-m", "advisor", command, str(good), "--json", "-"],
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        doc = json.loads(out.stdout)
+        path = doc["results"][0]["path"] if command == "show" else doc["source"]["path"]
+        assert os.fsencode(path) == os.fsencode(str(good))
 
 
 def _hostile_diagnosis() -> Diagnosis:

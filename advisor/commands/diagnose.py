@@ -30,8 +30,9 @@ from advisor.formatting import printable
               help="Exit with status 1 when a finding of this severity or worse exists.")
 @click.option("--verify", is_flag=True, help="Replay the job with each fix on --target and measure.")
 @click.option("--target", type=click.Path(file_okay=False), default=None, help="Scratch directory for --verify.")
-@click.option("--repeat", type=click.IntRange(1, 100), default=3, show_default=True,
-              help="Replay repetitions per variant.")
+@click.option("--repeat", type=click.IntRange(2, 1000), default=None,
+              help="Replay exactly N rounds per fix and decide once (default: rounds until the verdict is "
+                   "certain or the [replay] budget is spent).")
 @click.option("--np", "nprocs", type=click.IntRange(1, 100000), default=None, help="Ranks for the replay.")
 @click.option("--scale", type=click.FloatRange(0, 1, min_open=True), default=None,
               help="Replay this fraction of the bytes.")
@@ -53,7 +54,7 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     if verify and not target:
         raise click.UsageError("--verify needs --target DIR (a scratch directory on the mount to test)")
     config = load_config(config_path)
-    checked = pipeline.Verify(Path(target), repeat, nprocs, scale) if verify else None
+    checked = pipeline.Verify(Path(target), repeat, nprocs, scale, config.section("replay")) if verify else None
     stages = pipeline.Stages.from_config(config, model=model_path, verify=checked,
                                          figures=bool(json_out or html_out), campaign=True,
                                          baselines=tuple(baselines))

@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from advisor.formatting import printable
+
 SCHEMA = "ioadvisor/replay/v1"
 
 
@@ -66,8 +68,11 @@ def _number(text: str) -> Any:
               help="Directory on the mount to test; the replay writes only in a fresh scratch directory inside.")
 @click.option("--fix", "fix_spec", metavar="CODE|all|TRANSFORM[:k=v,...]", default=None,
               help="Also replay with the fix of this finding (or of all findings, or this transform).")
-@click.option("--repeat", type=click.IntRange(1, 1000), default=5, show_default=True,
-              help="Runs per variant (interleaved A B A B ...).")
+@click.option("--repeat", type=click.IntRange(1, 1000), default=None,
+              help="Exactly N rounds (one sample of every variant each) and one look; default: rounds until "
+                   "every fix's verdict is certain or the [replay] budget is spent.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Site config (TOML; its [replay] section); default $IOADVISOR_CONFIG.")
 @click.option("--np", "nprocs", type=click.IntRange(1, 1_000_000), default=None,
               help="Replay ranks (the job's ranks are folded onto them); default: the job's, at most the CPUs here.")
 @click.option("--scale", type=click.FloatRange(0, 1, min_open=True), default=None,
@@ -77,16 +82,19 @@ def _number(text: str) -> Any:
 @click.option("--think-time", is_flag=True, help="Keep the idle time between a rank's requests (DXT only).")
 @click.option("--odirect", is_flag=True, help="O_DIRECT for aligned POSIX requests (keeps the page cache out).")
 @click.option("--keep", is_flag=True, help="Keep the scratch directory (its path is printed).")
-def command(path, plan_only, json_out, target, fix_spec, repeat, nprocs, scale, source, think_time, odirect, keep):
+def command(path, plan_only, json_out, target, fix_spec, repeat, config_path, nprocs, scale, source, think_time,
+            odirect, keep):
     """Replay a job (Darshan log, DXT or counters; IOR output) on a real mount and measure.
 
     Without --fix the recorded workload runs alone, with a per-file check of what it
-    did against the source. With --fix the baseline and the fixed workload run
-    interleaved and the result gives each one's median time and bandwidth, the
-    speedup with a bootstrap 95 % interval, and a verdict. --scale and --np are
-    always stated in the result.
+    did against the source. With --fix the baseline and the fixed workload run in
+    rounds of auto-ranged samples until a sequential paired test decides (improved,
+    regressed, equivalent) or the budget runs out (inconclusive); the result gives the
+    speedup with its 95 % interval, each side's time per pass, passes per sample and
+    run-to-run spread. --scale and --np are always stated in the result.
     """
     from advisor import api
+    from advisor.config import load_config
     from advisor.verify import measure, replay_plan
 
     profile = api.load(path)
@@ -99,43 +107,76 @@ def command(path, plan_only, json_out, target, fix_spec, repeat, nprocs, scale, 
         return
     if not target:
         raise click.UsageError("replay needs --target DIR (or --plan-only)")
+    settings = load_config(config_path).section("replay")
     fixes, proposers = _fixes(profile, fix_spec)
+    probed = _probe_for(fixes, proposers, Path(target), quiet=json_out == "-")
     base = replay_plan(profile, np=nprocs, scale=scale, think_time=think_time, source=source)
     result = measure(profile, fixes, Path(target), repeat=repeat, odirect=odirect, think_time=think_time,
-                     keep=keep, base=base)
+                     keep=keep, base=base, settings=settings)
     doc = _document(path, profile, result, proposers)
+    doc["probe"] = probed
     _emit(doc, json_out, _print_result)
 
 
-def _document(path: str, profile, result: dict, proposers: dict[str, list[str]]) -> dict:
-    from advisor.replay_plan.fidelity import compare
+def _probe_for(fixes: list[dict], proposers: dict[str, list[str]], target: Path, quiet: bool) -> dict | None:
+    """An avoid-targets fix naming no targets avoids the ones a probe of the target flags now
+    (filled in place); the probe's result, or None when no fix needed one."""
     from advisor.fixes import fix_key
+    from advisor.probe import ProbeError, Settings, probe
 
-    base = result["baseline"]
+    todo = [f for f in fixes if f.get("transform") == "avoid-targets" and not f.get("targets")]
+    if not todo:
+        return None
+    try:
+        doc = probe(target, Settings(max_rounds=8, budget_s=90))
+    except ProbeError as exc:  # the fix then stays without targets: not verifiable, saying why
+        if not quiet:
+            click.echo(printable(f"probe: {exc}"), err=True)
+        return {"error": str(exc)}
+    for fix in todo:
+        key = fix_key(fix)
+        if doc["slow"]:
+            fix["targets"] = list(doc["slow"])
+            proposers[fix_key(fix)] = proposers.pop(key, [])
+    if not quiet:
+        kind = doc["target_kind"]
+        click.echo(printable(f"probe of {doc['mount']}: " + (f"slow {kind} {', '.join(map(str, doc['slow']))} "
+                   f"at {min(t['rate_mib_s'] for t in doc['targets']):,.1f} MiB/s against {doc['typical_mib_s']:,.1f}"
+                   if doc["slow"] else f"no slow {kind} among {len(doc['targets'])}")), err=True)
+    return doc
+
+
+def _document(path: str, profile, result, proposers: dict[str, list[str]]) -> dict:
+    from advisor.fixes import fix_key
+    from advisor.replay_plan.fidelity import compare
+
+    base = result.baseline
     record = base["record"] if base else None
-    fidelity = compare(profile, result["source"], record, scale=result["scale"]) if record else []
-    for v in result["verifications"]:
-        v["proposed_by"] = proposers.get(fix_key(v["fix"]), [])
+    ctx = result.context
+    fidelity = compare(profile, ctx["source"], record, scale=ctx["scale"]) if record else []
+    verifications = [{"fix": fix, **v.to_dict(), "proposed_by": proposers.get(fix_key(fix), [])}
+                     for fix, v in zip(result.fixes, result.verifications)]
     return {
         "schema": SCHEMA, "input": path,
-        **{k: result[k] for k in ("target", "fstype", "source", "scale", "np", "nprocs_source",
-                                  "repeat", "cache_policy", "launcher")},
-        "scratch_kept": result["scratch_kept"],
-        "plan": result["plan"],
+        **{k: ctx.get(k) for k in ("target", "fstype", "source", "scale", "np", "nprocs_source",
+                                   "repeat", "cache_policy")},
+        "launcher": result.launcher,
+        "scratch_kept": result.scratch_kept,
+        "plan": result.plan,
         "baseline": _runs(base) if base else None,
         "fidelity": {"worst_error": max((f.worst_error() for f in fidelity), default=0.0),
                      "files": [{"source": f.source, "name": f.name, "expected": f.expected,
                                 "replayed": f.replayed} for f in fidelity[:200]]},
-        "verifications": result["verifications"],
+        "verifications": verifications,
     }
 
 
 def _runs(variant: dict) -> dict:
-    times = [r["time_s"] for r in variant["runs"]]
     first = variant["runs"][0]
-    return {"runs_s": times, "bytes_read": first["bytes_read"], "bytes_written": first["bytes_written"],
+    return {"runs_s": [r["time_s"] for r in variant["runs"]], "passes": variant["passes"],
+            "bytes_read": first["bytes_read"], "bytes_written": first["bytes_written"],
             "data_ops": first["data_ops"], "phases": first["phases"],
-            "record_totals": variant["record"]["totals"]}
+            "record_totals": variant["record"]["totals"], "layouts": variant.get("layouts")}
 
 
 def _emit(doc: dict, json_out: str | None, printer) -> None:
@@ -167,9 +208,8 @@ def _print_result(doc: dict) -> None:
 
     out = console()
     out.print(f"[bold]replay[/] of {_shown(doc['input'])} on {_shown(doc['target'])} "
-              f"({_shown(doc['fstype'] or 'unknown fs')}): "
-              f"source {doc['source']}, scale {doc['scale']:g}, {doc['np']} ranks "
-              f"(job: {doc['nprocs_source']}), {doc['repeat']} runs per variant")
+              f"({_shown(doc['fstype'] or 'unknown fs')}): source {doc['source']}, scale {doc['scale']:g}, "
+              f"{doc['np']} ranks (job: {doc['nprocs_source']}), {doc['repeat']} rounds")
     if doc["cache_policy"]:
         out.print(f"  cache: {_shown(doc['cache_policy'])}")
     b = doc["baseline"]
@@ -177,19 +217,19 @@ def _print_result(doc: dict) -> None:
         times = sorted(b["runs_s"])
         med = times[len(times) // 2]
         moved = b["bytes_read"] + b["bytes_written"]
-        out.print(f"  recorded workload: median {med:.3f} s, {moved / (1 << 20) / med:,.0f} MiB/s "
-                  f"({b['data_ops']:,} requests, {_mib(moved)})")
+        out.print(f"  recorded workload: median {med:.3f} s per pass ({b['passes']} per sample), "
+                  f"{moved / (1 << 20) / med:,.0f} MiB/s ({b['data_ops']:,} requests, {_mib(moved)})")
         out.print(f"  fidelity: worst per-file deviation from the source {doc['fidelity']['worst_error']:.2%}")
+        if b.get("layouts"):
+            out.print(f"  layouts: {_shown(layouts_text(b['layouts']))}")
     for v in doc["verifications"]:
         who = ", ".join(v.get("proposed_by", [])) or "fix"
-        label = f"{who}: {v['fix'].get('transform')}"
-        if v["verdict"] == "not-verifiable":
-            out.print(f"  {label}: [yellow]not verifiable[/] ({_shown(v['reason'])})")
-            continue
-        color = {"improved": "green", "regressed": "red"}.get(v["verdict"], "yellow")
-        out.print(f"  {label}: [{color}]{v['verdict']}[/] speedup {v['speedup']:.2f}x "
-                  f"(95% CI {v['ci95'][0]:.2f}-{v['ci95'][1]:.2f}); median {v['baseline']['median_s']:.3f} s "
-                  f"-> {v['fixed']['median_s']:.3f} s")
+        color = {"improved": "green", "regressed": "red", "equivalent": "cyan"}.get(v["verdict"], "yellow")
+        out.print(f"  {who}: {v['fix'].get('transform')}: [{color}]{_shown(v['reason'])}[/]")
+        if v["baseline"] and v["fixed"]:
+            out.print(f"    time per pass {_side(v['baseline'])} -> {_side(v['fixed'])}")
+        if v.get("layouts"):
+            out.print(f"    layouts read back: {_shown(layouts_text(v['layouts']['fixed']))}")
     if doc.get("scratch_kept"):
         out.print(f"  scratch kept: {_shown(doc['scratch_kept'])}")
 
@@ -202,6 +242,39 @@ def _shown(text) -> str:
     from advisor.formatting import printable
 
     return escape(printable(text))
+
+
+def layouts_text(readback: dict) -> str:
+    """'4 files: 4 stripes of 4 MiB, 4 MiB objects, pool cephfs_data (OSDs 0, 1, 2, 3)'."""
+    if readback.get("error"):
+        return f"not read back ({readback['error']})"
+    parts = []
+    for group in readback["layouts"]:
+        lay, what = group["layout"], []
+        what.append(f"{lay['stripe_count']} stripe{'s' if lay['stripe_count'] != 1 else ''}"
+                    + (f" of {_size(lay['stripe_size'])}" if lay.get("stripe_size") else ""))
+        if lay.get("object_size"):
+            what.append(f"{_size(lay['object_size'])} objects")
+        if lay.get("pool"):
+            what.append(f"pool {lay['pool']}")
+        if lay.get("targets"):
+            what.append(f"{'OSDs' if readback['fstype'] != 'lustre' else 'OSTs'} "
+                        f"{', '.join(map(str, lay['targets']))}")
+        parts.append(f"{group['files']} file{'s' if group['files'] != 1 else ''}: {', '.join(what)}")
+    if readback["wished"]:
+        parts.append(f"{readback['matched']} of {readback['wished']} as asked")
+    return "; ".join(parts) or "no files left to read"
+
+
+def _size(n: int) -> str:
+    from advisor.formatting import fmt_bytes
+
+    return fmt_bytes(n)
+
+
+def _side(side: dict) -> str:
+    spread = f", spread +-{side['spread']:.0%}" if side.get("spread") is not None else ""
+    return f"{side['median_s']:.3f} s ({side['passes']} per sample{spread})"
 
 
 def _mib(n: int) -> str:

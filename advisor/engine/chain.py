@@ -9,7 +9,7 @@ follows the cost's share of the run time, and its templates are rendered with th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ from advisor.engine import expr, render
 from advisor.engine.evaluator import Evaluator
 from advisor.engine.rules import Catalogue, Rule
 from advisor.engine.significance import DECLARED, Confidence, Impact, Limits, grade
-from advisor.facts import PARAMS, FactContext, Missing, NotApplicable, describe, meta_of, registry
+from advisor.facts import PARAMS, Assumption, FactContext, Missing, NotApplicable, describe, meta_of, registry
 from advisor.formatting import fmt_num
 from advisor.findings import Finding, NotChecked, Recommendation
 
@@ -62,29 +62,46 @@ def run(catalogue: Catalogue, ctx: FactContext, kind: str, runtime_s: float) -> 
     for rule in catalogue.rules:
         if kind not in rule.inputs:
             continue
-        scope = _RuleScope(rule, ctx, ctx.config)
-        evaluator = Evaluator(scope.lookup, fired.__contains__)
-        try:
-            holds = evaluator.evaluate(rule.condition)
-        except expr.ExprError as exc:
-            out.errors.append(f"{rule.code}: {exc}")
-            out.not_checked.append(NotChecked(_label(rule), f"rule could not be evaluated: {exc}"))
-            continue
-        if holds is None:
-            _unknown(rule, scope, out)
-            continue
-        if not holds:
-            continue
-        try:
-            finding = _finding(rule, scope, evaluator, runtime_s)
-        except (expr.ExprError, ValueError, TypeError) as exc:
-            out.errors.append(f"{rule.code}: {exc}")
-            out.not_checked.append(NotChecked(_label(rule), f"rule could not be evaluated: {exc}"))
-            continue
+        with ctx.tracing() as assumed:
+            finding = _evaluate(rule, ctx, fired, runtime_s, out)
+            if finding is not None:
+                _say_assumed(finding, list(assumed))
         if finding is not None:
             out.findings.append(finding)
             fired.add(rule.code)
     return out
+
+
+def _evaluate(rule: Rule, ctx: FactContext, fired: set[str], runtime_s: float, out: Outcome) -> Finding | None:
+    scope = _RuleScope(rule, ctx, ctx.config)
+    evaluator = Evaluator(scope.lookup, fired.__contains__)
+    try:
+        holds = evaluator.evaluate(rule.condition)
+    except expr.ExprError as exc:
+        out.errors.append(f"{rule.code}: {exc}")
+        out.not_checked.append(NotChecked(_label(rule), f"rule could not be evaluated: {exc}"))
+        return None
+    if holds is None:
+        _unknown(rule, scope, out)
+        return None
+    if not holds:
+        return None
+    try:
+        return _finding(rule, scope, evaluator, runtime_s)
+    except (expr.ExprError, ValueError, TypeError) as exc:
+        out.errors.append(f"{rule.code}: {exc}")
+        out.not_checked.append(NotChecked(_label(rule), f"rule could not be evaluated: {exc}"))
+        return None
+
+
+def _say_assumed(finding: Finding, assumed: list[Assumption]) -> None:
+    """A finding resting on values neither the input nor the site config gave says so, and
+    names what would make each exact (in its message, and as data in `assumptions`)."""
+    if not assumed:
+        return
+    finding.assumptions = [asdict(a) for a in assumed]
+    finding.message = (finding.message.rstrip() + " Assumed, not read from the input or the site config: "
+                       + "; ".join(a.sentence() for a in assumed) + ".")  # every reporter shows the message
 
 
 def _label(rule: Rule) -> str:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,16 +59,36 @@ class Fact:
 
 @dataclass(frozen=True)
 class Param:
-    """A tunable number a fact uses (overridable globally in the site config's [thresholds])."""
+    """A tunable number a fact uses (overridable globally in the site config's [thresholds]).
+
+    `stands_for` marks a parameter whose default stands for a property of the system the input
+    does not record (glibc's STDIO buffer size ...): used at its default, it is an assumption."""
 
     name: str
     default: Any
     doc: str
     kind: str  # unit kind, as a fact's
     label: str
+    stands_for: str = ""
 
     def meta(self) -> dict[str, Any]:
         return describe(self.label, self.kind)
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A value a fact used that neither the input nor the site config gave.
+
+    `value` says what was assumed ("8 OSTs in the file system"); `key` is the site-config key
+    that would make it exact ("[system] osts"), or `how` says what would when no key can (a
+    job's node count comes from DXT host names)."""
+
+    value: str
+    key: str = ""
+    how: str = ""
+
+    def sentence(self) -> str:
+        return f"{self.value}: " + (f"set {self.key} in the site config to make it exact" if self.key else self.how)
 
 
 FACTS: dict[str, Fact] = {}
@@ -110,9 +131,9 @@ def _field_meta(fields: Mapping[str, Any]) -> dict[str, Any]:
             for k, v in fields.items() if v is not None}
 
 
-def param(name: str, default: Any, doc: str, *, kind: str, label: str = "") -> str:
+def param(name: str, default: Any, doc: str, stands_for: str = "", *, kind: str, label: str = "") -> str:
     """Declare a fact parameter of unit kind `kind`; returns its name for :meth:`FactContext.param`."""
-    PARAMS[name] = Param(name, default, doc, check_kind(kind), label or name.replace("_", " "))
+    PARAMS[name] = Param(name, default, doc, check_kind(kind), label or name.replace("_", " "), stands_for)
     return name
 
 
@@ -148,10 +169,14 @@ class FactContext:
     _missing: dict[str, Missing] = field(default_factory=dict)
     _memo: dict[str, Any] = field(default_factory=dict)
     _active: set[str] = field(default_factory=set)
+    # what each fact or memo entry assumed, itself or through what it read (see assume())
+    _assumed: dict[str, tuple[Assumption, ...]] = field(default_factory=dict)
+    _collecting: list[dict[Assumption, None]] = field(default_factory=list)
 
     def get(self, name: str) -> Any:
         """The value of fact `name`; raises :class:`Missing` (or NotApplicable) when there is none."""
         if name in self._values:
+            self._inherit(name)
             return self._values[name]
         if name in self._missing:
             raise self._missing[name]
@@ -162,7 +187,7 @@ class FactContext:
             raise RuntimeError(f"fact {name!r} depends on itself")
         self._active.add(name)
         try:
-            value = facts[name].compute(self)
+            value = self._tracked(name, lambda: facts[name].compute(self))
         except Missing as exc:
             self._missing[name] = exc
             raise
@@ -191,11 +216,54 @@ class FactContext:
         return not isinstance(self._missing.get(name), NotApplicable)
 
     def param(self, name: str) -> Any:
-        """A fact parameter: the site config's global override, else the declared default."""
-        return self.config.threshold(name, PARAMS[name].default)
+        """A fact parameter: the site config's global override, else the declared default (an
+        assumption when the parameter stands for a property of the system)."""
+        declared = PARAMS[name]
+        value = self.config.threshold(name, declared.default)
+        if declared.stands_for and name not in self.config.thresholds:
+            self.assume(declared.stands_for, f"[thresholds] {name}")
+        return value
 
     def memo(self, key: str, build: Callable[[], Any]) -> Any:
         """Share an intermediate result (e.g. the per-file table) between the facts of a module."""
+        memo_key = "memo:" + key
         if key not in self._memo:
-            self._memo[key] = build()
+            self._memo[key] = self._tracked(memo_key, build)
+        else:
+            self._inherit(memo_key)
         return self._memo[key]
+
+    # -- where values come from ------------------------------------------------------------
+    def assume(self, value: str, key: str = "", how: str = "") -> None:
+        """Record, for the fact being computed (and every fact reading it), that it used `value`
+        which neither the input nor the site config gave; `key` or `how` says what would."""
+        if self._collecting:
+            self._collecting[-1][Assumption(value, key, how)] = None
+
+    @contextmanager
+    def tracing(self) -> Iterator[dict[Assumption, None]]:
+        """What every fact read inside the block assumed (the engine traces one rule at a time)."""
+        self._collecting.append({})
+        try:
+            yield self._collecting[-1]
+        finally:
+            self._collecting.pop()
+
+    def assumptions(self, name: str) -> tuple[Assumption, ...]:
+        """What fact `name` assumed, itself or through the facts it read (after it was computed)."""
+        return self._assumed.get(name, ())
+
+    def _tracked(self, name: str, compute: Callable[[], Any]) -> Any:
+        self._collecting.append({})
+        try:
+            return compute()
+        finally:
+            found = self._collecting.pop()
+            if found:
+                self._assumed[name] = tuple(found)
+                self._inherit(name)
+
+    def _inherit(self, name: str) -> None:
+        """The fact being computed read `name`: it rests on what `name` assumed."""
+        if self._collecting and name in self._assumed:
+            self._collecting[-1].update(dict.fromkeys(self._assumed[name]))

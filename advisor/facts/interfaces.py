@@ -166,4 +166,9 @@ FALLBACK_CB_NODES = 8  # without host names: few enough aggregators to write lar
 def suggested_cb_nodes(ctx: FactContext) -> int:
     ranks = nprocs(ctx)
     nodes = ctx.value("compute_nodes")
-    return max(1, min(ranks, nodes if nodes else FALLBACK_CB_NODES))
+    count = max(1, min(ranks, nodes if nodes else FALLBACK_CB_NODES))
+    if not nodes:
+        ctx.assume(f"{count} aggregator{'s' if count > 1 else ''} for the job's nodes, whose number the log "
+                   f"does not hold", how="give cb_nodes the job's node count (or run with DXT_ENABLE_IO_TRACE=1 "
+                   "so that the log names the hosts)")
+    return count

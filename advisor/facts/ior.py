@@ -159,7 +159,7 @@ def io500_phases(ctx: FactContext) -> list[str]:
 def ior_transfer_issues(ctx: FactContext) -> list[dict]:
     if "ior-hard" in ctx.get("io500_phases"):
         raise Missing("an IO500 ior-hard run: its 47,008-byte transfers are the benchmark's definition")
-    rpc = int(ctx.config.system.rpc_size)
+    rpc = ctx.get("rpc_size")
     out = []
     for test in _run(ctx).tests:
         xfer = test.params.transfer_size
@@ -179,7 +179,7 @@ def ior_transfer_issues(ctx: FactContext) -> list[dict]:
 def ior_transfer_fix(ctx: FactContext) -> int:
     tests = _run(ctx).tests
     stripe = max((_stripe_size(ctx, t) or 0 for t in tests), default=0)
-    return max(stripe, int(ctx.config.system.rpc_size))
+    return max(stripe, ctx.get("rpc_size"))
 
 
 @fact("ior_transfer_fix_arg", "text", "The transfer size to use as an IOR -t argument (e.g. 1m).",

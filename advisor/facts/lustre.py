@@ -38,14 +38,21 @@ def layouts(ctx: FactContext) -> list:
     raise Missing("no LUSTRE records in the log")
 
 
-@fact("fs_osts", "count", "OSTs of the file system: [system] osts, else the highest OST index seen + 1 (a lower "
-      "bound).", label="OSTs of the file system")
+@fact("fs_osts", "count",
+      "OSTs of the file system: [system] osts, else the log's LUSTRE_OSTS (Darshan before 3.4.6), else the "
+      "highest OST index seen + 1 (a lower bound, assumed).", label="OSTs of the file system")
 def fs_osts(ctx: FactContext) -> int:
     if ctx.config.system.osts:
         return int(ctx.config.system.osts)
-    seen = [o for f in layouts(ctx) for o in f.layout.ost_ids]
+    files = layouts(ctx)
+    recorded = [f.layout.osts for f in files if f.layout.osts]
+    if recorded:
+        return int(max(recorded))
+    seen = [o for f in files for o in f.layout.ost_ids]
     if not seen:
         raise Missing("the number of OSTs is unknown (set [system] osts in the site config)")
+    ctx.assume(f"{max(seen) + 1} OSTs in the file system, the highest OST index the job used + 1 (a lower bound)",
+               "[system] osts")
     return max(seen) + 1
 
 
@@ -78,11 +85,15 @@ def ost_bytes_imbalance(ctx: FactContext) -> float:
     return float(loads.max() / loads.mean())
 
 
+ASSUMED_OSTS = 8  # a stripe count that spreads a shared file without knowing the file system's width
+
+
 def _suggested_count(ctx: FactContext, ranks: int) -> int:
     try:
         osts = ctx.get("fs_osts")
     except Missing:
-        osts = 8
+        osts = ASSUMED_OSTS
+        ctx.assume(f"{ASSUMED_OSTS} OSTs in the file system, whose number the log does not hold", "[system] osts")
     return int(max(2, min(osts, ranks, 64)))
 
 

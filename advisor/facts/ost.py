@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import numpy as np
-
 from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import col, nprocs, records
 from advisor.facts.lustre import layouts
+from advisor.targets import FACTOR, FACTOR_PARAM, TooFewTargets, slow_targets
 
-SLOW_OST = param("slow_ost_factor", 4.0, "an OST whose files run this many times slower than the median OST's is slow",
+SLOW_OST = param(FACTOR_PARAM, FACTOR, "an OST whose files run this many times slower than the median OST's is slow",
                  kind="ratio")
 MIN_RECORD_BYTES = 1 << 20  # tiny records time their latency, not the OST's bandwidth
 
@@ -34,12 +33,11 @@ def _per_ost(ctx: FactContext) -> dict:
         for ost in layout.ost_ids:
             rates[ost].append(moved[i] / seconds[i])
             rows[ost].append(i)
-    usable = {o: r for o, r in rates.items() if len(r) >= 2}
-    if len(usable) < 4:
-        raise Missing("fewer than four OSTs with two or more timed files each")
-    medians = {o: float(np.median(r)) for o, r in usable.items()}
-    typical = float(np.median(list(medians.values())))
-    slow = sorted((o for o, m in medians.items() if m * ctx.param(SLOW_OST) < typical), key=medians.get)
+    try:
+        outliers = slow_targets(rates, ctx.param(SLOW_OST))
+    except TooFewTargets:
+        raise Missing("fewer than four OSTs with two or more timed files each") from None
+    slow, medians, typical = outliers.slow, outliers.medians, outliers.typical
     cost = 0.0
     ranks: set[int] = set()
     files: list[str] = []
@@ -54,7 +52,7 @@ def _per_ost(ctx: FactContext) -> dict:
             if path not in files:
                 files.append(path)
     return {"slow": slow, "medians": medians, "typical": typical, "cost": max(cost, 0.0),
-            "ranks": sorted(ranks), "files": files, "osts": len(usable)}
+            "ranks": sorted(ranks), "files": files, "osts": len(medians)}
 
 
 def _get(ctx: FactContext) -> dict:

@@ -19,6 +19,7 @@ from advisor.metrics import SIZE_BINS
 from advisor.profile import DXT_READ, DXT_WRITE, ModuleRecords, shared_mask
 
 SMALL = param("small_request_bytes", 1 << 20, "requests below this size are small (bytes)", kind="bytes")
+DEFAULT_RPC_SIZE = 1 << 20  # Lustre's bulk RPC (256 pages of 4 KiB) unless brw_size and max_pages_per_rpc raise it
 
 # Darshan's size bins: counter suffix and inclusive byte range.
 BINS = tuple((suffix, int(lo) + 1 if lo else 0, int(min(hi, 1 << 62)))
@@ -163,8 +164,7 @@ def _register(op: str) -> None:
     @fact(f"small_{op}_cost_s", "seconds", f"Seconds per process small {op}s lose against rpc_size requests.",
           label=f"time small {op}s lose per process")
     def small_cost(ctx: FactContext) -> float:
-        rpc = ctx.config.system.rpc_size or (1 << 20)
-        gain = max(0.0, 1.0 - ctx.get(f"small_{op}_mean_size") / rpc)
+        gain = max(0.0, 1.0 - ctx.get(f"small_{op}_mean_size") / ctx.get("rpc_size"))
         return ctx.get(f"small_{op}_time_s") * gain
 
     @fact(f"small_{op}_files", "path", f"Files with the most small {op}s.", label=f"files with the most small {op}s")
@@ -236,7 +236,16 @@ def common_access_size(ctx: FactContext) -> int:
     return max(counts, key=counts.get)
 
 
+@fact("rpc_size", "bytes", "The file system's bulk RPC size: [system] rpc_size, else Lustre's default "
+      "(1 MiB), assumed.", label="RPC size")
+def rpc_size(ctx: FactContext) -> int:
+    if ctx.config.system.rpc_size:
+        return int(ctx.config.system.rpc_size)
+    ctx.assume("an RPC size of 1 MiB (Lustre's default)", "[system] rpc_size")
+    return DEFAULT_RPC_SIZE
+
+
 @fact("coalesce_size", "bytes", "Transfer size to coalesce small requests into: 4 x rpc_size.",
       label="request size to coalesce into")
 def coalesce_size(ctx: FactContext) -> int:
-    return 4 * int(ctx.config.system.rpc_size or (1 << 20))
+    return 4 * ctx.get("rpc_size")

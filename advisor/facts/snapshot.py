@@ -149,7 +149,7 @@ def max_sectors_target(ctx: FactContext) -> int:
       label="devices that split RPCs", fields=SMALL_REQUESTS)
 def small_request_devices(ctx: FactContext) -> list[dict]:
     target = ctx.get("max_sectors_target") // KiB
-    rpc_kb = max(1, int(ctx.config.system.rpc_size) // 1024)
+    rpc_kb = max(1, ctx.get("rpc_size") // 1024)
     out = []
     for d in _storage(ctx):
         kb = d.get("max_sectors_kb")
@@ -265,7 +265,7 @@ def osc_pages_per_rpc(ctx: FactContext) -> int:
       "rpc_size / page size).", label="pages per RPC target")
 def pages_per_rpc_target(ctx: FactContext) -> int:
     page = _doc(ctx)["memory"].get("page_size") or PAGE
-    return max(1, int(ctx.config.system.rpc_size) // int(page))
+    return max(1, ctx.get("rpc_size") // int(page))
 
 
 @fact("client_rpc_bytes", "bytes", "Bytes one client RPC carries (max_pages_per_rpc x page size).",

@@ -18,7 +18,7 @@ from advisor.facts.requests import SMALL
 from advisor.facts.sanity import bounded
 
 STDIO_BUFFER = param("stdio_buffer_bytes", 4096, "a STDIO stream's default buffer (glibc: st_blksize, bytes)",
-                     kind="bytes")
+                     stands_for="a STDIO stream buffer of 4 KiB (glibc's default)", kind="bytes")
 OPS = {"read": ("READS", "BYTES_READ"), "write": ("WRITES", "BYTES_WRITTEN")}
 
 
@@ -54,8 +54,7 @@ def _register(op: str) -> None:
         if not 0 < size < ctx.param(SMALL):
             return 0.0
         rec, keep = _data(ctx)
-        rpc = ctx.config.system.rpc_size or (1 << 20)
-        return bounded(ctx, "STDIO", keep).consistent(op) * max(0.0, 1.0 - size / rpc)
+        return bounded(ctx, "STDIO", keep).consistent(op) * max(0.0, 1.0 - size / ctx.get("rpc_size"))
 
     for fn in (calls, mean_size, small_cost):
         fn.__name__ = f"{fn.__name__}_{op}"

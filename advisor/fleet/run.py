@@ -19,7 +19,7 @@ from typing import Any
 
 from advisor.errors import ConfigError, InputError
 from advisor.fleet.analyse import analyse_log, failed_log
-from advisor.fleet.store import MANIFEST, FleetStore, Seen
+from advisor.fleet.store import MANIFEST, FleetStore, Seen, storable
 from advisor.fleet.walk import DEFAULT_PATTERNS, LogFile, content_hash, iter_logs
 
 
@@ -113,7 +113,7 @@ def _new_logs(logs: Iterator[LogFile], seen: dict[str, Seen], stats: FleetStats,
     """
     for log in logs:
         stats.found += 1
-        done = seen.get(log.path)
+        done = seen.get(storable(log.path))
         if done is not None and not (retry_errors and done.failed) and _same_content(log, done):
             stats.skipped += 1
             continue

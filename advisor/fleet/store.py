@@ -70,6 +70,34 @@ FINDING_SCHEMA = pa.schema([
 ])
 
 
+def storable(text: str) -> str:
+    """`text` as Parquet can hold it (UTF-8): a log's name whose bytes are not UTF-8 holds
+    lone surrogates in Python, which made the whole run an internal error; such bytes are
+    kept as \\xNN. The run looks logs up by this form of their path too."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that is no escaped byte (from JSON, say)
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _storable(value: Any) -> Any:
+    """Rows with every string in them :func:`storable`."""
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    return value
+
+
 @dataclass(frozen=True)
 class Seen:
     """What the dataset already holds for one path."""
@@ -119,8 +147,8 @@ class FleetStore:
         """Commit one batch of rows (findings first, jobs last); returns the part name."""
         self._seq += 1
         name = f"part-{self._run}-{self._seq:06d}.parquet"
-        _write_atomic(pa.Table.from_pylist(findings, schema=FINDING_SCHEMA), self.findings_dir / name)
-        _write_atomic(pa.Table.from_pylist(jobs, schema=JOB_SCHEMA), self.jobs_dir / name)
+        _write_atomic(pa.Table.from_pylist(_storable(findings), schema=FINDING_SCHEMA), self.findings_dir / name)
+        _write_atomic(pa.Table.from_pylist(_storable(jobs), schema=JOB_SCHEMA), self.jobs_dir / name)
         return name
 
     def discard(self) -> None:

@@ -285,8 +285,9 @@ class CounterTables:
             if values is None:
                 values, is_float = _floats(col), True  # e.g. APMPI prints float variances
             if values is None:
+                example = next((str(v) for v in col if not str(v).lstrip("-").isdigit()), str(col[0]))
                 raise DumpFormatError(f"malformed {cname} value in the {module} records "
-                                      f"(e.g. {str(col[0])[:40]!r})") from None
+                                      f"(e.g. {example[:40]!r})") from None
         target = recs.fcounters if is_float else recs.counters
         target[cname] = _scatter(values, rows, n, np.nan if is_float else fill, values.dtype,
                                  target.get(cname))
@@ -319,10 +320,14 @@ def _record_ids(col: np.ndarray) -> np.ndarray | None:
 
 
 def _floats(col: np.ndarray) -> np.ndarray | None:
+    """A counter that is not an integer, read as floats (APMPI's variances); None when a value
+    is not a finite number: NaN is how the columns mark a counter a record lacks, and facts
+    read these counters as sizes and counts (a NaN MAX_BYTE_READ reached numpy's maximum)."""
     try:
-        return col.astype(np.float64)
+        values = col.astype(np.float64)
     except ValueError:
         return None
+    return values if np.isfinite(values).all() else None
 
 
 def _scatter(values: np.ndarray, rows: np.ndarray, n: int, fill, dtype, into: np.ndarray | None = None):

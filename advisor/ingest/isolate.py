@@ -162,9 +162,13 @@ def _child(conn, load: Callable[[Path], JobProfile], path: Path, budget: int) ->
     except Exception as exc:  # a bug: hand the traceback to the parent
         result = ("crash", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     try:
-        conn.send(result)
+        conn.send(result)  # pickled whole before anything is written: a failure leaves the pipe clean
     except MemoryError:
         conn.send(("error", "the parsed profile is too large to return within the memory limit"))
+    except RecursionError:
+        conn.send(("error", "the parsed profile is nested too deeply to return"))
+    except Exception as exc:  # a bug; never a traceback of multiprocessing's on the user's terminal
+        conn.send(("crash", f"returning the profile: {type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
     finally:
         conn.close()
 

@@ -14,6 +14,11 @@ from typing import Any
 
 from advisor.errors import InputError
 
+MAX_DEPTH = 64
+"""Levels of nesting a document may have: IOR's JSON and our snapshots have 6. Deeper ones
+that still decode (up to Python's recursion limit) would fail later, where the parsed profile
+is pickled back from the parsing child."""
+
 
 def decode(text: str, path: str, what: str) -> Any:
     """`text` decoded; InputError for nesting too deep or an absurd integer.
@@ -22,13 +27,30 @@ def decode(text: str, path: str, what: str) -> Any:
     documents (IOR -v output) handle it themselves.
     """
     try:
-        return json.loads(text)
+        doc = json.loads(text)
     except json.JSONDecodeError:
         raise
     except RecursionError:
         raise InputError(path, f"{what} nested too deeply to be read") from None
     except ValueError as exc:  # "Exceeds the limit (4300 digits) for integer string conversion"
         raise InputError(path, f"{what} holds an implausible number ({str(exc).split(';')[0]})") from None
+    if _deeper_than(doc, MAX_DEPTH):
+        raise InputError(path, f"{what} nested more than {MAX_DEPTH} levels deep")
+    return doc
+
+
+def _deeper_than(doc: Any, limit: int) -> bool:
+    """Whether lists and objects nest more than `limit` levels (walked without recursion)."""
+    stack = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 @cache

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from advisor.errors import InputError
+from advisor.metrics import SPECS, Columns
 from advisor.profile import JobProfile
 
 MAX_RANKS = 1 << 24
@@ -36,6 +37,10 @@ MAX_EPOCH = 1 << 33
 """POSIX seconds in the year 2242: above any real start or end time."""
 MAX_COUNT = 1 << 48
 """Operations, segments or repetitions: 2.8e14, beyond what any job issues."""
+MAX_TOTAL = float(1 << 62)
+"""A module's bytes or operations summed over its records (4.6e18): within int64 with room to
+spare, so that no sum or integer conversion after ingest overflows (each counter alone may be
+up to int64, and two of them were already past it)."""
 UNKNOWN = -1
 """Darshan's value for "could not be recorded"."""
 
@@ -54,6 +59,8 @@ def check(profile: JobProfile) -> JobProfile:
         for cname, col in recs.fcounters.items():
             low, high = _fcounter_bounds(cname)
             _array(path, cname, col, low, high, missing_ok=True)
+    for field, value, low, high in _module_totals(profile):
+        _within(path, field, value, low, high)
     for name, trace in profile.dxt.items():
         _array(path, f"{name} rank", trace.rank, 0, MAX_RANKS - 1)
         _array(path, f"{name} offset", trace.offset, UNKNOWN, MAX_BYTES)
@@ -73,6 +80,17 @@ def _job_fields(profile: JobProfile) -> Iterable[tuple[str, float | None, float,
     yield "start_time", job.start_time, 0, MAX_EPOCH
     yield "end_time", job.end_time, 0, MAX_EPOCH
     yield "run time", job.runtime_s, -MAX_SECONDS, MAX_SECONDS
+
+
+def _module_totals(profile: JobProfile) -> Iterable[tuple[str, float, float, float]]:
+    """Bytes and operations of each module summed over its records, as the metrics sum them."""
+    for name, recs in profile.records.items():
+        spec = SPECS.get(name)
+        if spec is None or not len(recs):
+            continue
+        cols = Columns.of(recs, spec)
+        for field in ("bytes_read", "bytes_written", "reads", "writes", "meta_ops"):
+            yield f"{name} {field.replace('_', ' ')} over all records", float(getattr(cols, field).sum()), 0, MAX_TOTAL
 
 
 def _fcounter_bounds(cname: str) -> tuple[float, float]:

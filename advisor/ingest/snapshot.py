@@ -43,6 +43,8 @@ def validate(doc: Any, path: str) -> dict[str, Any]:
         raise InputError(path, f"snapshot schema v{version} is newer than this ioadvisor reads "
                                f"(v{SCHEMA_VERSION}): upgrade ioadvisor or collect with this version")
     jsondoc.validate(doc, f"snapshot-v{SCHEMA_VERSION}", path, "snapshot")
+    if "probe" in doc:  # written by `ioadvisor probe --snapshot`
+        jsondoc.validate(doc["probe"], "probe-v1", path, "probe section of the snapshot")
     return doc
 
 

@@ -40,17 +40,19 @@ class Comparison:
         return abs(self.predicted - self.measured) / self.measured
 
 
-def compare(model: Model, profile, target: Path, repeat: int = 3, np_: int | None = None,
-            label: str = "") -> list[Comparison]:
-    """Predict and replay every distinct fix of the job's diagnosis on `target`."""
+def compare(model: Model, profile, target: Path, repeat: int | None = None, np_: int | None = None,
+            label: str = "", settings=None) -> list[Comparison]:
+    """Predict and replay every distinct fix of the job's diagnosis on `target` (`repeat`: that
+    many rounds; None: the sequential test of `settings`, the site's ``[replay]`` by default)."""
     from advisor import pipeline
     from advisor.config import load_config
-    from advisor.fixes import fix_key, proposed_fixes
+    from advisor.fixes import proposed_fixes
     from advisor.models.predict import max_ranks
-    from advisor.verify import replay_plan
+    from advisor.verify import measure, replay_plan
 
+    config = load_config()
     # the findings alone (no model stage): the model under test predicts their fixes below
-    diagnosis = pipeline.run([profile], pipeline.Stages(), load_config()).results[0].diagnosis
+    diagnosis = pipeline.run([profile], pipeline.Stages(), config).results[0].diagnosis
     proposed = proposed_fixes(diagnosis.findings)
     fixes = {key: fix for key, (fix, _) in proposed.items()}
     codes = {key: found for key, (_, found) in proposed.items()}
@@ -59,34 +61,15 @@ def compare(model: Model, profile, target: Path, repeat: int = 3, np_: int | Non
     ranks = np_ or min(max(profile.job.nprocs, 1), max_ranks(model))
     base = replay_plan(profile, np=ranks)
     predicted = predict_fixes(model, profile, list(fixes.values()), np_=ranks)
+    # one fix failing to replay is that fix's not-verifiable verdict (advisor.verify)
+    measured = measure(profile, list(fixes.values()), target, repeat=repeat, base=base,
+                       settings=settings or config.section("replay"))
     out = []
-    for v in _replayed(profile, list(fixes.values()), target, repeat, base):
-        key = fix_key(v["fix"])
+    for (key, fix), v in zip(fixes.items(), measured.verifications):
         p = predicted[key]
-        out.append(Comparison(label or profile.source.path, v["fix"], codes[key], p.speedup,
-                              p.interval, v.get("speedup"), v.get("ci95"), v["verdict"],
-                              p.extrapolated, v.get("reason") or p.reason))
-    return out
-
-
-def _replayed(profile, fixes: list[dict], target: Path, repeat: int, base) -> list[dict]:
-    """The replayer's verification of every fix: all in one MPI job, or, when that job fails,
-    each fix in its own (a fix that crashes the replayer is reported, not fatal)."""
-    from advisor.errors import AdvisorError
-    from advisor.verify import measure
-
-    try:
-        return measure(profile, fixes, target, repeat=repeat, base=base)["verifications"]
-    except AdvisorError:
-        if len(fixes) == 1:
-            raise
-    out = []
-    for fix in fixes:
-        try:
-            out += measure(profile, [fix], target, repeat=repeat, base=base)["verifications"]
-        except AdvisorError as exc:
-            out.append({"fix": fix, "verdict": "not-verifiable", "speedup": None, "ci95": None,
-                        "reason": f"replay failed: {exc}"})
+        out.append(Comparison(label or profile.source.path, fix, codes[key], p.speedup,
+                              p.interval, v.speedup if v.measured else None, v.ci95, v.verdict,
+                              p.extrapolated, v.reason or p.reason))
     return out
 
 

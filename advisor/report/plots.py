@@ -335,36 +335,36 @@ def _file_total(f: dict) -> float:
 
 
 def verification_plot(v: dict, plot_id: str) -> Plot:
-    """Before/after replay time: each bar the median of its repetitions, its whisker their range."""
+    """Before/after replay time per pass: each bar the median of its samples, its whisker their range."""
     runs = [("before", v["baseline"], "c-before"),
             ("after fix", v["fixed"], {"improved": "c-after", "regressed": "c-hot"}.get(str(v.get("verdict")),
                                                                                        "c-before"))]
     bars = [(label, float(run["median_s"]), _spread(run), cls) for label, run, cls in runs]
     title = "Replay: before and after the fix"
-    alt = (f"Replayed {v.get('repeat', '?')} times: " + "; ".join(
-        f"{label} median {fmt_secs(med)} (repetitions {fmt_secs(lo)} to {fmt_secs(hi)})"
+    alt = (f"Replayed in {v.get('pairs') or v.get('repeat', '?')} rounds: " + "; ".join(
+        f"{label} median {fmt_secs(med)} per pass (samples {fmt_secs(lo)} to {fmt_secs(hi)})"
         for label, med, (lo, hi), _ in bars) + ".")
     width = WIDTH / 1.5
     svg = Svg(width, 118, title, alt)
     ax = axis("seconds", max(max(med, hi) for _, med, (_, hi), _ in bars), 4)
     xs = Scale(0, ax.end, 92, width - RIGHT)
-    x_axis(svg, xs, 70, "replay time ({unit}), median of the repetitions", ax)
+    x_axis(svg, xs, 70, "replay time per pass ({unit}), median of the samples", ax)
     for i, (label, med, (lo, hi), cls) in enumerate(bars):
         y = TOP + 2 + i * 21
         svg.text(86, y + 12, label, "tick", "end")
         svg.rect(xs(0), y, xs(med) - xs(0), 15, cls, f"{label}: median {fmt_secs(med)}")
         if hi > lo:
             mid = y + 7.5
-            svg.line(xs(lo), mid, xs(hi), mid, "whisker", f"{label}: repetitions {fmt_secs(lo)} to {fmt_secs(hi)}")
+            svg.line(xs(lo), mid, xs(hi), mid, "whisker", f"{label}: samples {fmt_secs(lo)} to {fmt_secs(hi)}")
             for x in (xs(lo), xs(hi)):
                 svg.line(x, mid - 5, x, mid + 5, "whisker")
     rows = [[label, fmt_secs(float(run["median_s"])), _bw(run), _runs(run)] for label, run, _ in runs]
     return with_table(Plot(plot_id, title, svg.markup(plot_id), alt),
-                      ["replay", "median time", "bandwidth", "each repetition"], rows)
+                      ["replay", "median time per pass", "bandwidth", "each sample (time per pass)"], rows)
 
 
 def _spread(run: dict) -> tuple[float, float]:
-    """The shortest and longest repetition of a replay (its median when they were not kept)."""
+    """The fastest and slowest sample of a replay, time per pass (its median when none were kept)."""
     times = [float(t) for t in run.get("runs_s") or [] if isinstance(t, (int, float))]
     med = float(run["median_s"])
     return (min(times), max(times)) if times else (med, med)

@@ -119,7 +119,7 @@ def _finding(f: Finding, verbose: bool, fix_no: int | None = None) -> Padding:
     for command in f.recommendation.commands[: None if verbose else 2]:
         parts.append(Padding(Text(printable(command, multiline=True), style="bold"), (0, 0, 0, 12)))
     if fix_no is not None and (f.verification or (f.prediction and f.prediction.speedup)):
-        tested = " and ".join(w for w, done in (("measured", f.verification), ("predicted", f.prediction)) if done)
+        tested = " and ".join(w for w, done in (("replayed", f.verification), ("predicted", f.prediction)) if done)
         parts.append(Padding(_text(f"{tested}: fix {fix_no} below", "magenta"), (0, 0, 0, 7)))
     return Padding(Group(*parts), (1, 0, 0, 0))
 

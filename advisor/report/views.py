@@ -15,8 +15,9 @@ from pathlib import PurePath
 from markupsafe import escape
 
 from advisor.findings import Diagnosis, Finding, Prediction
+from advisor.verification import Verification
 from advisor.fixes import FixSummary, caution, predicted_text
-from advisor.formatting import fmt_speedup, fmt_speedup_range, printable
+from advisor.formatting import printable
 from advisor.report.plots import Plot, verification_plot
 from advisor.formatting import fmt_kind
 from advisor.ingest.ior.view import ior_tables
@@ -203,24 +204,22 @@ def reference(text: str) -> dict:
     return {"text": text, "href": match.group(0).rstrip(".,;)") if match else ""}
 
 
-def verification_view(v: dict, fid: str) -> dict:
-    v = v if isinstance(v, dict) else {}
-    speedup = v.get("speedup")
-    ci = v.get("ci95") if isinstance(v.get("ci95"), (list, tuple)) and len(v.get("ci95")) == 2 else None
-    plot = verification_plot(v, f"{fid}-verify") if _has_timings(v) else None
+def verification_view(v: Verification, fid: str) -> dict:
+    doc = v.to_dict()
+    plot = verification_plot(doc, f"{fid}-verify") if _has_timings(doc) else None
     details = []
-    for key, label in (("repeat", "repetitions"), ("np", "processes"), ("scale", "scale"),
-                       ("fstype", "file system"), ("target", "target"), ("cache_policy", "cache policy")):
-        if v.get(key) not in (None, ""):
-            details.append((label, str(v[key])))
-    return {
-        "verdict": str(v.get("verdict", "not-verifiable")),
-        "speedup": fmt_speedup(speedup) if isinstance(speedup, (int, float)) else "",
-        "ci": fmt_speedup_range(ci),
-        "reason": str(v.get("reason") or ""),
-        "details": details,
-        "plot": plot,
-    }
+    for key, label in (("pairs", "pairs (rounds)"), ("np", "processes"), ("scale", "scale"),
+                       ("fstype", "file system"), ("target", "target"), ("cache_policy", "cache policy"),
+                       ("stop_reason", "stopped on")):
+        if doc.get(key) not in (None, ""):
+            details.append((label, str(doc[key])))
+    for side, label in (("baseline", "as recorded"), ("fixed", "with the fix")):
+        if isinstance(doc.get(side), dict):
+            s = doc[side]
+            spread = f", run-to-run spread +-{s['spread']:.0%}" if isinstance(s.get("spread"), float) else ""
+            details.append((label, f"{s['passes']} passes per sample{spread}"))
+    return {"verdict": v.verdict, "reason": v.reason or v.verdict, "detail": v.detail, "details": details,
+            "plot": plot}
 
 
 def _has_timings(v: dict) -> bool:

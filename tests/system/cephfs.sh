@@ -11,8 +11,8 @@
 # Data pools besides the default one (cephfs_data): cephfs_osdK holds its objects on OSD K only (a file or
 # directory whose layout names it is pinned there, like `lfs setstripe -i K -c 1`), cephfs_not_osdK on every
 # OSD but K (like an OST pool without a bad OST). Clients: `ceph -c DIR/ceph.conf ...` or CEPH_CONF=DIR/ceph.conf.
-# Ports: the mon takes the first free one of CEPHFS_PORTS (default 17000-17999), the other daemons bind in
-# that range too: never Slurm's 6817 or Ceph's default 6789/6800-7300 that another cluster may hold.
+# Ports: the mon takes the first free one of the first 100 of CEPHFS_PORTS (default 17000-17999), the other
+# daemons bind above them: never Slurm's 6817, nor Ceph's defaults (6789, 6800-7300) another cluster may hold.
 # What we learned starting Ceph here: ../../../shared/notes/components.md (CephFS section).
 set -euo pipefail
 
@@ -25,11 +25,14 @@ BLOCK_SIZE=${CEPHFS_OSD_BYTES:-6442450944}   # each OSD's sparse BlueStore file
 conf_of() { echo "$1/ceph.conf"; }
 ceph_() { timeout 60 ceph -c "$CONF" "$@"; }   # without a mgr some queries hang: never wait forever
 
-free_port() {   # the first port of the range nobody listens on (ss is in iproute2; /proc as fallback)
-  local lo=$1 hi=$2 p used
-  used=$(awk 'NR>1 {split($2,a,":"); print strtonum("0x" a[2])}' /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort -u)
+free_port() {   # the first port of the range no local socket uses (/proc/net/tcp*: hex local ports)
+  local lo=$1 hi=$2 p line local_addr
+  declare -A used=()
+  while read -r _ local_addr _; do
+    [[ $local_addr == *:* ]] && used[$((16#${local_addr##*:}))]=1
+  done < <(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null)
   for ((p = lo; p <= hi; p++)); do
-    grep -qx "$p" <<<"$used" || { echo "$p"; return; }
+    [ -n "${used[$p]:-}" ] || { echo "$p"; return; }
   done
   die "no free port in $lo-$hi (set CEPHFS_PORTS=LO-HI)"
 }
@@ -101,7 +104,12 @@ mds_cache_memory_limit = 134217728
 # the CLI and ceph-fuse would share client.admin.asok otherwise
 admin_socket = $dir/run/\$name.\$pid.asok
 log_file = $dir/log/\$name.\$pid.log
-client_oc_size = 67108864
+# ceph-fuse caches file data in its own memory, which drop_caches does not reach: a small cache keeps
+# reads after a drop going to the OSDs, as with the kernel client (with 64 MiB a whole file re-read at
+# 1 GB/s from a throttled OSD); writes stay buffered (256 MiB + fsync: ~1 s either way)
+client_oc_size = 16777216
+client_oc_max_dirty = 12582912
+client_oc_target_dirty = 4194304
 EOF
 }
 
@@ -168,8 +176,9 @@ up() {
   # the mon port is chosen and taken under a host-wide lock: two clusters starting at once differ
   exec 9>/tmp/ioadvisor-cephfs-ports.lock
   flock 9
-  port=$(free_port "$lo" "$hi")
-  write_conf "$DIR" "$port" "$lo" "$hi"
+  ((hi - lo >= 200)) || die "CEPHFS_PORTS needs at least 200 ports, got $lo-$hi"
+  port=$(free_port "$lo" $((lo + 99)))   # mons in the first 100, the other daemons above: they never
+  write_conf "$DIR" "$port" $((lo + 100)) "$hi"   # take a port another cluster's mon is about to bind
   CONF=$(conf_of "$DIR")
   monmaptool --create --fsid "$(awk '/^fsid/ {print $3}' "$CONF")" --addv a "[v2:127.0.0.1:$port]" \
     "$DIR/monmap" >/dev/null

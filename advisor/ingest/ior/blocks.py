@@ -8,6 +8,7 @@ values win over the rounded sizes of the parameter blocks.
 
 from __future__ import annotations
 
+import math
 import re
 
 from advisor.ingest.ior.model import FPP, SHARED, IorParams, IorSummary
@@ -128,28 +129,32 @@ def summary_columns(header: str) -> list[str]:
     return cols
 
 
-def _num(value: str | None) -> float | None:
-    if value is None or value in ("NA", "-", "nan", "-nan"):
+def number(value: str | None) -> float | None:
+    """A number IOR printed, or None for a cell with none: empty, ``NA``, ``-``, text, and
+    also NaN and infinities (a zero time's bandwidth), which measure nothing and would
+    break every integer conversion after them."""
+    if not value:
         return None
     try:
-        return float(value)
+        x = float(value)
     except ValueError:
         return None
+    return x if math.isfinite(x) else None
 
 
 def summary_row(columns: list[str], tokens: list[str]) -> tuple[IorSummary | None, dict[str, str]]:
     """(summary, raw column dict) of one row; summary None when the bandwidths are unreadable."""
     row = dict(zip(columns, tokens))
-    values = [_num(row.get(c)) for c in ("Max(MiB)", "Min(MiB)", "Mean(MiB)")]
+    values = [number(row.get(c)) for c in ("Max(MiB)", "Min(MiB)", "Mean(MiB)")]
     if any(v is None for v in values):
         return None, row
     reps = _int(row.get("reps", "0") or "0") or 0
     return IorSummary(
         operation=tokens[0], max_mib=values[0], min_mib=values[1], mean_mib=values[2],
-        stddev_mib=_num(row.get("StdDev")) or 0.0, ops_max=_num(row.get("Max(OPs)")),
-        ops_min=_num(row.get("Min(OPs)")), ops_mean=_num(row.get("Mean(OPs)")),
-        mean_time_s=_num(row.get("Mean(s)")), stonewall_s=_num(row.get("Stonewall(s)")),
-        stonewall_mib=_num(row.get("Stonewall(MiB)")), repetitions=reps, source="summary"), row
+        stddev_mib=number(row.get("StdDev")) or 0.0, ops_max=number(row.get("Max(OPs)")),
+        ops_min=number(row.get("Min(OPs)")), ops_mean=number(row.get("Mean(OPs)")),
+        mean_time_s=number(row.get("Mean(s)")), stonewall_s=number(row.get("Stonewall(s)")),
+        stonewall_mib=number(row.get("Stonewall(MiB)")), repetitions=reps, source="summary"), row
 
 
 def apply_summary_row(params: IorParams, row: dict[str, str]) -> None:
@@ -162,8 +167,8 @@ def apply_summary_row(params: IorParams, row: dict[str, str]) -> None:
             setattr(params, name, value)
     if "aggsize" in row and _int(row["aggsize"]):
         params.aggregate_size = _int(row["aggsize"])
-    elif _num(row.get("aggs(MiB)")):
-        params.aggregate_size = int(_num(row["aggs(MiB)"]) * (1 << 20))
+    elif number(row.get("aggs(MiB)")):
+        params.aggregate_size = int(number(row["aggs(MiB)"]) * (1 << 20))
     flags = {"fPP": ("access", lambda v: FPP if v else SHARED),
              "reord": ("reorder_tasks", bool), "reordrand": ("reorder_random", bool)}
     for col, (name, convert) in flags.items():

@@ -12,7 +12,7 @@ import csv
 import io
 
 from advisor.errors import InputError
-from advisor.ingest.ior.blocks import apply_summary_row, summary_columns, summary_row
+from advisor.ingest.ior.blocks import apply_summary_row, number, summary_columns, summary_row
 from advisor.ingest.ior.model import IorIteration, IorRun, IorTest
 
 RESULTS_HEADER = "access,bw(MiB/s)"
@@ -21,13 +21,6 @@ RANK_HEADER = "access,rank,runtime"
 _FIELDS = {"IOPS": "iops", "Latency": "latency_s", "block(KiB)": "block_kib",
            "xfer(KiB)": "xfer_kib", "open(s)": "open_s", "wr/rd(s)": "wrrd_s",
            "close(s)": "close_s", "total(s)": "total_s"}
-
-
-def _float(value: str | None) -> float | None:
-    try:
-        return float(value) if value not in (None, "") else None
-    except ValueError:
-        return None
 
 
 def parse_csv(text: str, path: str = "<csv>") -> IorRun:
@@ -66,15 +59,15 @@ def parse_csv(text: str, path: str = "<csv>") -> IorRun:
 
 
 def _result(test: IorTest, row: dict[str, str], run: IorRun) -> None:
-    bw = _float(row.get("bw(MiB/s)"))
+    bw = number(row.get("bw(MiB/s)"))
     if bw is None:
         run.notes.append("a CSV row without a bandwidth was skipped")
         return
-    it = IorIteration(operation=row["access"], iteration=int(_float(row.get("iter")) or 0), bw_mib=bw)
+    it = IorIteration(operation=row["access"], iteration=int(number(row.get("iter")) or 0), bw_mib=bw)
     for col, name in _FIELDS.items():
-        setattr(it, name, _float(row.get(col)))
+        setattr(it, name, number(row.get(col)))
     test.iterations.append(it)
-    tasks = _float(row.get("numTasks"))
+    tasks = number(row.get("numTasks"))
     if tasks:
         test.params.tasks = int(tasks)
     if it.block_kib and test.params.block_size is None:

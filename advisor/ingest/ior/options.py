@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import fields
+from decimal import Decimal
 
 from advisor.ingest.ior.model import FPP, SHARED, IorParams
 
@@ -23,7 +24,7 @@ def parse_size(text: str) -> int | None:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgtpKMGTP]?)\s*", text)
     if not m:
         return None
-    return int(float(m.group(1)) * _SUFFIX[m.group(2).lower()])
+    return int(_exact(m.group(1)) * _SUFFIX[m.group(2).lower()])
 
 
 def parse_human(text: str) -> int | None:
@@ -38,7 +39,13 @@ def parse_human(text: str) -> int | None:
     unit = m.group(2).lower() or "bytes"
     if unit not in _UNIT:
         return None
-    return int(round(float(m.group(1)) * _UNIT[unit]))
+    return round(_exact(m.group(1)) * _UNIT[unit])
+
+
+def _exact(digits: str) -> Decimal:
+    """The number as written: a float turns 400 digits into infinity, which no integer holds
+    (the plausibility bounds then refuse the size, naming it)."""
+    return Decimal(digits[:5000])
 
 
 # short option -> (field, kind); kind "size"/"int"/"float"/"str" take an argument,

@@ -14,7 +14,7 @@ import re
 import time
 
 from advisor.errors import InputError
-from advisor.ingest.ior.blocks import apply_option, apply_summary_row, summary_columns, summary_row
+from advisor.ingest.ior.blocks import apply_option, apply_summary_row, number, summary_columns, summary_row
 from advisor.ingest.ior.model import IorIteration, IorRun, IorTest
 from advisor.ingest.ior.options import fill_missing, params_from_command_line
 
@@ -43,13 +43,6 @@ def parse_date(text: str) -> float | None:
     """POSIX seconds of an IOR date (``Sat Nov 21 18:20:38 2026``, taken as UTC), or None."""
     try:
         return float(calendar.timegm(time.strptime(" ".join(text.split()), "%a %b %d %H:%M:%S %Y")))
-    except ValueError:
-        return None
-
-
-def _float(token: str) -> float | None:
-    try:
-        return float(token)
     except ValueError:
         return None
 
@@ -232,16 +225,16 @@ class _Parser:
             self.cut_rows += 1  # a row cut short (file truncated mid-line)
             return True
         values = dict(zip(columns, tokens))
-        bw = _float(values.get("bw(MiB/s)", ""))
+        bw = number(values.get("bw(MiB/s)", ""))
         if bw is None:
             self.cut_rows += 1
             return True
-        it = IorIteration(operation=tokens[0].lower(), iteration=int(_float(values.get("iter", "0")) or 0),
+        it = IorIteration(operation=tokens[0].lower(), iteration=int(number(values.get("iter", "0")) or 0),
                           bw_mib=bw, stonewall=self.pending_stonewall,
                           warnings=self.pending_warnings)
         for col, name in _ROW_FIELDS.items():
             if col in values and name != "bw_mib":
-                setattr(it, name, _float(values[col]))
+                setattr(it, name, number(values[col]))
         self.pending_stonewall, self.pending_warnings = "", []
         self._current().iterations.append(it)
         return True

@@ -1,0 +1,113 @@
+"""How long a sample lasts and how many rounds a measurement takes (rank 0's bookkeeping).
+
+- **Auto-ranging** (as ``timeit`` and ``pyperf`` do): the timed part of a sample must last
+  at least ``min_sample_s``; a plan whose pass is shorter runs several passes in one sample
+  (fresh files each pass, the page cache kept out before each, the files removed after
+  each, all untimed), and the sample's time per pass is their mean. The pass count comes
+  from a warm-up pass of each variant.
+- **Rounds**: one sample of every active variant per round, in a shuffled order (no variant
+  always runs right after another). In a comparison (``adaptive``) variant 0 is the
+  baseline; a fix stops being measured when the sequential test of :mod:`replay.stats`
+  decides, and the measurement stops when every fix has stopped or the budget (seconds,
+  bytes written) would be exceeded by one more round. Otherwise exactly ``repeat`` rounds.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from replay import stats
+
+MAX_PASSES = 1000  # a pass shorter than min_sample_s / MAX_PASSES is measured in a short sample
+STOP_DECIDED, STOP_MAX_PAIRS, STOP_TIME, STOP_BYTES, STOP_REPEAT = (
+    "decided", "max-pairs", "time budget", "bytes budget", "rounds done")
+
+
+def passes_for(warmup_s: float, min_sample_s: float) -> int:
+    """Passes per sample: enough for the timed passes to add up to `min_sample_s`."""
+    if min_sample_s <= 0 or warmup_s >= min_sample_s:
+        return 1
+    return int(min(MAX_PASSES, math.ceil(min_sample_s / max(warmup_s, min_sample_s / MAX_PASSES))))
+
+
+@dataclass
+class Budget:
+    seconds: float = math.inf
+    bytes: float = math.inf
+
+
+@dataclass
+class Schedule:
+    """Which variants the next round samples, until the measurement is done."""
+
+    nvariants: int
+    policy: stats.Policy
+    adaptive: bool
+    repeat: int = 1
+    budget: Budget = field(default_factory=Budget)
+    seed: int = 0
+    times: list[list[float]] = field(init=False)  # per variant: time per pass of each sample
+    stopped_at: list[int | None] = field(init=False)  # a fix's pairs when its test stopped
+    stop_reason: str = ""
+    rounds: int = 0
+    spent_bytes: int = 0
+    _started: float = field(init=False)
+    _round_wall: list[float] = field(init=False)
+    _round_bytes: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.times = [[] for _ in range(self.nvariants)]
+        self.stopped_at = [None] * self.nvariants
+        self._rng = np.random.default_rng(self.seed)
+        self._started = time.monotonic()
+        self._round_wall, self._round_bytes = [], []
+
+    def add(self, variant: int, time_per_pass: float) -> None:
+        self.times[variant].append(time_per_pass)
+
+    def end_round(self, wall_s: float, written: int) -> None:
+        self.rounds += 1
+        self.spent_bytes += written
+        self._round_wall.append(wall_s)
+        self._round_bytes.append(written)
+        if self.adaptive:
+            for v in self.active()[1:]:
+                if stats.sequential(self.log_ratios(v), self.policy).decided:
+                    self.stopped_at[v] = len(self.times[v])
+
+    def log_ratios(self, variant: int) -> np.ndarray:
+        return stats.log_ratios(self.times[0], self.times[variant])
+
+    def active(self) -> list[int]:
+        return [v for v in range(self.nvariants) if self.stopped_at[v] is None]
+
+    def next_round(self) -> list[int]:
+        """The variants of the next round in the order to run them; [] when done."""
+        reason = self._why_stop()
+        if reason:
+            self.stop_reason = reason
+            return []
+        order = self.active()
+        return [order[i] for i in self._rng.permutation(len(order))]
+
+    def _why_stop(self) -> str:
+        if not self.adaptive:
+            return STOP_REPEAT if self.rounds >= self.repeat else ""
+        fixes = self.active()[1:]
+        if self.nvariants > 1 and not fixes:
+            return STOP_DECIDED
+        if self.rounds >= (self.policy.max_pairs if fixes else self.policy.min_pairs):
+            return STOP_MAX_PAIRS if fixes else STOP_REPEAT
+        if self.rounds < 2:  # at least two rounds whatever the budget: a spread needs two samples
+            return ""
+        # the next round costs about what the last rounds cost (fixes drop out: never more)
+        wall, written = max(self._round_wall[-2:]), max(self._round_bytes[-2:])
+        if time.monotonic() - self._started + wall > self.budget.seconds:
+            return STOP_TIME
+        if self.spent_bytes + written > self.budget.bytes:
+            return STOP_BYTES
+        return ""

@@ -1,0 +1,189 @@
+"""The verification's statistics (replay.stats), its round bookkeeping (replay.sampling) and its
+one wording (advisor.verification), on numbers built here: no MPI, no timing."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from advisor.verification import Side, Verification, sentence
+from replay import stats
+from replay.executor import _evict, parse_args
+from replay.launch import LaunchOptions
+from replay.sampling import MAX_PASSES, STOP_DECIDED, STOP_MAX_PAIRS, STOP_REPEAT, Budget, Schedule, passes_for
+
+# Student's t quantiles from the tables (scipy.stats.t.ppf), to 1e-6
+T_TABLE = {(0.975, 1): 12.706205, (0.975, 4): 2.776445, (0.975, 9): 2.262157, (0.975, 39): 2.022691,
+           (0.995, 2): 9.924843, (0.99875, 6): 4.980694, (0.999, 120): 3.159539}
+
+
+@pytest.mark.parametrize(("p", "df"), list(T_TABLE))
+def test_t_quantile_matches_the_tables(p, df):
+    assert stats.t_quantile(p, df) == pytest.approx(T_TABLE[(p, df)], abs=1e-5)
+    assert stats.t_quantile(1 - p, df) == pytest.approx(-T_TABLE[(p, df)], abs=1e-5)
+
+
+@given(st.floats(-50, 50), st.integers(1, 300))
+def test_t_cdf_is_a_distribution_function(t, df):
+    c = stats.t_cdf(t, df)
+    assert 0.0 <= c <= 1.0
+    assert stats.t_cdf(t + 0.5, df) >= c - 1e-12
+    assert c + stats.t_cdf(-t, df) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_look_schedule_grows_and_ends_at_max_pairs():
+    assert stats.look_schedule(5, 40) == (5, 7, 10, 14, 20, 28, 40)
+    assert stats.look_schedule(3, 3) == (3,)
+    assert stats.look_schedule(1, 4)[0] == 2  # a spread needs two pairs
+    policy = stats.Policy()
+    assert policy.look_alpha() == pytest.approx(0.05 / (len(policy.looks()) + 1))
+
+
+def _pairs(effect: float, sd: float, n: int, seed: int = 0) -> np.ndarray:
+    return math.log(effect) + np.random.default_rng(seed).normal(0.0, sd, n)
+
+
+def test_a_large_effect_is_improved_at_the_first_look():
+    d = _pairs(3.0, 0.1, 5)
+    decision = stats.sequential(d, stats.Policy())
+    assert decision.verdict == stats.IMPROVED and decision.pairs == 5
+    assert decision.ci[0] > 1.05 and decision.speedup == pytest.approx(math.exp(d.mean()))
+
+
+def test_a_slower_fix_is_regressed_and_no_effect_is_equivalent():
+    assert stats.sequential(_pairs(0.5, 0.1, 5), stats.Policy()).verdict == stats.REGRESSED
+    flat = stats.sequential(_pairs(1.0, 0.02, 40, seed=3), stats.Policy())
+    assert flat.verdict == stats.EQUIVALENT and 1 / 1.05 <= flat.ci[0] <= flat.ci[1] <= 1.05
+
+
+def test_an_effect_at_the_margin_stays_inconclusive_and_says_what_more_would_take():
+    d = _pairs(1.06, 0.05, 40, seed=1)
+    final = stats.sequential(d, stats.Policy(), final=True)
+    assert final.verdict == stats.INCONCLUSIVE and final.pairs == 40
+    assert final.ci[0] < 1.05 < final.ci[1]
+    assert final.more_pairs is None or final.more_pairs > 40
+    noisy = stats.sequential(_pairs(1.3, 0.4, 5, seed=2), stats.Policy(), final=True)
+    assert noisy.verdict == stats.INCONCLUSIVE and noisy.more_pairs > 5
+
+
+def test_the_first_deciding_look_is_the_verdict():
+    """Later pairs never overturn a verdict the test already gave (the measurement stopped there)."""
+    d = np.concatenate([_pairs(2.0, 0.05, 5), _pairs(0.5, 0.05, 35)])
+    assert stats.sequential(d, stats.Policy()).pairs == 5
+    assert stats.sequential(d, stats.Policy()).verdict == stats.IMPROVED
+
+
+@pytest.mark.parametrize("sd", [0.02, 0.2, 0.5])
+def test_no_effect_is_rarely_called_improved_or_regressed(sd):
+    """Under no effect at all, a false improved/regressed over all the looks of a measurement
+    stays under alpha (5 %) however noisy the pairs: 2,000 simulated measurements, fixed seed."""
+    rng = np.random.default_rng(7)
+    verdicts = [stats.sequential(rng.normal(0.0, sd, 40), stats.Policy()).verdict for _ in range(2000)]
+    false = sum(v in (stats.IMPROVED, stats.REGRESSED) for v in verdicts)
+    assert false / len(verdicts) < stats.Policy.alpha
+
+
+def test_fixed_policy_looks_once():
+    policy = stats.Policy.fixed(7)
+    assert policy.looks() == (7,) and policy.look_alpha() == pytest.approx(0.025)
+
+
+def test_log_ratios_pair_by_round_and_spread_is_of_logs():
+    assert stats.log_ratios([2.0, 4.0, 9.9], [1.0, 1.0]).tolist() == pytest.approx([math.log(2), math.log(4)])
+    assert stats.relative_spread([1.0, 1.0, 1.0]) == 0.0
+    assert math.isnan(stats.relative_spread([1.0]))
+
+
+# -- auto-ranging and rounds --------------------------------------------------------------------
+def test_passes_make_a_sample_last_the_minimum():
+    assert passes_for(0.05, 1.0) == 20
+    assert passes_for(0.3, 1.0) == 4
+    assert passes_for(2.0, 1.0) == 1
+    assert passes_for(0.05, 0.0) == 1
+    assert passes_for(0.0, 1.0) == MAX_PASSES
+
+
+def _run(schedule: Schedule, times) -> list[list[int]]:
+    """Rounds until the schedule stops; times(v, round) is variant v's time per pass."""
+    rounds = []
+    while order := schedule.next_round():
+        rounds.append(order)
+        for v in order:
+            schedule.add(v, times(v, len(rounds) - 1))
+        schedule.end_round(0.01, 0)
+    return rounds
+
+
+def test_schedule_stops_each_fix_when_decided():
+    rng = np.random.default_rng(0)
+    effect = {0: 1.0, 1: 1 / 3.0, 2: 1.0 / 1.2}  # baseline, a 3x fix, a 1.2x fix
+
+    def times(v, r):
+        return effect[v] * math.exp(rng.normal(0, 0.05))
+
+    schedule = Schedule(3, stats.Policy(), adaptive=True)
+    rounds = _run(schedule, times)
+    assert schedule.stop_reason == STOP_DECIDED
+    assert schedule.stopped_at[1] == 5 and schedule.stopped_at[2] >= 5
+    assert all(sorted(r)[0] == 0 for r in rounds)  # the baseline runs every round
+    assert sum(1 in r for r in rounds) == 5  # the decided fix leaves the rounds
+    assert {tuple(r) for r in rounds[:5]} != {(0, 1, 2)}  # shuffled order
+
+
+def test_schedule_without_a_decision_ends_at_max_pairs_or_the_budget():
+    schedule = Schedule(2, stats.Policy(max_pairs=10), adaptive=True)
+    _run(schedule, lambda v, r: 1.0 if v == 0 else (1.06 if r % 2 else 0.94) ** -1)
+    assert schedule.stop_reason == STOP_MAX_PAIRS and schedule.rounds == 10
+    timed = Schedule(2, stats.Policy(), adaptive=True, budget=Budget(seconds=0.0))
+    _run(timed, lambda v, r: 1.0)
+    assert timed.stop_reason == "time budget" and timed.rounds == 2  # two rounds whatever the budget
+    fixed = Schedule(3, stats.Policy(), adaptive=False, repeat=4)
+    _run(fixed, lambda v, r: 1.0)
+    assert fixed.stop_reason == STOP_REPEAT and fixed.rounds == 4
+
+
+# -- one wording -------------------------------------------------------------------------------
+def test_sentences_say_one_thing_per_verdict():
+    assert sentence("improved", 2.26, [1.72, 2.96], 5) == "improved: 2.26x faster (95 % CI 1.72x-2.96x, 5 pairs)"
+    assert sentence("regressed", 0.5, [0.4, 0.6], 7).startswith("regressed: 2.00x slower (speedup 0.50x")
+    assert sentence("equivalent", 1.01, [0.98, 1.03], 10).startswith("equivalent: within +-5% (speedup 1.01x")
+    text = sentence("inconclusive", 1.07, [1.03, 1.1], 40, more_pairs=47, more_s=90.0, stop_reason="max-pairs")
+    assert text == ("inconclusive: speedup 1.07x, 95 % CI 1.03x-1.10x after 40 pairs (max-pairs); "
+                    "about 47 pairs in all, ~1.5 min would decide")
+    assert "margin: more pairs would not decide" in sentence("inconclusive", 1.05, [1.0, 1.1], 40)
+    assert sentence("not-verifiable", why="no room") == "not verifiable: no room"
+
+
+def test_verification_round_trip_and_legacy_verdicts():
+    v = Verification(verdict="improved", reason=sentence("improved", 2.0, [1.5, 2.5], 5), speedup=2.0,
+                     ci95=[1.5, 2.5], pairs=5, baseline=Side(median_s=0.2, passes=5), fixed=Side(median_s=0.1))
+    again = Verification.from_dict(v.to_dict())
+    assert again == v and again.detail == "2.00x faster (95 % CI 1.50x-2.50x, 5 pairs)"
+    old = Verification.from_dict({"verdict": "no-change", "speedup": 1.1, "reason": "r", "unknown": 1})
+    assert old.verdict == "inconclusive" and old.detail == "r"
+    assert Verification.from_dict({"verdict": "maybe"}) is None and Verification.from_dict("x") is None
+    assert Verification.not_verifiable("no room").reason == "not verifiable: no room"
+
+
+# -- the launcher and the executor agree on the options -----------------------------------------
+def test_launch_options_reach_the_executor_unchanged():
+    opts = LaunchOptions(np=2, repeat=3, cache="evict", odirect=True, min_sample_s=0.75,
+                         policy=stats.Policy(margin=0.1, min_pairs=4, max_pairs=12), budget_s=90.0,
+                         budget_bytes=5e9)
+    args = parse_args([*opts.executor_args(), "--plan", "p", "--scratch", "s", "--out", "o"])
+    assert (args.repeat, args.cache, args.odirect, args.min_sample_s) == (3, "evict", True, 0.75)
+    assert (args.adaptive, args.margin, args.min_pairs, args.max_pairs) == (True, 0.1, 4, 12)
+    assert (args.budget_s, args.budget_bytes) == (90.0, 5e9)
+    plain = parse_args([*LaunchOptions(np=1).executor_args(), "--plan", "p", "--scratch", "s", "--out", "o"])
+    assert not plain.adaptive and math.isinf(plain.budget_s) and plain.min_sample_s == 0.0
+
+
+def test_evict_writes_a_file_back_and_keeps_its_data(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 65536)
+    _evict(str(path))
+    assert path.read_bytes() == b"x" * 65536
