@@ -71,7 +71,8 @@ class Prediction:
         for f in fields(self):
             value = getattr(self, f.name)
             if value not in (None, "", [], False):
-                out.append((f.metadata["label"], f.metadata["kind"], value * f.metadata.get("scale", 1)))
+                scale = f.metadata.get("scale")
+                out.append((f.metadata["label"], f.metadata["kind"], value * scale if scale else value))
         return out
 
 

@@ -191,6 +191,28 @@ def test_html_table_follows_the_result_model(demo_run):
     assert page.index('id="job0-fixes"') < page.index('id="job0-findings"')
 
 
+def test_html_shows_each_fix_s_measurement_once_linked_from_its_findings(demo_run):
+    """Issue 16: the replay chart and the model's prediction of a fix appear once, in its section
+    under the fixes table, whatever the number of findings proposing it (the collective fix has
+    four); a finding's card and summary row link there."""
+    page, fixes = demo_run["page"], demo_run["doc"]["summary"]["fixes"]
+    findings = demo_run["doc"]["findings"]
+    assert page.count('-verify"') == sum(bool(f["verdict"]) for f in fixes) < len([f for f in findings if f["fix"]])
+    assert page.count("Predicted by the model") == sum(f["predicted_speedup"] is not None for f in fixes)
+    cards = re.findall(r'<article class="finding.*?</article>', page, re.S)
+    assert cards and not [c for c in cards if "-verify" in c or "Predicted by the model" in c]
+    for i, fix in enumerate(fixes, 1):
+        section = re.search(rf'<section class="fix-detail" id="job0-fix{i}".*?</section>', page, re.S)
+        assert section and describe(fix["fix"]) in section.group(0)
+        assert ("time saved" in section.group(0)) == isinstance(fix["time_saved_s"], (int, float))
+        for code in fix["codes"]:  # every finding the fix covers points at it, from its card and its row
+            card = next(c for c in cards if f'<span class="code">{code}</span>' in c)
+            assert f'href="#job0-fix{i}"' in card
+            row = re.search(rf'<tr class="sev-\w+"[^>]*>(?:(?!</tr>).)*>{code}</a>.*?</tr>', page, re.S)
+            assert row and f'href="#job0-fix{i}"' in row.group(0)
+    assert page.index('id="job0-by-finding"') < page.index('id="job0-fix1"') < page.index('id="job0-findings"')
+
+
 # -- a regressed fix reads as a warning, and hostile text stays text -----------------------
 def _regressed_diagnosis() -> Diagnosis:
     hostile_fix = {"transform": "<img src=x onerror=alert(2)>"}
@@ -241,7 +263,7 @@ class _FixRows(HTMLParser):
         elif self.depth and tag == "td":
             self.rows[-1]["cells"].append("")
             self.in_cell = True
-        elif self.depth and tag == "a":
+        elif self.depth and tag == "a" and "code" in (attrs.get("class") or ""):
             self.rows[-1]["hrefs"].append(attrs.get("href"))
         self.in_code = self.depth and "code" in (attrs.get("class") or "")
 

@@ -154,8 +154,8 @@ def test_before_and_after_bars_both_show_their_range(pages, browser):
         assert charts.count() >= 1
         for k in range(charts.count()):
             tips = charts.nth(k).locator("line.whisker title").evaluate_all("ts => ts.map(t => t.textContent)")
-            assert any(t.startswith("before: repetitions") for t in tips), tips
-            assert any(t.startswith("after fix: repetitions") for t in tips), tips
+            assert any(t.startswith("before: samples") for t in tips), tips
+            assert any(t.startswith("after fix: samples") for t in tips), tips
     finally:
         context.close()
 
