@@ -113,6 +113,7 @@ class ReplayConfig:
 
     min_sample_s: float = 1.0  # a sample's timed passes add up to at least this (auto-ranging)
     margin: float = 0.05  # speedups within +-5 % are "equivalent"
+    precision: float = 0.25  # a decided fix is measured on until its interval is within x/÷1.25
     min_pairs: int = 5  # the sequential test's first look
     max_pairs: int = 40  # ... and its last
     budget_s: float = 300.0  # wall time of one job's measurement (all its fixes)
@@ -120,8 +121,9 @@ class ReplayConfig:
     allow_mount_root: bool = False  # replay into the root directory of a mounted file system
 
     def __post_init__(self) -> None:
-        if not 0 < self.margin < 1:
-            raise ValueError(f"key 'margin' must lie between 0 and 1, not {self.margin!r}")
+        for key in ("margin", "precision"):
+            if not 0 < getattr(self, key) < 1:
+                raise ValueError(f"key '{key}' must lie between 0 and 1, not {getattr(self, key)!r}")
         if not 2 <= self.min_pairs <= self.max_pairs:
             raise ValueError(f"keys 'min_pairs' ({self.min_pairs}) and 'max_pairs' ({self.max_pairs}) "
                              "need 2 <= min_pairs <= max_pairs")

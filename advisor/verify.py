@@ -171,7 +171,8 @@ class _Launch:
         self.base, self.target, self.flags = base, target, flags
         self.settings, self.repeat = settings, repeat
         self.policy = stats.Policy.fixed(repeat, settings.margin) if repeat else stats.Policy(
-            margin=settings.margin, min_pairs=settings.min_pairs, max_pairs=settings.max_pairs)
+            margin=settings.margin, precision=settings.precision, min_pairs=settings.min_pairs,
+            max_pairs=settings.max_pairs)
         self.kept: str | None = None
         self.launcher: str | None = None
 
@@ -213,6 +214,7 @@ class _Launch:
         except LaunchError as exc:
             raise ReplayError(f"replay on {self.target} failed: {exc}") from None
         self.launcher = result["launcher"]
+        layout_wishes.annotate([v.get("layouts") for v in result["variants"]], self.target)  # the pools' OSDs
         return {**result, "runs": {v["label"]: v for v in result["variants"]}}
 
 
@@ -229,13 +231,14 @@ def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dic
     d = stats.log_ratios(_times(base), _times(fixed))
     test = stats.sequential(d, policy, final=True)
     more_s = _more_seconds(test, base, fixed)
+    stopped = fixed.get("stopped_why") or outcome["stop_reason"]
     reason = sentence(test.verdict, test.speedup, list(test.ci), test.pairs, policy.margin,
-                      test.more_pairs, more_s, outcome["stop_reason"] if not test.decided else "")
+                      test.more_pairs, more_s, stopped if not test.decided else "")
     return Verification(
         verdict=test.verdict, reason=reason, speedup=_round(test.speedup),
         ci95=[_round(x) for x in test.ci] if all(map(math.isfinite, test.ci)) else None,
         pairs=test.pairs, repeat=test.pairs, margin=policy.margin, more_pairs=test.more_pairs,
-        more_s=_round(more_s), stop_reason=outcome["stop_reason"], baseline=_side(base), fixed=_side(fixed),
+        more_s=_round(more_s), stop_reason=stopped, baseline=_side(base), fixed=_side(fixed),
         min_sample_s=outcome.get("min_sample_s"), cache_policy=outcome["cache_policy"], layouts=layouts,
         **context)
 

@@ -1,6 +1,6 @@
 """ioadvisor and Drishti 0.8 on the same ~400 hostile inputs made from real ones, side by side.
 
-    .venv/bin/python bench/fuzz.py [--seed 18] [--timeout 180] [--drishti PATH] [--keep DIR]
+    .venv/bin/python bench/fuzz.py [--seed 18] [--timeout 180] [--drishti PATH] [--keep DIR] [--limit N]
 
 The set is deterministic (a seeded choice of mutations of the real inputs in tests/data,
 bench/hostile.py says what each mutation does): truncated, bit-flipped and header- or
@@ -179,6 +179,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--drishti", default=None, help="Drishti's command (default: bench/fleet.py's venv)")
     ap.add_argument("--keep", type=Path, default=None, help="write the inputs here and keep them")
+    ap.add_argument("--limit", type=int, default=None, help="run only every input up to this many (a quick look)")
     args = ap.parse_args()
     if args.drishti:
         os.environ["DRISHTI"] = args.drishti
@@ -187,7 +188,7 @@ def main() -> int:
     inputs = args.keep or root / "inputs"
     inputs.mkdir(parents=True, exist_ok=True)
     try:
-        cases = build(inputs, args.seed)
+        cases = build(inputs, args.seed)[:args.limit]
         print(f"{len(cases)} hostile inputs (seed {args.seed}) in {inputs}; timeout {args.timeout:g} s, "
               f"memory cap 4 GiB", flush=True)
         tools = {"ioadvisor": ([*ioadvisor(), "diagnose"], 3), "drishti": ([drishti], None)}

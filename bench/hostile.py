@@ -285,7 +285,7 @@ class _Watch(threading.Thread):
 
     def run(self) -> None:
         page = os.sysconf("SC_PAGE_SIZE")
-        while not self._done.wait(0.05):
+        while not self._done.wait(0.1):
             for rss in _session_rss(self.sid, page):
                 self.peak = max(self.peak, rss)
                 if rss > self.cap:

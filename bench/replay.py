@@ -1,6 +1,6 @@
 """Replay bandwidth vs fio's for the same pattern, same bytes, same mount, same run.
 
-    python bench/replay.py [--target DIR] [--seq-mib N] [--rand-mib N] [--repeat K]
+    python bench/replay.py [--target DIR | --cephfs] [--seq-mib N] [--rand-mib N] [--repeat K]
 
 Two patterns, one process each (the replayer's ranks = 1, fio numjobs = 1, psync):
 1 MiB sequential writes and 4 KiB random writes (every block once, in a random
@@ -8,7 +8,8 @@ order). For each pattern the replayer and fio alternate --repeat times on a fres
 file in the same directory, the page cache dropped before each run when permitted;
 bandwidth = bytes / the tool's own timed phase (fio: its job runtime; replayer: the
 executor's timed run, open to close). Prints the medians and replay / fio
-(targets: >= 0.9 for 1 MiB sequential, >= 0.7 for 4 KiB random).
+(targets: >= 0.9 for 1 MiB sequential, >= 0.7 for 4 KiB random). --cephfs starts the
+tests' four-OSD CephFS cluster (tests/system/cephfs.sh, root) for the run and stops it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +79,22 @@ def fio_bw(target: Path, total: int, bs: int, random: bool, runs: int) -> float:
         shutil.rmtree(work, ignore_errors=True)
 
 
+@contextmanager
+def cephfs_cluster():
+    """A directory on a fresh CephFS (tests/system/cephfs.sh up/down --purge around the run)."""
+    script = REPO / "tests" / "system" / "cephfs.sh"
+    root = Path(tempfile.mkdtemp(prefix="bench-cephfs-"))
+    try:
+        up = subprocess.run(["bash", str(script), "up", str(root)], capture_output=True, text=True, timeout=600)
+        if up.returncode != 0:
+            raise SystemExit(f"cephfs.sh up failed: {up.stderr.strip()[-500:]}")
+        target = Path(up.stdout.strip().splitlines()[-1]) / "bench"
+        target.mkdir()
+        yield target
+    finally:
+        subprocess.run(["bash", str(script), "down", str(root), "--purge"], capture_output=True, timeout=300)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", type=Path, default=None, help="directory on the mount (default: a temp dir)")
@@ -84,31 +102,40 @@ def main() -> int:
     ap.add_argument("--rand-mib", type=int, default=128, help="bytes of the 4 KiB random pattern")
     ap.add_argument("--repeat", type=int, default=3, help="alternating rounds per tool")
     ap.add_argument("--runs", type=int, default=4, help="runs per round (the first is a warm-up)")
+    ap.add_argument("--cephfs", action="store_true", help="run on a CephFS cluster started for the bench (root)")
     args = ap.parse_args()
     if not shutil.which("fio"):
         print("fio not found (apt-get install fio)", file=sys.stderr)
         return 2
+    if args.cephfs:
+        with cephfs_cluster() as target:
+            return run(target, args)
     own_tmp = args.target is None
     target = Path(tempfile.mkdtemp(prefix="bench-replay-")) if own_tmp else args.target
     try:
-        print(f"target {target} ({safety.fstype_of(target)}): {args.repeat} alternating rounds per tool, "
-              f"{args.runs} runs per round (first one a warm-up)")
-        for name, total, bs, random in (("seq-1m", args.seq_mib * MiB, MiB, False),
-                                         ("rand-4k", args.rand_mib * MiB, 4096, True)):
-            plan = write_plan(total, bs, random)
-            ours, theirs = [], []
-            for rep in range(args.repeat):
-                for tool in ("replay", "fio") if rep % 2 == 0 else ("fio", "replay"):  # alternate who goes first
-                    if tool == "replay":
-                        ours.append(replay_bw(target, plan, args.runs))
-                    else:
-                        theirs.append(fio_bw(target, total, bs, random, args.runs))
-            mo, mt = statistics.median(ours), statistics.median(theirs)
-            print(f"{name:8s} {total // MiB:5d} MiB  replay {mo / MiB:8.0f} MiB/s  fio {mt / MiB:8.0f} MiB/s  "
-                  f"ratio {mo / mt:.2f} (target >= {TARGETS[name]})")
+        return run(target, args)
     finally:
         if own_tmp:
             shutil.rmtree(target, ignore_errors=True)
+
+
+def run(target: Path, args: argparse.Namespace) -> int:
+    """Both patterns, both tools, alternating; one line per pattern."""
+    print(f"target {target} ({safety.fstype_of(target)}): {args.repeat} alternating rounds per tool, "
+          f"{args.runs} runs per round (first one a warm-up)")
+    for name, total, bs, random in (("seq-1m", args.seq_mib * MiB, MiB, False),
+                                     ("rand-4k", args.rand_mib * MiB, 4096, True)):
+        plan = write_plan(total, bs, random)
+        ours, theirs = [], []
+        for rep in range(args.repeat):
+            for tool in ("replay", "fio") if rep % 2 == 0 else ("fio", "replay"):  # alternate who goes first
+                if tool == "replay":
+                    ours.append(replay_bw(target, plan, args.runs))
+                else:
+                    theirs.append(fio_bw(target, total, bs, random, args.runs))
+        mo, mt = statistics.median(ours), statistics.median(theirs)
+        print(f"{name:8s} {total // MiB:5d} MiB  replay {mo / MiB:8.0f} MiB/s  fio {mt / MiB:8.0f} MiB/s  "
+              f"ratio {mo / mt:.2f} (target >= {TARGETS[name]})")
     return 0
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import statistics
 import subprocess
 import sys
@@ -86,6 +87,8 @@ def gluster_target() -> Iterator[Path]:
 
 
 def main() -> int:
+    # a bench stopped with SIGTERM still unmounts and deletes the volume it started
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--target", type=Path, default=None, help="scratch directory (default: a temporary one)")
@@ -117,7 +120,7 @@ def measure_case(name: str, log: Path, target: Path, args: argparse.Namespace) -
     rows = []
     for action, runs in by_fix.items():
         row = {"case": name, "fix": action, **judge(runs), "wall_s": statistics.median(walls),
-               "pairs": [r.get("reason", "") for r in runs][:1]}
+               "reasons": [r.get("reason", "") for r in runs]}
         rows.append(row)
         print(_line(row), flush=True)
         if args.out:

@@ -8,8 +8,10 @@
 - **Rounds**: one sample of every active variant per round, in a shuffled order (no variant
   always runs right after another). In a comparison (``adaptive``) variant 0 is the
   baseline; a fix stops being measured when the sequential test of :mod:`replay.stats`
-  decides, and the measurement stops when every fix has stopped or the budget (seconds,
-  bytes written) would be exceeded by one more round. Otherwise exactly ``repeat`` rounds.
+  decides with a precise enough interval, or once a decision is out of reach (futility: it
+  would need more than twice ``max_pairs``, judged from the third look on); the measurement
+  stops when every fix has stopped or the budget (seconds, bytes written) would be exceeded
+  by one more round. Otherwise exactly ``repeat`` rounds.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ import numpy as np
 from replay import stats
 
 MAX_PASSES = 1000  # a pass shorter than min_sample_s / MAX_PASSES is measured in a short sample
-STOP_DECIDED, STOP_MAX_PAIRS, STOP_TIME, STOP_BYTES, STOP_REPEAT = (
-    "decided", "max-pairs", "time budget", "bytes budget", "rounds done")
+STOP_DECIDED, STOP_MAX_PAIRS, STOP_TIME, STOP_BYTES, STOP_REPEAT, STOP_FUTILE = (
+    "decided", "max-pairs", "time budget", "bytes budget", "rounds done", "out of reach")
+FUTILE_FROM_LOOK = 2  # the third look: by then the spread behind the projection is not a guess
+FUTILE_FACTOR = 2  # a fix whose decision needs more than twice max_pairs will not decide here
 
 
 def passes_for(warmup_s: float, min_sample_s: float) -> int:
@@ -52,6 +56,7 @@ class Schedule:
     seed: int = 0
     times: list[list[float]] = field(init=False)  # per variant: time per pass of each sample
     stopped_at: list[int | None] = field(init=False)  # a fix's pairs when its test stopped
+    stopped_why: list[str] = field(init=False)  # decided, or futile
     stop_reason: str = ""
     rounds: int = 0
     spent_bytes: int = 0
@@ -62,6 +67,7 @@ class Schedule:
     def __post_init__(self) -> None:
         self.times = [[] for _ in range(self.nvariants)]
         self.stopped_at = [None] * self.nvariants
+        self.stopped_why = [""] * self.nvariants
         self._rng = np.random.default_rng(self.seed)
         self._started = time.monotonic()
         self._round_wall, self._round_bytes = [], []
@@ -76,8 +82,18 @@ class Schedule:
         self._round_bytes.append(written)
         if self.adaptive:
             for v in self.active()[1:]:
-                if stats.sequential(self.log_ratios(v), self.policy).decided:
-                    self.stopped_at[v] = len(self.times[v])
+                test = stats.sequential(self.log_ratios(v), self.policy)
+                why = STOP_DECIDED if test.settled else STOP_FUTILE if self._futile(test) else ""
+                if why:
+                    self.stopped_at[v], self.stopped_why[v] = len(self.times[v]), why
+
+    def _futile(self, test: stats.Decision) -> bool:
+        """An undecided fix whose projected pairs to a decision lie far beyond max_pairs: its
+        rounds would only slow the others' (stopping it leaves every interval valid)."""
+        looks = self.policy.looks()
+        if test.decided or test.pairs < looks[min(FUTILE_FROM_LOOK, len(looks) - 1)]:
+            return False
+        return test.more_pairs is None or test.more_pairs > FUTILE_FACTOR * self.policy.max_pairs
 
     def log_ratios(self, variant: int) -> np.ndarray:
         return stats.log_ratios(self.times[0], self.times[variant])

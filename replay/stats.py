@@ -8,8 +8,10 @@ burst) slows both samples of the pair and cancels in ``d_i``.
 The test looks at the pairs only at the sample sizes of :func:`look_schedule` and, at each
 look, computes a Student-t interval of the mean log-ratio at the level ``1 - alpha / K``
 (``K`` looks in all: Bonferroni), so the chance that *any* look's interval misses the true
-speedup stays under ``alpha`` however many looks are taken. The first look that decides
-ends the fix's measurement:
+speedup stays under ``alpha`` however many looks are taken, whatever made the measurement
+stop. The first look that decides with an interval narrow enough to report the speedup
+(``precision``: within x/÷1.25) ends the fix's measurement; a look that decides with a wider
+interval settles the verdict, and measuring goes on for the speedup's sake:
 
 - ``improved``:   the interval lies above ``1 + margin`` (faster by more than the margin);
 - ``regressed``:  the interval lies below ``1 / (1 + margin)``;
@@ -22,8 +24,9 @@ Only numpy and the standard library are used: the executor decides on compute no
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -38,6 +41,7 @@ class Policy:
     """When the sequential test looks, and what it calls a practical difference."""
 
     margin: float = 0.05  # a speedup within +-5 % is "equivalent"
+    precision: float = 0.25  # a decided verdict stops the measurement once its interval is within x/÷1.25
     alpha: float = 0.05  # over all looks together
     min_pairs: int = 5
     max_pairs: int = 40
@@ -54,6 +58,12 @@ class Policy:
     def fixed(cls, pairs: int, margin: float = 0.05) -> Policy:
         """A single look after exactly `pairs` pairs (``--repeat N``)."""
         return cls(margin=margin, min_pairs=pairs, max_pairs=pairs)
+
+    def precise(self, decision: Decision) -> bool:
+        """Whether a decided interval is narrow enough for its speedup to be reported: the same
+        verdict with a speedup far off would read as a different result the next time."""
+        lo, hi = decision.ci
+        return lo > 0 and math.log(hi / lo) / 2 <= math.log1p(self.precision)
 
 
 def look_schedule(min_pairs: int, max_pairs: int, growth: float = 1.4) -> tuple[int, ...]:
@@ -77,6 +87,7 @@ class Decision:
     ci: tuple[float, float]  # at the per-look level (simultaneous 1 - alpha over the looks)
     spread: float  # standard deviation of the log-ratios
     more_pairs: int | None = None  # inconclusive: pairs that would likely decide (None: cannot say)
+    settled: bool = False  # decided with an interval within the policy's precision: measuring can stop
 
     @property
     def decided(self) -> bool:
@@ -108,19 +119,24 @@ def decide(log_ratios, policy: Policy, level_alpha: float | None = None) -> Deci
 
 
 def sequential(log_ratios, policy: Policy, *, final: bool = False) -> Decision:
-    """The test after the pairs so far: the first scheduled look that decided, else the
-    latest state (inconclusive). `final`: the measurement ends here (budget or last
-    round), so the current count is looked at even when it is not on the schedule."""
+    """The test after the pairs so far, looking only at the scheduled pair counts: the first
+    look that decided with an interval within the policy's precision (settled); else the
+    latest look that decided (its verdict holds, its interval is wider); else inconclusive.
+    `final`: the measurement ends here (budget or last round), so the current count is
+    looked at even when it is not on the schedule."""
     d = np.asarray(log_ratios, dtype=float)
-    for n in policy.looks():
-        if n > d.size:
-            break
+    counts = [n for n in policy.looks() if n <= d.size]
+    if final and d.size >= 2 and d.size not in counts:
+        counts.append(d.size)
+    decided = None
+    for n in counts:
         look = decide(d[:n], policy)
-        if look.decided:
-            return look
+        if look.decided and policy.precise(look):
+            return replace(look, settled=True)
+        decided = look if look.decided else decided
+    if decided is not None:
+        return decided
     last = decide(d, policy)
-    if final and last.decided and d.size not in policy.looks():
-        return last
     return Decision(INCONCLUSIVE, last.pairs, last.speedup, last.ci, last.spread,
                     last.more_pairs if not last.decided else None)
 
@@ -176,6 +192,7 @@ def t_cdf(t: float, df: int) -> float:
     return min(1.0, max(0.0, 0.5 + 0.5 * a))  # rounding must not leave [0, 1]
 
 
+@functools.cache  # the looks ask for the same few (level, df) pairs again and again
 def t_quantile(p: float, df: int) -> float:
     """The `p` quantile of Student's t with integer `df` >= 1 (bisection on :func:`t_cdf`)."""
     if not 0.0 < p < 1.0:

@@ -113,4 +113,8 @@ def test_skew_autobench_keeps_its_imbalance_as_a_slow_aggregator(corpus):
     # POSIX_F_READ_TIME 9033.4 s + POSIX_F_META_TIME 212.6 s
     assert imb.evidence["shared_imbalance_among"] == "aggregators" and imb.evidence["shared_imbalance_count"] == 57
     assert imb.cost_s == pytest.approx(337.158 - (9033.428 + 212.571) / 57, rel=1e-3)
-    assert "estimated" in imb.message and "aggregator" in imb.recommendation.text
+    assert "aggregator" in imb.recommendation.text
+    # no DXT: the aggregators were estimated (and the cb_nodes of its fix guessed), and the finding says so
+    guesses = {a["value"].split(" on ")[0]: a["how"] for a in imb.assumptions}
+    assert "DXT_ENABLE_IO_TRACE=1" in guesses["57 aggregators"]
+    assert "estimated as the file's bytes over the slowest rank's bytes" in imb.message

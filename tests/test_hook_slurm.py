@@ -196,6 +196,8 @@ def test_hook_check_runs_the_wrapper_as_slurmd_would(hook):
     assert "PROBLEM" not in run.stdout
     assert f"_id{job.jobid}-" in run.stdout  # the plan found the job's log
     assert '"first_node": true' in run.stdout
+    # without it Darshan names logs by the pid: the hook then finds none, and said nothing
+    assert "DARSHAN_JOBID=SLURM_JOB_ID" in run.stdout
 
 
 def test_fifty_jobs_in_a_row_all_get_their_report(hook):

@@ -17,6 +17,7 @@ from advisor.models.sources.darshan import measured_parts, profile_parts
 from advisor.models.sources.ior import ior_parts
 from advisor.models.sources.plan import plan_parts
 from advisor.replay_plan import build_plan
+from replay import transforms
 from tests.conftest import CORPUS
 
 GEN = CORPUS / "generated"
@@ -104,3 +105,18 @@ def test_a_calibration_point_is_the_pattern_it_names():
     (part,) = plan_parts(plan_for(cold, "ext4"), "ext4").values()
     f = features(part)
     assert f["reread_fraction"] == 0 and f["shared_fraction"] == 0 and f["consecutive_fraction"] < 0.2
+
+
+def test_layout_features_of_a_striped_calibration_point():
+    """A point with a layout: its stripe count, stripe unit and the objects one call spans
+    (4 MiB calls over 1 MiB units: 4 objects; 64 KiB calls: 1); none without a layout."""
+    base = dict(op="write-read", layout="fpp", nprocs=2, api="posix", fsync="none", order="sequential",
+                aligned=True, volume="small")
+    for transfer, objects in ((4 << 20, 2.0), (64 << 10, 0.0)):
+        point = sweep.Point(transfer=transfer, stripe_count=4, **base)
+        plan = transforms.stripe(plan_for(point, "ext4"), 4, 1 << 20)  # as plan_for does where layouts exist
+        for part in plan_parts(plan, "fuse.ceph-fuse").values():
+            f = features(part)
+            assert f["stripe_count"] == 4 and f["log2_stripe_size"] == 20 and f["log2_objects_per_call"] == objects
+    plain = plan_parts(plan_for(sweep.Point(transfer=4 << 20, **base), "ext4"), "ext4")
+    assert all(math.isnan(features(p)["log2_objects_per_call"]) for p in plain.values())

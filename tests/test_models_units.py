@@ -36,7 +36,6 @@ def test_a_network_file_system_is_the_same_from_any_host_a_local_one_is_not():
     ext4 = {"fstype": "ext4", "source": "/dev/sda1", "mount_point": "/tmp", "host": "n1"}
     assert mount.differences(ext4, {**ext4, "host": "n2"}) == ["host 'n1' vs 'n2' (a local file system)"]
     assert mount.differences(ext4, {**ext4, "fstype": "xfs"}) == ["fstype 'ext4' vs 'xfs'"]
-    assert mount.can_set_layout("lustre") and not mount.can_set_layout("ext4")
 
 
 def test_calibrations_of_two_mounts_are_not_one_model():

@@ -14,7 +14,8 @@ from advisor.verification import Side, Verification, sentence
 from replay import stats
 from replay.executor import _evict, parse_args
 from replay.launch import LaunchOptions
-from replay.sampling import MAX_PASSES, STOP_DECIDED, STOP_MAX_PAIRS, STOP_REPEAT, Budget, Schedule, passes_for
+from replay.sampling import (MAX_PASSES, STOP_DECIDED, STOP_FUTILE, STOP_MAX_PAIRS, STOP_REPEAT, Budget, Schedule,
+                             passes_for)
 
 # Student's t quantiles from the tables (scipy.stats.t.ppf), to 1e-6
 T_TABLE = {(0.975, 1): 12.706205, (0.975, 4): 2.776445, (0.975, 9): 2.262157, (0.975, 39): 2.022691,
@@ -87,6 +88,19 @@ def test_no_effect_is_rarely_called_improved_or_regressed(sd):
     assert false / len(verdicts) < stats.Policy.alpha
 
 
+def test_a_decided_but_wide_interval_measures_on_for_the_speedup():
+    """2x with a spread of 0.2: decided at 5 pairs, but 1.3x-3.1x would not repeat; settled once
+    the interval is within x/÷1.25, with the same verdict."""
+    d = _pairs(2.0, 0.2, 40, seed=4)
+    early = stats.sequential(d[:5], stats.Policy())
+    assert early.verdict == stats.IMPROVED and not early.settled
+    settled = stats.sequential(d, stats.Policy())
+    assert settled.settled and settled.verdict == stats.IMPROVED and settled.pairs > 5
+    assert math.log(settled.ci[1] / settled.ci[0]) / 2 <= math.log(1.25)
+    loose = stats.sequential(d[:8], stats.Policy(), final=True)
+    assert loose.verdict == stats.IMPROVED and not loose.settled  # the budget ended it: verdict kept
+
+
 def test_fixed_policy_looks_once():
     policy = stats.Policy.fixed(7)
     assert policy.looks() == (7,) and policy.look_alpha() == pytest.approx(0.025)
@@ -132,6 +146,18 @@ def test_schedule_stops_each_fix_when_decided():
     assert all(sorted(r)[0] == 0 for r in rounds)  # the baseline runs every round
     assert sum(1 in r for r in rounds) == 5  # the decided fix leaves the rounds
     assert {tuple(r) for r in rounds[:5]} != {(0, 1, 2)}  # shuffled order
+
+
+def test_a_fix_out_of_reach_stops_early_and_leaves_the_rounds_to_the_others():
+    """1.05x under a spread of 0.3 would need hundreds of pairs: stopped at the third look, while
+    a 1.3x fix under the same noise goes on to its decision."""
+    rng = np.random.default_rng(5)
+    effect = {0: 1.0, 1: 1 / 1.05, 2: 1 / 1.3}
+    schedule = Schedule(3, stats.Policy(), adaptive=True)
+    _run(schedule, lambda v, r: effect[v] * math.exp(rng.normal(0, 0.3 if v else 0.02)))
+    looks = stats.Policy().looks()
+    assert schedule.stopped_why[1] == STOP_FUTILE and schedule.stopped_at[1] == looks[2]
+    assert schedule.stopped_why[2] == STOP_DECIDED and schedule.stopped_at[2] > looks[2]
 
 
 def test_schedule_without_a_decision_ends_at_max_pairs_or_the_budget():

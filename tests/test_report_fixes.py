@@ -185,6 +185,7 @@ def test_html_table_follows_the_result_model(demo_run):
     assert [r["cells"][1] for r in rows] == [describe(f["fix"]) for f in fixes]
     for row, fix in zip(rows, fixes):
         assert row["codes"] == fix["codes"] and ("slower" in row["class"]) == (fix["verdict"] == "regressed")
+        assert row["cells"][5].startswith(fix["reason"])  # the verdict's one sentence, as in terminal and JSON
         for code, href in zip(row["codes"], row["hrefs"]):  # each code links to its finding's card
             assert re.search(rf'<article [^>]*id="{href[1:]}"[^>]*>\s*<header>.*?<span class="code">{code}</span>',
                              page, re.S)

@@ -73,6 +73,14 @@ def test_wheel_carries_rules_and_report_templates(wheel):
     assert "advisor/ingest/darshan_log.py" in names and "advisor/schemas/diagnosis-v1.json" in names
 
 
+def test_wheel_carries_every_module_of_the_tree(wheel):
+    """A package left out of setup.cfg's list imports in the tree and fails once installed."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    modules = {p.relative_to(REPO).as_posix() for package in ("advisor", "replay")
+               for p in (REPO / package).rglob("*.py")}
+    assert sorted(modules - names) == []
+
+
 def test_installed_wheel_runs_outside_the_tree(installed, tmp_path):
     env = _clean_env()
     where = _run([str(installed / "bin" / "python"), "-c", "import advisor; print(advisor.__file__)"],

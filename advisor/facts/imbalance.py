@@ -253,7 +253,14 @@ def shared_imbalance_count_exact(ctx: FactContext) -> bool:
       label="ranks or aggregators compared")
 def shared_imbalance_count(ctx: FactContext) -> int:
     skew = ctx.memo("shared_skew", lambda: _shared_skew(ctx))
-    return int(skew[0]["count"]) if skew else nprocs(ctx)
+    if not skew:
+        return nprocs(ctx)
+    worst = skew[0]
+    if not worst["counted"]:
+        ctx.assume(f"{worst['count']} aggregators on {worst['path']}, estimated as the file's bytes over the "
+                   f"slowest rank's bytes", how="run with DXT_ENABLE_IO_TRACE=1 so that the log shows the "
+                   "ranks that did the POSIX I/O")
+    return int(worst["count"])
 
 
 @fact("shared_time_imbalance", "fraction", "Worst shared file: (slowest - fastest rank time) / slowest.",

@@ -28,6 +28,8 @@ from advisor.models import mount
 from advisor.models.features import FEATURES_VERSION, features, names
 from advisor.models.sources.plan import plan_parts
 from advisor.units import MiB
+from replay.layout import LayoutError, backend_for, can_set_layout
+from replay.layout import wishes as layout_wishes
 
 DATA_FILE, MOUNT_FILE, FAILED_FILE = "calibration.csv", "mount.json", "failed.csv"
 SHIPPED_DATA_FILE = DATA_FILE + ".gz"  # a finished calibration, compressed to ship: read, never resumed
@@ -76,18 +78,24 @@ def plan_for(point: sweep.Point, fstype: str):
     plan = build_plan(profile, source="ior", scale=1.0)
     if point.api == "collective-view":
         plan = collective(plan)
-    if point.stripe_count and mount.can_set_layout(fstype):
+    if point.stripe_count and can_set_layout(fstype):
         plan = stripe(plan, point.stripe_count, STRIPE_SIZE)
     return plan
 
 
-def stripe_counts(snapshot: dict, fstype: str) -> list[int]:
-    """Stripe counts to sweep: 1, 2, 4 ... up to the OSTs (at most 16) on Lustre, else none."""
-    if not mount.can_set_layout(fstype):
+def stripe_counts(snapshot: dict, fstype: str, target: Path | None = None) -> list[int]:
+    """Stripe counts to sweep: 1, 2, 4 ... up to the storage targets (at most 16) where layouts
+    can be set (Lustre OSTs from the snapshot, else the file system's own list: CephFS OSDs), else none."""
+    if not can_set_layout(fstype):
         return [0]
     osts = 0
     for fs in (snapshot.get("lustre") or {}).get("filesystems", []) or []:
         osts = max(osts, len(fs.get("osts", []) or []))
+    if not osts and target is not None and (backend := backend_for(target)) is not None:
+        try:
+            osts = len(backend.targets())
+        except LayoutError:
+            osts = 0
     top = min(max(osts, 1), 16)
     return sorted({1 << k for k in range(5) if 1 << k <= top} | {top})
 
@@ -217,7 +225,7 @@ def calibrate(target: Path, out: Path, max_np: int, budget_s: float, repeat: int
     snapshot = collect([str(target)])
     data = Dataset(out)
     data.open(ident, snapshot, {"max_np": max_np, "repeat": repeat})
-    points = sweep.design(max_np, stripe_counts(snapshot, ident["fstype"]))
+    points = sweep.design(max_np, stripe_counts(snapshot, ident["fstype"], target))
     done = data.done_keys()
     progress = Progress(planned=len(points), done_before=len(done & {p.key for p in points}),
                         budget_s=budget_s)
@@ -273,9 +281,9 @@ def measure_batch(batch: list[sweep.Point], target: Path, ident: dict, repeat: i
 
     plans = {}
     for point in batch:
-        try:
-            plans[point.key] = plan_for(point, ident["fstype"])
-        except ValueError as exc:
+        try:  # layouts made valid on the target (CephFS stripe units and object sizes)
+            plans[point.key] = layout_wishes.prepare(plan_for(point, ident["fstype"]), target)
+        except (ValueError, LayoutError) as exc:
             progress.failed.append(f"{point.key}: {exc}")
     if not plans:
         return []

@@ -9,7 +9,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-NETWORK_FS = ("lustre", "gpfs", "nfs", "nfs4", "beegfs", "fuse.glusterfs", "cifs", "ceph", "panfs")
+NETWORK_FS = ("lustre", "gpfs", "nfs", "nfs4", "beegfs", "fuse.glusterfs", "cifs", "ceph", "fuse.ceph-fuse",
+              "panfs")
 
 
 def identity(target: str | Path) -> dict[str, str]:
@@ -40,8 +41,3 @@ def differences(model: dict, here: dict) -> list[str]:
             and model["host"] != here["host"]:
         out.append(f"host {model['host']!r} vs {here['host']!r} (a local file system)")
     return out
-
-
-def can_set_layout(fstype: str) -> bool:
-    """Whether stripe layouts can be chosen per file (the calibration sweeps them then)."""
-    return fstype == "lustre"

@@ -80,9 +80,7 @@ class CephFS:
                 if name == FILE_XATTR or path == self.mount or path.parent == path:
                     raise LayoutError(f"reading {name} of {path}: {exc.strerror}") from None
                 path = path.parent  # no layout of its own: the one it inherits
-        layout = parse(value)
-        osds = self._pool_osds.get(layout.pool, ()) if self._cluster_known else ()
-        return replace(layout, targets=tuple(sorted(osds)))
+        return parse(value)  # the pool's OSDs cost cluster queries: pool_targets, where ioadvisor runs
 
     # -- the cluster: pools and OSDs -------------------------------------------------------
     @cached_property
@@ -106,12 +104,9 @@ class CephFS:
                 return list(fs["data_pools"])
         raise Unsupported(f"no file system of the cluster has the data pool {root_pool!r} of {self.mount}")
 
-    @property
-    def _cluster_known(self) -> bool:
-        try:
-            return bool(self._pool_osds)
-        except Unsupported:
-            return False
+    def pool_targets(self, pool: str) -> tuple[int, ...]:
+        """The OSDs serving data pool `pool` (Unsupported when the cluster cannot be asked)."""
+        return tuple(sorted(self._pool_osds.get(pool, ())))
 
     def targets(self) -> list[int]:
         return sorted(set().union(*self._pool_osds.values()))

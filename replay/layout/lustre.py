@@ -64,6 +64,9 @@ class Lustre:
         text = self._run("getstripe", *(["-d"] if path.is_dir() else []), str(path))
         return parse_plain(text)
 
+    def pool_targets(self, pool: str) -> tuple[int, ...]:
+        return ()  # a Lustre file's own OSTs are in its layout (lfs getstripe)
+
     def targets(self) -> list[int]:
         text = self._run("df", str(self.mount))
         return sorted({int(m) for m in re.findall(r"\[OST:(\d+)\]", text)})

@@ -51,6 +51,9 @@ class Backend(Protocol):
     def read(self, path: Path) -> Layout:
         """The layout `path` has (a directory: its default for new files)."""
 
+    def pool_targets(self, pool: str) -> tuple[int, ...]:
+        """The storage targets of a pool named by a layout (CephFS data pools), () when not known."""
+
     def targets(self) -> list[int]:
         """The storage targets of the file system under the mount."""
 

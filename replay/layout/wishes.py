@@ -126,6 +126,24 @@ def read_back(plan: Plan, rundir: Path, dirs: np.ndarray) -> dict | None:
             "placement": placement}
 
 
+def annotate(readbacks: list[dict | None], target: str | Path) -> None:
+    """Add to every read-back layout naming a pool the storage targets of that pool (CephFS: its
+    OSDs, asked of the cluster once, here rather than on the executor's node, which may have no
+    ``ceph`` command). Where the cluster cannot be asked the layouts stay as read."""
+    backend = backend_for(target)
+    if backend is None:
+        return
+    for readback in readbacks:
+        for group in (readback or {}).get("layouts", []):
+            layout = group["layout"]
+            if layout.get("pool") and not layout.get("targets"):
+                try:
+                    if osds := backend.pool_targets(layout["pool"]):
+                        layout["targets"] = list(osds)
+                except LayoutError:
+                    return
+
+
 def _has(got: Layout, asked: Layout) -> bool:
     """Every field the wish sets is what the file got (-1 stripes: as many as it could)."""
     if asked.stripe_count > 0 and got.stripe_count != asked.stripe_count:
