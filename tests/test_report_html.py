@@ -21,6 +21,7 @@ from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace, JobInfo, JobProfile, 
 from advisor.report import figures as fig_mod
 from advisor.report.figures import figure_data, stragglers
 from advisor.report.html import render_html, write_html
+from advisor.report.plots import rank_plot
 from advisor.report.timeline import BINS, LONGEST, MAX_ROWS, timeline_data
 from advisor.report.views import figure_views, rank_ranges, reference
 from tests.helpers import require
@@ -95,6 +96,9 @@ def test_many_ranks_are_grouped_keeping_the_slowest(profiles):
     assert ranks["grouped"] and len(ranks["labels"]) == fig_mod.MAX_RANK_BARS
     assert max(ranks["time_max_s"]) >= max(ranks["time_s"]) * 1.5
     assert ranks["straggler_index"], "the ranks on the slow OST are stragglers"
+    # the job's 512 GiB, not the sum of the 128 group means (32 GiB, as the page once said)
+    assert ranks["bytes_total"] == pytest.approx(512 * 2**30, rel=0.01)
+    assert "total 512.0 GiB" in rank_plot(ranks).alt
 
 
 def test_stragglers_need_both_ratio_and_spread():

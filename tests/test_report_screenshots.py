@@ -17,13 +17,13 @@ from __future__ import annotations
 import os
 import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from advisor.cli import cli
-from advisor.report.screenshot import chromium_path
 from tests.conftest import CORPUS
 from tests.helpers import require
 
@@ -64,28 +64,18 @@ def pages(tmp_path_factory) -> dict[str, Path]:
     return {name: out / f"{name}.html" for name in runs}
 
 
-@pytest.fixture(scope="module")
-def browser():
-    require(chromium_path() is not None, "chromium not installed (run tests/system/install-components.sh as root)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        require(False, "playwright not installed (pip install -e '.[test]')")
-    from advisor.report.screenshot import launch
-
-    with sync_playwright() as p:
-        chromium = launch(p)
-        yield chromium
-        chromium.close()
-
-
+@contextmanager
 def _open(browser, path: Path, width: int = 1200):
+    """The page, loaded offline in a context of its own that is closed after use."""
     context = browser.new_context(viewport={"width": width, "height": 1000}, offline=True)
-    context.set_default_timeout(PAGE_TIMEOUT_MS)
-    page = context.new_page()
-    page.goto(path.resolve().as_uri())
-    page.wait_for_load_state("load")
-    return context, page
+    try:
+        context.set_default_timeout(PAGE_TIMEOUT_MS)
+        page = context.new_page()
+        page.goto(path.resolve().as_uri())
+        page.wait_for_load_state("load")
+        yield page
+    finally:
+        context.close()
 
 
 def _overlap(a: dict, b: dict) -> float:
@@ -120,11 +110,8 @@ def test_the_checker_sees_an_overlap_and_a_cut_label():
 @pytest.mark.parametrize("width", [1200, 760])
 def test_plot_labels_neither_overlap_nor_leave_their_plot(pages, browser, width):
     for name, path in pages.items():
-        context, page = _open(browser, path, width)
-        try:
+        with _open(browser, path, width) as page:
             plots = page.evaluate(TEXT_BOXES)
-        finally:
-            context.close()
         assert len(plots) >= 2, name
         assert label_problems(plots) == [], name
 
@@ -132,11 +119,8 @@ def test_plot_labels_neither_overlap_nor_leave_their_plot(pages, browser, width)
 def test_axis_titles_carry_the_unit_of_their_plain_number_ticks(pages, browser):
     unit = r"\((?:us|ms|s|min|h|B|KiB|MiB|GiB|TiB|B/s|KiB/s|MiB/s|GiB/s|millions|billions|bytes)\)"
     for name, path in pages.items():
-        context, page = _open(browser, path)
-        try:
+        with _open(browser, path) as page:
             plots = page.evaluate(TEXT_BOXES)
-        finally:
-            context.close()
         for p in plots:
             titles = [t["s"] for t in p["texts"] if t["cls"] == "label"]
             timed = [s for s in titles if re.search(r"time|bytes|bandwidth", s)]
@@ -148,44 +132,32 @@ def test_axis_titles_carry_the_unit_of_their_plain_number_ticks(pages, browser):
 
 
 def test_before_and_after_bars_both_show_their_range(pages, browser):
-    context, page = _open(browser, pages["demo"])
-    try:
+    with _open(browser, pages["demo"]) as page:
         charts = page.locator("figure.plot[id$='-verify']")
         assert charts.count() >= 1
         for k in range(charts.count()):
             tips = charts.nth(k).locator("line.whisker title").evaluate_all("ts => ts.map(t => t.textContent)")
             assert any(t.startswith("before: samples") for t in tips), tips
             assert any(t.startswith("after fix: samples") for t in tips), tips
-    finally:
-        context.close()
 
 
 def test_no_outlier_called_where_most_osts_cannot_be_compared(pages, browser):
-    context, page = _open(browser, pages["imbalanced-io"])
-    try:
+    with _open(browser, pages["imbalanced-io"]) as page:
         figure = page.locator("figure#osts")
         alt = figure.locator("figcaption .alt").inner_text()
         assert "no outlier called" in alt and "Outliers" not in alt
         assert figure.locator("rect.c-hot").count() == 0 and figure.locator("line.median").count() == 0
-    finally:
-        context.close()
-    context, page = _open(browser, pages["sample-badost"])
-    try:
+    with _open(browser, pages["sample-badost"]) as page:
         assert "Outliers (slow): OST 14." in page.locator("figure#osts figcaption .alt").inner_text()
-    finally:
-        context.close()
 
 
 def test_evidence_tables_show_labels_not_fact_names(pages, browser):
-    context, page = _open(browser, pages["imbalanced-io"])
-    try:
+    with _open(browser, pages["imbalanced-io"]) as page:
         rows = page.locator("section.evidence table.kv th")
         labels = rows.all_inner_texts()
         assert labels and not [s for s in labels if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", s.strip())], labels
         values = page.locator("section.evidence table.kv td").all_inner_texts()
         assert "3,133,070.6x" in values  # IMB002's rank bytes ratio, with its separators and as a ratio
-    finally:
-        context.close()
 
 
 def test_screenshots_of_the_three_reports(pages, browser, tmp_path):
@@ -193,12 +165,9 @@ def test_screenshots_of_the_three_reports(pages, browser, tmp_path):
 
     into = REPO / "docs" if os.environ.get("IOADVISOR_DOCS_SCREENSHOTS") == "1" else tmp_path
     for name in SHOTS:
-        context, page = _open(browser, pages[name])
-        try:
+        with _open(browser, pages[name]) as page:
             out = into / f"report-{name}.png"
             page.screenshot(path=str(out), full_page=True)
-        finally:
-            context.close()
         shrink(out, width=900)
         from PIL import Image
 

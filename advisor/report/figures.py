@@ -10,8 +10,8 @@ Sections (the contract with :mod:`advisor.report.plots`):
 
 - ``io_time``: modules, read/write/meta seconds (mean per process), runtime_s
 - ``access_sizes``: bins (Darshan's), modules -> {read: [counts], write: [counts]}
-- ``ranks``: labels, bytes_read/bytes_written (or bytes), time_s, time_max_s, straggler_index,
-  grouped, source
+- ``ranks``: labels, bytes_read/bytes_written (or bytes), bytes_total, time_s, time_max_s,
+  straggler_index, grouped, source
 - ``timeline``: see :func:`advisor.report.timeline.timeline_data`
 - ``osts``: ost, bandwidth (bytes/s), bytes, time_s, files, compared (OSTs timed by files of
   min_file_bytes or more), median (of those; 0: too few to compare), outliers
@@ -104,6 +104,8 @@ def rank_figure(profile: JobProfile, summary: metrics.ProfileSummary) -> dict | 
         fig.update({k: [_r(v) for v in col] for k, col in per_rank.items()})
     else:
         fig = _grouped(busy, per_rank, hot)
+    # the job's bytes, not the sum of the bars: a grouped bar is its ranks' mean
+    fig["bytes_total"] = _r(sum(float(np.sum(col)) for col in per_rank.values()))
     fig.update({"source": source, "stragglers": hot.tolist()[:64], "nprocs": int(len(busy))})
     return fig
 

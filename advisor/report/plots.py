@@ -201,7 +201,8 @@ def rank_plot(fig: dict) -> Plot:
     title = "Bytes and I/O time per rank" + (" (groups of ranks: mean, whisker to the slowest)"
                                              if fig.get("grouped") else "")
     med = statistics.median(time_s) if time_s else 0.0
-    alt = _rank_alt(labels, read, written, time_max, hot, med, str(fig.get("source", "")))
+    total = float(fig.get("bytes_total", sum(read) + sum(written)))  # older saved diagnoses lack it
+    alt = _rank_alt(labels, total, time_max, hot, med, str(fig.get("source", "")))
     panel, gap = 150, 58
     height = TOP + 2 * panel + gap + BOTTOM
     svg = Svg(WIDTH, height, title, alt)
@@ -240,11 +241,11 @@ def rank_plot(fig: dict) -> Plot:
                   ["rank(s)", "read" if split else "bytes", "written", "I/O time", "straggler"], rows)
 
 
-def _rank_alt(labels, read, written, time_s, hot, med, source) -> str:
+def _rank_alt(labels, total, time_s, hot, med, source) -> str:
     if not labels:
         return "No per-rank data."
     slow = max(range(len(labels)), key=lambda i: time_s[i])
-    text = (f"{len(labels)} bars; total {fmt_bytes(sum(read) + sum(written))}. "
+    text = (f"{len(labels)} bars; total {fmt_bytes(total)}. "
             f"Slowest rank(s) {labels[slow]}: {fmt_secs(time_s[slow])} of I/O, median {fmt_secs(med)}.")
     if hot:
         text += f" Stragglers: {', '.join(labels[i] for i in sorted(hot)[:8])}."
