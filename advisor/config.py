@@ -117,7 +117,7 @@ class ReplayConfig:
     min_pairs: int = 5  # the sequential test's first look
     max_pairs: int = 40  # ... and its last
     budget_s: float = 300.0  # wall time of one job's measurement (all its fixes)
-    budget_gib: float = 64.0  # bytes it may write (the page cache included)
+    budget_gib: float = 256.0  # bytes it may write (the page cache included); time is the usual bound
     allow_mount_root: bool = False  # replay into the root directory of a mounted file system
 
     def __post_init__(self) -> None:

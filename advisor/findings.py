@@ -40,11 +40,13 @@ def _shown(label: str, kind: str, default: Any = None, scale: float = 0) -> Any:
 
 @dataclass
 class Prediction:
-    """A learned model's prediction of a fix (:mod:`advisor.models.predict`): the speedup with a
-    rough band, or `reason` when the model could not predict this fix."""
+    """A learned model's prediction of a fix (:mod:`advisor.models.predict`): the speedup with an
+    80 % interval (calibrated: advisor.models.conformal), or `reason` when the model could not
+    predict this fix."""
 
     speedup: float | None = _shown("predicted speedup", "ratio")
-    interval: list[float] | None = _shown("interval", "ratio")  # (low, high) speedup
+    # (low, high) speedup: 80 % of the calibration's measured fell inside
+    interval: list[float] | None = _shown("interval", "ratio")
     time_saved_s: float | None = _shown("time saved", "seconds")  # of the job's measured I/O time
     # predicted bandwidth of the replay plan, before and after the fix (MiB/s)
     baseline_mib_s: float | None = _shown("bandwidth before", "rate", scale=1 << 20)

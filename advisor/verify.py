@@ -60,6 +60,9 @@ class Measurement:
     scratch_kept: str | None = None
     plan: dict[str, Any] = field(default_factory=dict)
     launcher: str | None = None
+    replays: list[tuple[dict[str, Any], dict[str, Any]] | None] = field(default_factory=list)
+    """Per fix, the executor's (baseline, fixed) variants it was measured from (their runs hold
+    the time of every phase), None when it was not replayed."""
 
 
 def default_np(plan_ranks: int) -> int:
@@ -132,6 +135,7 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
     out.context.update(cache_policy=first["cache_policy"] if isinstance(first, dict) else None,
                        repeat=first["rounds"] if isinstance(first, dict) else 0)
     out.verifications = [_verification(v, outcomes.get(v.label), context, launch.policy) for v in variants]
+    out.replays = [_replayed(v, outcomes.get(v.label)) for v in variants]
     if not fixes and not isinstance(first, dict):
         raise ReplayError(f"replay on {target_path} failed: {first or 'no result'}")
     return out
@@ -241,6 +245,12 @@ def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dic
         more_s=_round(more_s), stop_reason=stopped, baseline=_side(base), fixed=_side(fixed),
         min_sample_s=outcome.get("min_sample_s"), cache_policy=outcome["cache_policy"], layouts=layouts,
         **context)
+
+
+def _replayed(v: Variant, outcome: dict[str, Any] | str | None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    if v.plan is None or not isinstance(outcome, dict) or v.label not in outcome["runs"]:
+        return None
+    return outcome["runs"]["baseline"], outcome["runs"][v.label]
 
 
 def _more_seconds(test: stats.Decision, base: dict[str, Any], fixed: dict[str, Any]) -> float | None:

@@ -1,16 +1,30 @@
-"""Predicted vs measured speedup of the fixes of the generated corpus cases, and the default model.
+"""Predicted vs measured speedup of the fixes of the corpus cases, and the default model.
 
     python bench/models.py [--model MODEL] [--target DIR] [--repeat K] [--cases a,b,... | --all]
-    python bench/models.py --regenerate [--budget MINUTES] [--data DIR]...
+                           [--save FILE] [--measured FILE] [--data DIR]...
+    python bench/models.py --regenerate [--budget MINUTES] [--data DIR]... [--replays FILE]
 
-The first form predicts, with the model (default: the one shipped in
-advisor/models/default/), the speedup of every fix the diagnosis proposes for each case,
-replays the same plan before and after each fix on --target with the replayer, and prints
-both with the relative error |predicted - measured| / measured and its median (target:
-< 25 %). --all takes every generated case with a Darshan log (cases without a fix add
-no row). The second form regenerates the shipped default model: a calibration of --target
-(the demo's local file system) for --budget minutes into --data (resumed if it exists),
-`ioadvisor train` on it, the model and its calibration rows written to advisor/models/default/.
+The first form replays, on --target, the plan of each case before and after every fix its
+diagnosis proposes (the sequential paired test of advisor.verify decides how many rounds;
+--repeat K: exactly K), prints the verdict sentence of each fix, and judges two predictions
+of each measured speedup:
+
+- the model's (default: the one shipped in advisor/models/default/), as it is;
+- leave-workload-out: a model trained on the calibration (--data, default the shipped one's
+  rows) plus the replayed phases of every *other* workload of this run, its interval
+  calibrated on those workloads' out-of-sample scores (advisor.models.holdout). A workload
+  never judges a model that saw its own measurements: this is the held-out figure.
+
+For each: the median absolute error |predicted - measured| / measured (target < 25 %) and the
+share of measurements inside the predicted 80 % interval (target >= 80 %), over every fix and
+over the cases not looked at while the calibration design was widened (DEVELOPMENT). --all
+takes every generated and trap case with a Darshan log; --save keeps every measurement (with
+the phases replayed) for --measured (judge another model without replaying) and --replays.
+
+The second form regenerates the shipped default model: a calibration of --target (the
+demo's local file system) for --budget minutes into the first --data directory (resumed),
+then advisor/models/default/ gets the rows of every --data directory, the replayed fixes of
+--replays (a --save file) and the model `ioadvisor train advisor/models/default` makes of them.
 """
 
 from __future__ import annotations
@@ -18,6 +32,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -27,17 +42,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 # bench/replay.py would shadow the `replay` package: import from the repository, not from bench/
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "bench"]
-CORPUS = REPO.parent / "shared" / "corpus" / "generated"
+CORPUS = REPO.parent / "shared" / "corpus"
 DEFAULT_DIR = REPO / "advisor" / "models" / "default"
 CASES = ("b_small_io_shared_4k", "n_fsync_per_write_Y_4k", "d_mpiio_independent_256k",
          "c_random_shared_64k", "i_misaligned_1000000", "s_big_dxt_1k")
+DEVELOPMENT = {f"generated/{c}" for c in CASES}
+"""Cases looked at while the calibration design was widened (fsync frequencies, aggregators,
+holes): the other cases judge the model on workloads its design was not tuned on."""
 
 
-def regenerate(target: Path, data: list[Path], budget_min: float) -> None:
-    """Calibrate `target` (resuming the first data directory), train on every data directory, and
-    write the shipped default model with all their rows."""
+def regenerate(target: Path, data: list[Path], budget_min: float, replayed: Path | None) -> None:
+    """Calibrate `target` (resuming the first data directory), then write the shipped default
+    model's directory (every data directory's rows, the replayed fixes) and train it from it."""
     from advisor.models.build import build_model
     from advisor.models.calibrate import DATA_FILE, MOUNT_FILE, Dataset, calibrate
+    from advisor.models.check import Comparison
+    from advisor.models.replays import REPLAYS_FILE, table, write
     from advisor.models.store import describe, save
     from advisor.verify import default_np
 
@@ -46,10 +66,6 @@ def regenerate(target: Path, data: list[Path], budget_min: float) -> None:
         print(f"calibration: {progress.measured} new patterns, {progress.done_before + progress.measured} "
               f"in {data[0]} ({progress.stopped or 'design complete'})")
     patterns = sum(len({row["key"] for row in Dataset(d).rows()}) for d in data)
-    model, _ = build_model([str(d) for d in data])
-    model.meta["trained_on"] = [f"ioadvisor calibrate --target {target} (the demo's local file system), "
-                                f"{len(data)} calibration run(s): {model.meta['rows']} phases of {patterns} "
-                                "patterns; rows in advisor/models/default/calibration.csv.gz"]
     DEFAULT_DIR.mkdir(parents=True, exist_ok=True)
     with gzip.GzipFile(DEFAULT_DIR / "calibration.csv.gz", "wb", mtime=0) as dst:
         for i, d in enumerate(data):
@@ -58,13 +74,39 @@ def regenerate(target: Path, data: list[Path], budget_min: float) -> None:
             dst.writelines(lines if i == 0 else lines[1:])  # one header
     # the mount record makes the directory a calibration `ioadvisor train` rebuilds the model from
     shutil.copyfile(data[0] / MOUNT_FILE, DEFAULT_DIR / MOUNT_FILE)
+    fixes = ""
+    if replayed:
+        comparisons = [Comparison.from_dict(d) for rows in _stored(replayed).values() if isinstance(rows, list)
+                       for d in rows]
+        rows = table(comparisons)
+        write(DEFAULT_DIR / REPLAYS_FILE, rows)
+        measured = len({(r["case"], r["fix"]) for r in rows if r["fix"]})
+        fixes = (f" and the {len(rows)} phases of {measured} replayed fixes of "
+                 f"{len({r['workload'] for r in rows})} corpus workloads (replays.csv.gz)")
+    model, _ = build_model([str(DEFAULT_DIR)])
+    for cal in model.meta["calibrations"]:  # the checkout's path says nothing to a user of the wheel
+        cal["path"] = str(DEFAULT_DIR.relative_to(REPO))
+    runs = sum(len(c.get("runs") or [c]) for c in model.meta["calibrations"])
+    model.meta["trained_on"] = [f"ioadvisor calibrate --target {target} (the demo's local file system), "
+                                f"{runs} calibration run(s): {patterns} patterns "
+                                f"(advisor/models/default/calibration.csv.gz){fixes}; {model.meta['rows']} rows"]
     save(model, DEFAULT_DIR / "model.skops")
-    print(f"default model: {describe(model.meta)}")
+    print(f"default model: {describe(model.meta)}; speedup interval: {model.meta['speedup_interval']}")
 
 
-def compare_cases(model_path: str, target: Path, repeat: int, cases: list[str]) -> int:
+def case_paths(spec: str, every: bool) -> list[str]:
+    """Case names as `generated/NAME` or `traps/NAME` (a bare name is a generated case)."""
+    if every:
+        return [f"{d.parent.name}/{d.name}" for root in ("generated", "traps")
+                for d in sorted((CORPUS / root).iterdir()) if (d / "case.darshan").is_file()]
+    return [c if "/" in c else f"generated/{c}" for c in spec.split(",") if c]
+
+
+def compare_cases(model_path: str, target: Path, repeat: int | None, cases: list[str],
+                  measured: dict[str, list] | None = None, save: Path | None = None) -> list:
+    """Predict and replay (or, with `measured`, re-predict stored measurements) every case's fixes."""
     from advisor import api
-    from advisor.models.check import compare, median_error
+    from advisor.models.check import Comparison, compare, repredict
     from advisor.models.expect import mount_differences
     from advisor.models.predict import load
     from advisor.models.store import describe
@@ -73,54 +115,128 @@ def compare_cases(model_path: str, target: Path, repeat: int, cases: list[str]) 
     print(f"model: {describe(model.meta)}")
     for diff in mount_differences(model, target):
         print(f"warning: the target is not the model's mount: {diff}")
-    print(f"{'case':28} {'fix':34} {'predicted':>16} {'measured':>16} {'error':>7}  verdict")
+    how = f"stored measurements of {measured['_from']}" if measured else \
+        (f"{repeat} rounds per fix" if repeat else "the sequential paired test of [replay]")
+    print(f"measured by: {how}; load average at start: {_load()}")
+    _header()
     rows = []
     for case in cases:
         t0 = time.monotonic()
         profile = api.load(CORPUS / case / "case.darshan")
-        for c in compare(model, profile, target, repeat=repeat, label=case):
+        if measured is not None:
+            found = repredict(model, profile, [Comparison.from_dict(d) for d in measured.get(case, [])])
+        else:
+            found = compare(model, profile, target, repeat=repeat, label=case)
+        for c in found:
             rows.append(c)
-            fix = json.dumps(c.fix, separators=(",", ":"))[:34]
-            pred = f"{c.predicted:.2f}x" + ("*" if c.extrapolated else "") if c.predicted else "-"
-            if c.interval and c.predicted:
-                pred += f" [{c.interval[0]:.2f}-{c.interval[1]:.2f}]"
-            meas = f"{c.measured:.2f}x" if c.measured else "-"
-            if c.measured_ci95 and c.measured and c.measured_ci95[0] is not None:
-                meas += f" [{c.measured_ci95[0]:.2f}-{c.measured_ci95[1]:.2f}]"
-            err = f"{c.error:.0%}" if c.error is not None else "-"
-            print(f"{case:28} {fix:34} {pred:>16} {meas:>16} {err:>7}  {c.verdict} {c.reason[:60]}")
-        print(f"  ({case}: {time.monotonic() - t0:.0f} s)", file=sys.stderr)
-    med = median_error(rows)
-    n = sum(c.error is not None for c in rows)
-    inside = sum(c.error is not None and c.interval is not None and c.interval[0] <= c.measured <= c.interval[1]
-                 for c in rows)
-    print(f"median absolute error of the predicted speedup: {med:.1%} over {n} fixes "
-          f"(target < 25 %; * = outside the training ranges); measured inside the predicted "
-          f"interval: {inside} of {n}")
-    return 0
+            _print_row(c)
+        print(f"  ({case}: {time.monotonic() - t0:.0f} s, load {_load()})", file=sys.stderr)
+        if save:  # after every case: an interrupted run keeps what it measured
+            save.write_text(json.dumps({"model": describe(model.meta), "load": _load(), "measured_by": how,
+                                        "cases": {done: [c.to_dict() for c in rows if c.job == done]
+                                                  for done in cases[:cases.index(case) + 1]}},
+                                       indent=1, default=str) + "\n")
+    _figures("the model as it is", rows)
+    return rows
+
+
+def held_out(rows: list, data: list[Path]) -> None:
+    """Leave-workload-out predictions of the measured fixes, and both figures."""
+    from advisor.models.holdout import leave_workload_out
+
+    t0 = time.monotonic()
+    judged = leave_workload_out(rows, [str(d) for d in data])
+    print(f"\nleave-workload-out: trained on {', '.join(map(str, data))} (its calibration rows) and the other "
+          f"workloads' replays of this run ({time.monotonic() - t0:.0f} s)")
+    _header()
+    for c in judged:
+        _print_row(c, sentence=False)
+    _figures("leave-workload-out", judged)
+
+
+def _header() -> None:
+    print(f"{'case':34} {'fix':30} {'predicted [80 %]':>20} {'measured [95 %]':>20} {'error':>6}")
+
+
+def _print_row(c, sentence: bool = True) -> None:
+    fix = json.dumps(c.fix, separators=(",", ":"))[:30]
+    pred = f"{c.predicted:.2f}x" + ("*" if c.extrapolated else "") if c.predicted else "-"
+    if c.interval and c.predicted:
+        pred += f" [{c.interval[0]:.2f}-{c.interval[1]:.2f}]"
+    meas = f"{c.measured:.2f}x" if c.measured else "-"
+    if c.measured_ci95 and c.measured and c.measured_ci95[0] is not None:
+        meas += f" [{c.measured_ci95[0]:.2f}-{c.measured_ci95[1]:.2f}]"
+    err = f"{c.error:.0%}" if c.error is not None else "-"
+    mark = "!" if c.inside is False else " "  # ! = measured outside the predicted interval
+    print(f"{c.job:34} {fix:30} {pred:>20} {meas:>20} {err:>6}{mark}")
+    if sentence:
+        print(f"{'':34}   {c.reason}")
+
+
+def _figures(name: str, rows: list) -> None:
+    """Both figures, over every fix and over the cases not looked at while the design was widened."""
+    from advisor.models.check import inside_share, median_error
+
+    for subset, group in (("all cases", rows), ("cases outside DEVELOPMENT",
+                                                [c for c in rows if c.job not in DEVELOPMENT])):
+        inside, n = inside_share(group)
+        jobs = len({c.job for c in group if c.error is not None})
+        share = f"{inside / n:.0%}" if n else "-"
+        print(f"{name}, {subset}: median absolute error of the predicted speedup {median_error(group):.1%} "
+              f"(target < 25 %); measured inside the predicted 80 % interval: {inside} of {n} = {share} "
+              f"(target >= 80 %); {n} fixes of {jobs} cases")
+    print(f"load average now: {_load()}; * = outside the training ranges, ! = outside the interval")
+
+
+def _stored(path: Path) -> dict[str, list]:
+    """case -> its saved comparisons, from a --save file."""
+    try:
+        doc = json.loads(path.read_text())
+        return {**doc["cases"], "_from": str(path)}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        sys.exit(f"{path}: not a saved comparison of bench/models.py ({exc})")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="default")
     ap.add_argument("--target", type=Path, default=None, help="scratch directory on the mount (default: a temp dir)")
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--cases", default=",".join(CASES))
-    ap.add_argument("--all", action="store_true", help="every generated case with a case.darshan")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="exactly K rounds per fix (default: the sequential test decides)")
+    ap.add_argument("--cases", default=None,
+                    help="generated/NAME or traps/NAME, comma-separated (default: the development cases, "
+                         "or every case of --measured)")
+    ap.add_argument("--all", action="store_true", help="every generated and trap case with a case.darshan")
+    ap.add_argument("--save", type=Path, help="write every comparison (JSON, with the phases replayed)")
+    ap.add_argument("--measured", type=Path,
+                    help="judge the model on the measurements saved by an earlier --save (no replay)")
+    ap.add_argument("--no-holdout", action="store_true", help="skip the leave-workload-out models")
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--budget", type=float, default=40.0,
                     help="minutes of calibration for --regenerate (0: train on --data as it is)")
     ap.add_argument("--data", type=Path, action="append",
-                    help="calibration directory (repeatable; the first is resumed); default out/calibration-default")
+                    help="calibration directory (repeatable; --regenerate resumes the first; default "
+                         "out/calibration-default, or for judging the shipped model's)")
+    ap.add_argument("--replays", type=Path, help="--regenerate: ship the replayed fixes of this --save file")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ioadvisor-bench-models-") as tmp:
         target = args.target or Path(tmp)
         if args.regenerate:
-            regenerate(target, args.data or [REPO / "out" / "calibration-default"], args.budget)
+            regenerate(target, args.data or [REPO / "out" / "calibration-default"], args.budget, args.replays)
             return 0
-        cases = ([d.name for d in sorted(CORPUS.iterdir()) if (d / "case.darshan").is_file()] if args.all
-                 else [c for c in args.cases.split(",") if c])
-        return compare_cases(args.model, target, args.repeat, cases)
+        measured = _stored(args.measured) if args.measured else None
+        if args.cases or args.all or not measured:
+            cases = case_paths(args.cases or ",".join(CASES), args.all)
+        else:
+            cases = [c for c in measured if c != "_from"]
+        rows = compare_cases(args.model, target, args.repeat, cases, measured, args.save)
+        if not args.no_holdout:
+            held_out(rows, args.data or [DEFAULT_DIR])
+    return 0
 
 
 if __name__ == "__main__":

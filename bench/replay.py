@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -81,18 +82,14 @@ def fio_bw(target: Path, total: int, bs: int, random: bool, runs: int) -> float:
 
 @contextmanager
 def cephfs_cluster():
-    """A directory on a fresh CephFS (tests/system/cephfs.sh up/down --purge around the run)."""
-    script = REPO / "tests" / "system" / "cephfs.sh"
-    root = Path(tempfile.mkdtemp(prefix="bench-cephfs-"))
-    try:
-        up = subprocess.run(["bash", str(script), "up", str(root)], capture_output=True, text=True, timeout=600)
-        if up.returncode != 0:
-            raise SystemExit(f"cephfs.sh up failed: {up.stderr.strip()[-500:]}")
-        target = Path(up.stdout.strip().splitlines()[-1]) / "bench"
+    """A directory on a fresh CephFS, the tests' cluster (tests/cephfs.py), stopped after the run."""
+    from tests.cephfs import ceph_cluster
+
+    with tempfile.TemporaryDirectory(prefix="bench-cephfs-") as base, ceph_cluster(Path(base) / "c") as cluster:
+        os.environ["CEPH_CONF"] = str(cluster.conf)  # the replayer's layout read-back asks the cluster
+        target = cluster.mnt / "bench"
         target.mkdir()
         yield target
-    finally:
-        subprocess.run(["bash", str(script), "down", str(root), "--purge"], capture_output=True, timeout=300)
 
 
 def main() -> int:

@@ -1,6 +1,6 @@
 """Do verification verdicts hold when the measurement is run again?
 
-    python bench/verify_stability.py [--runs 5] [--target DIR | --gluster] [--cases a,b,...]
+    python bench/verify_stability.py [--runs 5] [--target DIR | --gluster | --cephfs] [--cases a,b,...]
                                      [--config site.toml] [--np 2] [--out results.jsonl]
 
 Runs ``ioadvisor diagnose CASE --verify`` --runs times on every case of the corpus's
@@ -9,7 +9,8 @@ per fix the verdicts of the runs, the median speedup and the largest deviation o
 speedup from that median. The targets (issue 14): the same verdict in every run for every fix
 whose effect is over 20 % (median speedup above 1.2x or below 1/1.2x), and speedups within
 +-15 % of their median. The peer is the measurement itself: each run is checked against the
-others of the same session. --gluster starts a GlusterFS volume the way the tests do (root).
+others of the same session. --gluster starts a GlusterFS volume the way the tests do (root),
+--cephfs the tests' four-OSD CephFS cluster (tests/system/cephfs.sh).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import statistics
 import subprocess
@@ -86,6 +88,17 @@ def gluster_target() -> Iterator[Path]:
         yield target
 
 
+@contextlib.contextmanager
+def cephfs_target() -> Iterator[Path]:
+    from tests.cephfs import ceph_cluster
+
+    with tempfile.TemporaryDirectory(prefix="ioadv-bench-cephfs-") as base, ceph_cluster(Path(base) / "c") as cluster:
+        os.environ["CEPH_CONF"] = str(cluster.conf)  # for the diagnose processes (layouts, probes)
+        target = cluster.mnt / "bench"
+        target.mkdir()
+        yield target
+
+
 def main() -> int:
     # a bench stopped with SIGTERM still unmounts and deletes the volume it started
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -93,6 +106,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--target", type=Path, default=None, help="scratch directory (default: a temporary one)")
     ap.add_argument("--gluster", action="store_true", help="measure on a GlusterFS volume started here (root)")
+    ap.add_argument("--cephfs", action="store_true", help="measure on a CephFS cluster started here (root)")
     ap.add_argument("--cases", default="", help="comma-separated case folder names (default: all with a fix)")
     ap.add_argument("--config", default=None, help="site config whose [replay] section is used")
     ap.add_argument("--np", type=int, default=2)
@@ -103,10 +117,12 @@ def main() -> int:
     with contextlib.ExitStack() as stack:
         if args.gluster:
             target = stack.enter_context(gluster_target())
+        elif args.cephfs:
+            target = stack.enter_context(cephfs_target())
         else:
             target = args.target or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ioadv-bench-")))
         rows = [row for name, log in cases for row in measure_case(name, log, target, args)]
-    return report(rows, target)
+        return report(rows, target)  # while the target is mounted: it names the file system
 
 
 def measure_case(name: str, log: Path, target: Path, args: argparse.Namespace) -> list[dict]:

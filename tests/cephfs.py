@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterator
@@ -85,17 +86,14 @@ def _leftovers(root: Path) -> list[str]:
     return found
 
 
-@pytest.fixture(scope="session")
-def cephfs(tmp_path_factory) -> Iterator[CephCluster]:
-    """A CephFS cluster of four OSDs mounted for the whole session (one per xdist worker)."""
-    require_root("a CephFS cluster (ceph daemons, FUSE mount)")
-    for name in ("ceph-mon", "ceph-osd", "ceph-fuse", "ceph"):
-        require_command(name, INSTALL)
-    root = Path(tmp_path_factory.mktemp("cephfs"))
+@contextmanager
+def ceph_cluster(root: Path, osds: int = OSDS) -> Iterator[CephCluster]:
+    """A cluster in `root` (tests/system/cephfs.sh up ... down --purge); its logs are kept beside
+    it in `root`-logs; raises when `down` leaves a process of it running."""
     logs = root.with_name(root.name + "-logs")  # outside the cluster directory: kept after purge
     try:
-        mnt = Path(_script("up", root, OSDS).strip().splitlines()[-1])
-        yield CephCluster(root=root, mnt=mnt, osds=OSDS)
+        mnt = Path(_script("up", root, osds).strip().splitlines()[-1])
+        yield CephCluster(root=root, mnt=mnt, osds=osds)
     finally:
         if (root / "log").is_dir():
             shutil.copytree(root / "log", logs, dirs_exist_ok=True)
@@ -103,3 +101,13 @@ def cephfs(tmp_path_factory) -> Iterator[CephCluster]:
         left = _leftovers(root)
         if left:
             raise CephStartError("cephfs.sh down left processes running:\n" + "\n".join(left))
+
+
+@pytest.fixture(scope="session")
+def cephfs(tmp_path_factory) -> Iterator[CephCluster]:
+    """A CephFS cluster of four OSDs mounted for the whole session (one per xdist worker)."""
+    require_root("a CephFS cluster (ceph daemons, FUSE mount)")
+    for name in ("ceph-mon", "ceph-osd", "ceph-fuse", "ceph"):
+        require_command(name, INSTALL)
+    with ceph_cluster(Path(tmp_path_factory.mktemp("cephfs"))) as cluster:
+        yield cluster

@@ -107,6 +107,51 @@ def test_a_calibration_point_is_the_pattern_it_names():
     assert f["reread_fraction"] == 0 and f["shared_fraction"] == 0 and f["consecutive_fraction"] < 0.2
 
 
+def _features(key: str) -> dict[int, dict[str, float]]:
+    point = sweep.Point.from_key(key)
+    assert point.key == key
+    return {phase: features(part) for phase, part in plan_parts(plan_for(point, "ext4"), "ext4").items()}
+
+
+def test_the_sweep_syncs_at_every_frequency_it_names():
+    from advisor.models.features import NEVER_SYNCED
+
+    for fsync, per_write in (("every-16", 1 / 16), ("every-4", 1 / 4), ("per-write", 1.0), ("twice-per-write", 2.0)):
+        write = _features(f"write-read:4096:fpp:2:posix:{fsync}:sequential:a:small:0:0")[0]
+        assert write["fsync_per_write"] == pytest.approx(per_write), fsync
+        assert write["log2_write_bytes_per_fsync"] == pytest.approx(math.log2(4096 / per_write)), fsync
+    assert _features("write-read:4096:fpp:2:posix:none:sequential:a:small:0:0")[0][
+        "log2_write_bytes_per_fsync"] == NEVER_SYNCED
+    # a file view of a POSIX job (what the collective fix makes): its sync stays in the write phase
+    view = _features("write-read:4096:shared:2:collective-view:at-close:sequential:a:small:0:0")[0]
+    assert view["fsync_per_write"] == 1 and view["collective_fraction"] == 1
+
+
+def test_the_sweep_varies_the_aggregators_of_a_shared_file():
+    one = _features("write-read:65536:shared:2:collective-view:none:sequential:a:small:0:1")
+    both = _features("write-read:65536:shared:2:collective:none:sequential:a:small:0:2")
+    default = _features("write-read:65536:shared:2:collective:none:sequential:a:small:0:0")
+    assert one[0]["io_rank_fraction"] == 0.5 and both[0]["io_rank_fraction"] == 1
+    assert default[0]["io_rank_fraction"] == 0.5  # ROMIO: one aggregator per node
+    subset = _features("write-read:65536:shared:2:posix:none:sequential:a:small:0:1")
+    assert subset[0]["io_rank_fraction"] == 0.5 and subset[1]["io_rank_fraction"] == 1  # reads stay per rank
+    assert subset[0]["log2_call_bytes"] > 16  # the aggregator writes the gathered pieces merged
+    point = sweep.Point.from_key("write-read:65536:shared:2:collective:none:sequential:a:small:0:2")
+    assert plan_for(point, "ext4").hints["cb_nodes"] == "2"
+    assert not any(p.aggregators and (p.layout == "fpp" or p.api == "mpiio") for p in sweep.design(2))
+
+
+def test_holes_are_forward_but_not_consecutive():
+    holes = _features("write-read:65536:shared:2:posix:none:holes:a:small:0:0")[0]
+    seq = _features("write-read:65536:shared:2:posix:none:sequential:a:small:0:0")[0]
+    rnd = _features("write-read:65536:shared:2:posix:none:random:a:small:0:0")[0]
+    assert holes["consecutive_fraction"] == 0 and holes["forward_fraction"] > 0.95
+    assert seq["consecutive_fraction"] > 0.95 and seq["forward_fraction"] > 0.95
+    assert rnd["forward_fraction"] < 0.6
+    with pytest.raises(ValueError):
+        sweep.Point.from_key("write-read:65536:shared:2")
+
+
 def test_layout_features_of_a_striped_calibration_point():
     """A point with a layout: its stripe count, stripe unit and the objects one call spans
     (4 MiB calls over 1 MiB units: 4 objects; 64 KiB calls: 1); none without a layout."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from advisor.models import store
 from advisor.models.calibrate import DATA_FILE, MOUNT_FILE
+from advisor.models.features import FEATURES_VERSION
 from tests.helpers import require
 
 IOADVISOR = [sys.executable, "-m", "advisor"]
@@ -74,6 +75,8 @@ def test_the_default_model_is_what_its_shipped_calibration_trains(tmp_path):
     gap = max(np.max(np.abs(a - b)) for a, b in zip(shipped.predict_log(x), rebuilt.predict_log(x)))
     if shipped.meta["versions"]["scikit-learn"] == sklearn.__version__:
         assert gap == 0.0  # the same library trains the same trees
+        # ... and calibrates the same interval, from the same replayed fixes
+        assert rebuilt.meta["speedup_interval"] == shipped.meta["speedup_interval"]
     else:
         assert abs(rebuilt.meta["cv"]["mdape"] - shipped.meta["cv"]["mdape"]) < 0.03
 
@@ -95,7 +98,7 @@ def test_calibrate_refuses_data_of_another_mount_and_a_bad_target(tmp_path):
     target.mkdir()
     data.mkdir()
     (data / MOUNT_FILE).write_text(json.dumps({
-        "schema": "ioadvisor/calibration/v1", "features_version": 2,
+        "schema": "ioadvisor/calibration/v1", "features_version": FEATURES_VERSION,
         "identity": {"fstype": "lustre", "source": "10.0.0.1@tcp:/scratch", "mount_point": "/lus"}}))
     done = _run("calibrate", "--target", str(target), "--out", str(data), "--budget", "0.1", "--quiet")
     assert done.returncode == 2 and "Traceback" not in done.stderr

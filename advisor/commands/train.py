@@ -32,6 +32,7 @@ def _report(model, collected, out: Path) -> None:
     from rich.table import Table
 
     from advisor.formatting import printable
+    from advisor.models.conformal import interval_summary
     from advisor.models.store import describe
     from advisor.report.terminal import console
 
@@ -50,4 +51,5 @@ def _report(model, collected, out: Path) -> None:
         if imp["mean"] > 0.001 or span and span[0] != span[1]:
             table.add_row(imp["feature"], f"{imp['mean']:.3f} ± {imp['std']:.3f}", shown)
     con.print(table)
+    con.print(printable(f"speedup interval: {interval_summary(model.meta)}"), markup=False, highlight=False)
     con.print(printable(f"model written to {out}: {describe(model.meta)}"), markup=False, highlight=False)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from advisor.errors import InputError
-from advisor.models import mount, train
+from advisor.models import conformal, mount, replays, train
 from advisor.models.rows import Collected, collect
 
 
@@ -30,14 +32,27 @@ def build_model(paths: list[str], folds: int = 5) -> tuple[train.Model, Collecte
     if len(ts) < train.MIN_ROWS:
         raise InputError(", ".join(paths), f"{len(ts)} usable rows; at least {train.MIN_ROWS} are needed "
                          "(calibrate longer, or add IOR/Darshan logs with measured bandwidth)")
-    cv = train.cv_scores(ts, folds)
+    bands = train.out_of_fold_bands(ts, folds)
+    cv = train.cv_scores(ts, folds, bands[0])
     model = train.fit(ts)
     model.meta.update(
         kind="calibration" if collected.identities else "history",
         identity=identity_of(collected), cv=cv, importances=train.importances(model, ts),
         trained_on=_trained_on(collected), calibrations=collected.calibrations,
+        speedup_interval=_interval(collected, ts, bands),
         target="log10 MiB/s of a phase (slowest rank)")
     return model, collected
+
+
+def _interval(collected: Collected, ts: train.TrainingSet, bands: tuple) -> dict:
+    """How the speedup band is calibrated: on measured fixes when the data has replays (the
+    distribution predictions are made for), else on one-factor pairs of calibration patterns."""
+    nbytes = np.asarray(collected.bytes)
+    pairs = conformal.calibrate(ts.groups, nbytes, ts.y, bands)
+    fixes = replays.calibrate(collected.replayed, nbytes, bands)
+    if fixes:
+        return {**fixes, "calibration_pairs": pairs}
+    return pairs or {"widen_log10": 0.0, "method": "uncalibrated: no calibration patterns or replayed fixes"}
 
 
 def _trained_on(collected: Collected) -> list[str]:

@@ -16,6 +16,7 @@ import csv
 import gzip
 import json
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -35,9 +36,11 @@ DATA_FILE, MOUNT_FILE, FAILED_FILE = "calibration.csv", "mount.json", "failed.cs
 SHIPPED_DATA_FILE = DATA_FILE + ".gz"  # a finished calibration, compressed to ship: read, never resumed
 SCHEMA = "ioadvisor/calibration/v1"
 BATCH = 6  # points per MPI job: fewer launches, yet rows reach the disk often
-FACTORS = ("op", "transfer", "layout", "nprocs", "api", "fsync", "order", "aligned", "volume", "stripe_count")
+FACTORS = ("op", "transfer", "layout", "nprocs", "api", "fsync", "order", "aligned", "volume", "stripe_count",
+           "aggregators")
 COLUMNS = ("key", "phase", "direction", *FACTORS, "bytes", "seconds", "mib_s", "runs_s", "cache_policy",
-           "features_version", *(f"f_{n}" for n in names()), "fstype", "source", "host", "measured_at")
+           "features_version", *(f"f_{n}" for n in names()), "fstype", "source", "host", "measured_at",
+           "load1")  # the node's 1-minute load average when the batch ended: a busy node measures slower
 STRIPE_SIZE = 1 << 20
 
 
@@ -61,26 +64,69 @@ def plan_for(point: sweep.Point, fstype: str):
     from advisor.ingest.ior.model import FPP, SHARED, IorParams, IorProfile, IorRun, IorTest
     from advisor.profile import JobInfo, Provenance
     from advisor.replay_plan import build_plan
-    from replay.collective import collective
+    from replay.collective import aggregate, collective
     from replay.transforms import stripe
 
     xfer = point.transfer_bytes
+    # a file view is what the collective fix makes of a POSIX job: its syncs stay in the write phase
     params = IorParams(
-        api="POSIX" if point.api == "posix" else "MPIIO", access=FPP if point.layout == "fpp" else SHARED,
+        api="POSIX" if point.api in ("posix", "collective-view") else "MPIIO",
+        access=FPP if point.layout == "fpp" else SHARED,
         collective=point.api == "collective", segments=1, tasks=point.nprocs, repetitions=1,
         transfer_size=xfer, block_size=xfer * point.requests_per_rank, write=point.op == "write-read",
         read=True, keep_file=True, fsync=point.fsync == "at-close",
-        fsync_per_write=point.fsync == "per-write", random_offsets=point.order == "random",
+        fsync_per_write=point.sync_every > 0, random_offsets=point.order == "random",
         test_file="calibration")
     run = IorRun(format="ior-json", tests=[IorTest(params=params)])
     profile = IorProfile(source=Provenance(f"<calibration {point.key}>", "ior-json", "ioadvisor calibrate"),
                          job=JobInfo(nprocs=point.nprocs), run=run)
-    plan = build_plan(profile, source="ior", scale=1.0)
+    plan = _syncs(_holes(build_plan(profile, source="ior", scale=1.0), point), point)
     if point.api == "collective-view":
-        plan = collective(plan)
+        plan = collective(plan, cb_nodes=point.aggregators or None)
+    elif point.api == "collective" and point.aggregators:
+        plan = plan.replace(hints=dict(plan.hints, cb_nodes=str(point.aggregators)))
+    elif point.aggregators:
+        plan = aggregate(plan, point.aggregators)
     if point.stripe_count and can_set_layout(fstype):
         plan = stripe(plan, point.stripe_count, STRIPE_SIZE)
     return plan
+
+
+def _holes(plan, point: sweep.Point):
+    """Order ``holes``: every offset doubled, leaving a transfer-sized gap after each transfer (one
+    segment: each rank's block starts at twice its offset too, so ranks' data never overlap)."""
+    if point.order != "holes":
+        return plan
+    from advisor.replay_plan.stream import prefill_bytes
+
+    ops = dict(plan.ops, offset=plan.ops["offset"] * 2)
+    files = dict(plan.files, prefill=prefill_bytes(ops, plan.nfiles))
+    return plan.replace(ops=ops, files=files)
+
+
+def _syncs(plan, point: sweep.Point):
+    """IOR -Y's fsync after every write thinned to one every `sync_every` writes of each rank's
+    stream, or doubled (``twice-per-write``)."""
+    import numpy as np
+
+    from replay.edit import merge, take
+    from replay.plan import FSYNC
+
+    ops = plan.ops
+    fs = np.flatnonzero(ops["op"] == FSYNC)
+    if point.fsync == "twice-per-write":
+        return plan.replace(ops=merge(ops, take(ops, fs), fs + 0.5))
+    if point.sync_every <= 1 or not len(fs):
+        return plan
+    stream = ops["rank"][fs].astype(np.int64) * (1 << 32) + ops["file"][fs]
+    order = np.lexsort((fs, stream))
+    first = np.concatenate([[True], stream[order][1:] != stream[order][:-1]])
+    start = np.maximum.accumulate(np.where(first, np.arange(len(fs)), 0))
+    nth = np.empty(len(fs), np.int64)
+    nth[order] = np.arange(len(fs)) - start + 1  # 1, 2, ... within each rank's stream on a file
+    keep = np.ones(len(ops["op"]), bool)
+    keep[fs[nth % point.sync_every != 0]] = False
+    return plan.replace(ops=take(ops, keep))
 
 
 def stripe_counts(snapshot: dict, fstype: str, target: Path | None = None) -> list[int]:
@@ -129,10 +175,14 @@ class Dataset:
             if diff:
                 raise InputError(str(self.path), "was measured on another mount (" + "; ".join(diff)
                                  + "): calibrate into a new directory")
+            self._write_meta({**meta, "runs": [*meta.get("runs", []), _run_record(settings)]})
             return
         self.path.mkdir(parents=True, exist_ok=True)
-        doc = {"schema": SCHEMA, "features_version": FEATURES_VERSION, "identity": identity,
-               "settings": settings, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "snapshot": snapshot}
+        self._write_meta({"schema": SCHEMA, "features_version": FEATURES_VERSION, "identity": identity,
+                          "settings": settings, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                          "runs": [_run_record(settings)], "snapshot": snapshot})
+
+    def _write_meta(self, doc: dict) -> None:
         tmp = self.meta_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc, indent=1, default=str) + "\n")
         tmp.replace(self.meta_path)
@@ -176,12 +226,24 @@ class Dataset:
 
     def append(self, rows: list[dict]) -> None:
         new = not self.csv.exists()
+        if not new:
+            with open(self.csv, newline="") as fh:
+                header = next(csv.reader(fh), [])
+            if tuple(header) != COLUMNS:  # rows would land under another column's name
+                raise InputError(str(self.csv), "has other columns than this ioadvisor writes: "
+                                                "calibrate into a new directory")
         with open(self.csv, "a", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=COLUMNS)
             if new:
                 writer.writeheader()
             writer.writerows(rows)
             fh.flush()
+
+
+def _run_record(settings: dict) -> dict:
+    """When a calibration run (the first or a resumption) started, its settings, and how busy the node was."""
+    return {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "settings": settings,
+            "loadavg": [round(x, 2) for x in os.getloadavg()]}
 
 
 def pending(points: list[sweep.Point], done: set[str]) -> Iterator[sweep.Point]:
@@ -224,7 +286,7 @@ def calibrate(target: Path, out: Path, max_np: int, budget_s: float, repeat: int
     ident = mount.identity(target)
     snapshot = collect([str(target)])
     data = Dataset(out)
-    data.open(ident, snapshot, {"max_np": max_np, "repeat": repeat})
+    data.open(ident, snapshot, {"max_np": max_np, "repeat": repeat, "budget_min": round(budget_s / 60, 1)})
     points = sweep.design(max_np, stripe_counts(snapshot, ident["fstype"], target))
     done = data.done_keys()
     progress = Progress(planned=len(points), done_before=len(done & {p.key for p in points}),
@@ -321,7 +383,8 @@ def _rows(point: sweep.Point, plan, variant: dict, ident: dict, cache: str) -> l
                "seconds": f"{seconds:.6g}", "mib_s": f"{part.bytes / seconds / MiB:.6g}",
                "runs_s": " ".join(f"{t:.6g}" for t in times), "cache_policy": cache,
                "features_version": FEATURES_VERSION,
-               "fstype": ident["fstype"], "source": ident["source"], "host": ident["host"], "measured_at": stamp}
+               "fstype": ident["fstype"], "source": ident["source"], "host": ident["host"], "measured_at": stamp,
+               "load1": f"{os.getloadavg()[0]:.2f}"}
         row.update({f"f_{k}": ("" if math.isnan(v) else f"{v:.6g}") for k, v in features(part).items()})
         out.append(row)
     return out

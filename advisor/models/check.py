@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from advisor.models.predict import predict_fixes
+from advisor.models.predict import max_ranks, predict_fixes
 from advisor.models.train import Model
 
 
@@ -30,7 +30,9 @@ class Comparison:
     measured_ci95: list[float] | None
     verdict: str
     extrapolated: bool
-    reason: str = ""
+    reason: str = ""  # the verification's sentence (or why the model could not predict)
+    np: int | None = None  # ranks of the plan predicted and replayed
+    phases: dict | None = None  # "baseline"/"fixed" -> the phases replayed (advisor.models.replays)
 
     @property
     def error(self) -> float | None:
@@ -38,6 +40,20 @@ class Comparison:
         if not self.predicted or not self.measured:
             return None
         return abs(self.predicted - self.measured) / self.measured
+
+    @property
+    def inside(self) -> bool | None:
+        """Whether the measured speedup lies in the predicted interval (None: a side is missing)."""
+        if self.error is None or not self.interval:
+            return None
+        return self.interval[0] <= self.measured <= self.interval[1]
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> Comparison:
+        return cls(**{f.name: doc.get(f.name) for f in fields(cls)})
 
 
 def compare(model: Model, profile, target: Path, repeat: int | None = None, np_: int | None = None,
@@ -47,7 +63,6 @@ def compare(model: Model, profile, target: Path, repeat: int | None = None, np_:
     from advisor import pipeline
     from advisor.config import load_config
     from advisor.fixes import proposed_fixes
-    from advisor.models.predict import max_ranks
     from advisor.verify import measure, replay_plan
 
     config = load_config()
@@ -65,11 +80,38 @@ def compare(model: Model, profile, target: Path, repeat: int | None = None, np_:
     measured = measure(profile, list(fixes.values()), target, repeat=repeat, base=base,
                        settings=settings or config.section("replay"))
     out = []
-    for (key, fix), v in zip(fixes.items(), measured.verifications):
+    fstype = measured.context.get("fstype", "")
+    for (key, fix), v, replayed in zip(fixes.items(), measured.verifications, measured.replays):
         p = predicted[key]
+        phases = replayed_phases(base, fix, replayed, fstype) if replayed and v.measured else None
         out.append(Comparison(label or profile.source.path, fix, codes[key], p.speedup,
                               p.interval, v.speedup if v.measured else None, v.ci95, v.verdict,
-                              p.extrapolated, v.reason or p.reason))
+                              p.extrapolated, v.reason or p.reason, base.nranks, phases))
+    return out
+
+
+def replayed_phases(base, fix: dict, replayed: tuple[dict, dict], fstype: str) -> dict:
+    """"baseline"/"fixed" -> every phase that moved data: its features, bytes and measured seconds."""
+    from advisor.models.replays import phase_rows
+    from replay.transforms import apply_fix
+
+    baseline, fixed = replayed
+    return {"baseline": phase_rows(base, baseline, fstype), "fixed": phase_rows(apply_fix(base, fix), fixed, fstype)}
+
+
+def repredict(model: Model, profile, measured: list[Comparison]) -> list[Comparison]:
+    """The same measured fixes of one job predicted by another model (same ranks): a model is
+    judged against measurements already made, without replaying again."""
+    from advisor.fixes import fix_key
+
+    if not measured:
+        return []
+    ranks = measured[0].np or min(max(profile.job.nprocs, 1), max_ranks(model))
+    predicted = predict_fixes(model, profile, [c.fix for c in measured], np_=ranks)
+    out = []
+    for c in measured:
+        p = predicted[fix_key(c.fix)]
+        out.append(replace(c, predicted=p.speedup, interval=p.interval, extrapolated=p.extrapolated))
     return out
 
 
@@ -77,3 +119,9 @@ def median_error(comparisons: list[Comparison]) -> float:
     """Median of the relative errors of the comparisons that have both sides (NaN if none)."""
     errors = [c.error for c in comparisons if c.error is not None]
     return statistics.median(errors) if errors else math.nan
+
+
+def inside_share(comparisons: list[Comparison]) -> tuple[int, int]:
+    """(measured speedups inside the predicted interval, comparisons with both sides)."""
+    judged = [c.inside for c in comparisons if c.inside is not None]
+    return sum(judged), len(judged)

@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
-# 2, not 3, with log2_objects_per_call added: data and models of version 2 lack it, which reads as
-# NaN, exactly what it is for every pattern without a layout (all data shipped so far)
-FEATURES_VERSION = 2
+FEATURES_VERSION = 3  # 3: fsync frequency, aggregators, forward streams, objects per call
 ALIGNMENT = 4096  # a request is aligned when its offset is a multiple of the page size
 SMALL_CALL = 100 * 1024  # Darshan's "small" bins end at 100 KiB
+NEVER_SYNCED = 40.0  # log2 bytes per fsync of a part that writes without syncing (1 TiB: "never")
 
 _FS_TYPES = ("lustre", "gpfs", "nfs", "beegfs", "fuse.glusterfs", "tmpfs")
 _LOCAL_FS = ("ext4", "xfs", "btrfs", "zfs", "ext3", "overlay")
@@ -47,6 +46,7 @@ class Part:
     write_calls: float = 0.0
     pieces: float = 0.0
     consecutive: float = 0.0  # pieces starting where the same rank's previous one on that file ended
+    forward: float = math.nan  # pieces starting at or after that end (consecutive, or a hole skipped)
     unaligned: float = math.nan  # pieces at an offset that is not a multiple of ALIGNMENT (NaN: unknown)
     shared_bytes: float = 0.0  # bytes on files that more than one rank touches
     opens: float = 0.0
@@ -56,6 +56,7 @@ class Part:
     mpiio_calls: float = 0.0
     collective_calls: float = 0.0
     reread_bytes: float = 0.0  # bytes read that the workload itself wrote earlier (page cache)
+    io_ranks: float = math.nan  # ranks that issue the file system requests (collective I/O: the aggregators)
     stripe_count: float = math.nan  # NaN: no layout recorded or settable
     stripe_size: float = math.nan
     fstype: str = ""
@@ -72,10 +73,11 @@ class Part:
                    stripe_count=self.stripe_count, stripe_size=self.stripe_size)
         for name in _ADDITIVE:
             setattr(out, name, getattr(self, name) + getattr(other, name))
+        out.io_ranks = float(np.fmax(self.io_ranks, other.io_ranks))  # NaN only when both are unknown
         return out
 
 
-_ADDITIVE = ("bytes_read", "bytes_written", "calls", "write_calls", "pieces", "consecutive",
+_ADDITIVE = ("bytes_read", "bytes_written", "calls", "write_calls", "pieces", "consecutive", "forward",
              "unaligned", "shared_bytes", "opens", "fsyncs", "stdio_bytes", "mpiio_bytes",
              "mpiio_calls", "collective_calls", "reread_bytes")
 
@@ -86,6 +88,15 @@ def _ratio(num: float, den: float) -> float:
 
 def _log2(value: float) -> float:
     return math.log2(value) if value > 0 else math.nan
+
+
+def _bytes_per_fsync(p: Part) -> float:
+    """log2 of the bytes written between two syncs: the dirty data each fsync waits for (per
+    write call, the fsyncs' frequency); a part that writes and never syncs leaves its data to
+    writeback (:data:`NEVER_SYNCED`)."""
+    if not p.bytes_written:
+        return math.nan
+    return _log2(p.bytes_written / p.fsyncs) if p.fsyncs > 0 else NEVER_SYNCED
 
 
 def _objects_per_call(p: Part) -> float:
@@ -111,10 +122,13 @@ FEATURES: dict[str, Callable[[Part], float]] = {
     "log2_call_bytes": lambda p: _log2(_ratio(p.bytes, p.calls)),
     "log2_pieces_per_call": lambda p: _log2(_ratio(p.pieces, p.calls)),
     "consecutive_fraction": lambda p: _ratio(p.consecutive, p.pieces),
+    "forward_fraction": lambda p: _ratio(p.forward, p.pieces),
     "unaligned_fraction": lambda p: _ratio(p.unaligned, p.pieces),
     "shared_fraction": lambda p: _ratio(p.shared_bytes, p.bytes),
     "opens_per_call": lambda p: _ratio(p.opens, p.calls),
     "fsync_per_write": lambda p: _ratio(p.fsyncs, p.write_calls) if p.write_calls else 0.0,
+    "log2_write_bytes_per_fsync": _bytes_per_fsync,
+    "io_rank_fraction": lambda p: _ratio(p.io_ranks, max(p.nprocs, 1)),
     "stdio_fraction": lambda p: _ratio(p.stdio_bytes, p.bytes),
     "mpiio_fraction": lambda p: _ratio(p.mpiio_bytes, p.bytes),
     "collective_fraction": lambda p: _ratio(p.collective_calls, p.mpiio_calls) if p.mpiio_calls else 0.0,
@@ -128,8 +142,10 @@ FEATURES: dict[str, Callable[[Part], float]] = {
 MONOTONE: dict[str, int] = {
     "log2_call_bytes": 1,  # larger calls never lower the bandwidth (fewer round trips per byte)
     "consecutive_fraction": 1,  # sequential streams read ahead and write behind
+    "forward_fraction": 1,  # so do streams that skip holes forward, more than random ones
     "unaligned_fraction": -1,  # unaligned requests touch extra pages, locks and RPCs
     "fsync_per_write": -1,  # every sync waits for the storage
+    "log2_write_bytes_per_fsync": 1,  # rarer syncs (more bytes each) never cost more
 }
 """Direction physics fixes for a feature (+1 bandwidth non-decreasing, -1 non-increasing)."""
 

@@ -21,6 +21,8 @@ import numpy as np
 from advisor.errors import AdvisorError, InputError
 from advisor.ingest.ior.model import IorProfile
 from advisor.models.calibrate import DATA_FILE, MOUNT_FILE, SHIPPED_DATA_FILE, Dataset
+from advisor.models import replays
+from advisor.models.design import KEY_GROUP
 from advisor.models.features import FEATURES_VERSION, features, names
 from advisor.models.train import TrainingSet
 
@@ -35,16 +37,19 @@ class Collected:
     rows: list[dict[str, float]] = field(default_factory=list)
     log10_mib_s: list[float] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
+    bytes: list[float] = field(default_factory=list)  # bytes of each row (NaN: not a calibration phase)
     origins: dict[str, int] = field(default_factory=dict)
     identities: list[dict] = field(default_factory=list)  # of calibration data sets
     calibrations: list[dict] = field(default_factory=list)  # what each calibration measured, where
     fstypes: dict[str, int] = field(default_factory=dict)  # of logs
     skipped: list[str] = field(default_factory=list)
+    replayed: list = field(default_factory=list)  # advisor.models.replays.ReplayedFix: measured fixes
 
-    def add(self, feats: dict[str, float], mib_s: float, group: str) -> None:
+    def add(self, feats: dict[str, float], mib_s: float, group: str, nbytes: float = math.nan) -> None:
         self.rows.append(feats)
         self.log10_mib_s.append(math.log10(mib_s))
         self.groups.append(group)
+        self.bytes.append(nbytes)
 
     def training_set(self) -> TrainingSet:
         from advisor.models.features import matrix
@@ -54,13 +59,18 @@ class Collected:
                            np.asarray(self.groups), dict(self.origins))
 
 
-def collect(paths: list[str]) -> Collected:
-    """Rows from every path (files, calibration directories, directories of logs)."""
+def collect(paths: list[str], with_replays: bool = True) -> Collected:
+    """Rows from every path (files, calibration directories, directories of logs); a calibration
+    directory's replayed fixes only `with_replays`."""
     out = Collected()
     for path in paths:
         p = Path(path)
-        if any((p / name).exists() for name in (MOUNT_FILE, DATA_FILE, SHIPPED_DATA_FILE)):
+        if p.name == replays.REPLAYS_FILE and p.is_file():
+            replays.collect(p, out)
+        elif any((p / name).exists() for name in (MOUNT_FILE, DATA_FILE, SHIPPED_DATA_FILE)):
             _calibration(p, out)
+            if with_replays and (p / replays.REPLAYS_FILE).exists():
+                replays.collect(p / replays.REPLAYS_FILE, out)
         elif p.is_dir():
             for file in _files(p):
                 _log(file, out, quiet=True)
@@ -90,17 +100,18 @@ def _calibration(path: Path, out: Collected) -> None:
     for row in data.rows():
         caches.add(row.get("cache_policy") or "")
         try:
-            mib_s = float(row["mib_s"])
+            mib_s, nbytes = float(row["mib_s"]), float(row["bytes"])
             feats = {k: float(row[f"f_{k}"]) if row.get(f"f_{k}") not in (None, "") else math.nan
                      for k in names()}
         except (KeyError, ValueError, TypeError):  # e.g. the last line of a killed calibration
             out.skipped.append(f"{path}: a damaged row ({row.get('key', '?')})")
             continue
         if mib_s > 0 and math.isfinite(mib_s):
-            out.add(feats, mib_s, f"cal:{row['key']}")
+            out.add(feats, mib_s, f"{KEY_GROUP}{row['key']}", nbytes)
             n += 1
     out.origins[f"calibration {path}"] = n
     out.calibrations.append({"path": str(path), "created": meta.get("created"), "settings": meta.get("settings"),
+                             "runs": meta.get("runs", []),
                              "node": _node(meta.get("snapshot") or {}), "cache_policy": sorted(caches - {""})})
 
 

@@ -37,6 +37,10 @@ class TrainingSet:
     def __len__(self) -> int:
         return int(self.y.shape[0])
 
+    def subset(self, keep: np.ndarray) -> TrainingSet:
+        """The rows where `keep` is true."""
+        return TrainingSet(self.x[keep], self.y[keep], list(self.features), self.groups[keep], dict(self.origins))
+
     def learnable(self) -> TrainingSet:
         """Only the features with at least one value (a feature the data never had teaches nothing)."""
         keep = [j for j in range(self.x.shape[1]) if np.isfinite(self.x[:, j]).any()]
@@ -116,26 +120,39 @@ def _fit(seen: TrainingSet, ts: TrainingSet, intervals: bool) -> Model:
 
 def out_of_fold(ts: TrainingSet, folds: int = 5) -> np.ndarray:
     """log10 MiB/s predicted for each row by a model that saw none of its group."""
+    return _out_of_fold(ts, folds, (None,))[0]
+
+
+def out_of_fold_bands(ts: TrainingSet, folds: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(median, lower, upper) log10 MiB/s predicted for each row by the three regressors of a
+    model that saw none of its group (the interval at least the median, as :meth:`Model.predict_log`)."""
+    mid, lo, hi = _out_of_fold(ts, folds, (None, *INTERVAL))
+    return mid, np.minimum(lo, mid), np.maximum(hi, mid)
+
+
+def _out_of_fold(ts: TrainingSet, folds: int, quantiles: tuple) -> list[np.ndarray]:
     from sklearn.model_selection import GroupKFold
 
     _check(ts)
     ts = ts.learnable()
     folds = max(2, min(folds, len(np.unique(ts.groups))))
-    pred = np.empty(len(ts))
+    preds = [np.empty(len(ts)) for _ in quantiles]
     with one_thread():
         for train, test in GroupKFold(n_splits=folds).split(ts.x, ts.y, ts.groups):
             # a feature with no value in this fold's training rows breaks the binning: leave it out
             keep = np.isfinite(ts.x[train]).any(axis=0)
             names = [f for f, k in zip(ts.features, keep) if k]
-            pred[test] = (estimator(len(train), names).fit(ts.x[train][:, keep], ts.y[train])
-                          .predict(ts.x[test][:, keep]))
-    return pred
+            for pred, q in zip(preds, quantiles):
+                pred[test] = (estimator(len(train), names, q).fit(ts.x[train][:, keep], ts.y[train])
+                              .predict(ts.x[test][:, keep]))
+    return preds
 
 
-def cv_scores(ts: TrainingSet, folds: int = 5) -> dict:
+def cv_scores(ts: TrainingSet, folds: int = 5, pred: np.ndarray | None = None) -> dict:
     """k-fold cross-validated error: median absolute percentage error of the bandwidth, R^2 of
-    log-bandwidth, the typical miss as a factor; computed on out-of-fold predictions."""
-    pred = out_of_fold(ts, folds)
+    log-bandwidth, the typical miss as a factor; computed on out-of-fold predictions (`pred`
+    when already made)."""
+    pred = out_of_fold(ts, folds) if pred is None else pred
     rel = np.abs(np.power(10.0, pred - ts.y) - 1.0)
     ss_res = float(np.sum((ts.y - pred) ** 2))
     ss_tot = float(np.sum((ts.y - ts.y.mean()) ** 2))

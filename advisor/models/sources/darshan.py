@@ -76,8 +76,9 @@ def job_part(profile: JobProfile) -> Part:
 
 
 def _direction(profile: JobProfile, base, d: str) -> Part:
-    nbytes = calls = consec = posix_calls = not_aligned = seen_aligned = shared = stdio = 0.0
+    nbytes = calls = consec = seq = posix_calls = not_aligned = seen_aligned = shared = stdio = 0.0
     touched: list[np.ndarray] = []
+    movers: set[int] = set()  # ranks whose own records moved bytes (-1: a record shared by all)
     for rec, rows in base:
         moved = _col(rec, _BYTES[d], rows)
         n = _col(rec, f"{_OP[d]}S", rows)
@@ -85,20 +86,27 @@ def _direction(profile: JobProfile, base, d: str) -> Part:
         calls += float(n.sum())
         shared += float(moved[shared_mask(rec)[rows]].sum())
         touched.append(rec.ids[rows][moved > 0])
+        movers.update(np.asarray(rec.ranks)[rows][moved > 0].tolist())
         if rec.module == "STDIO":
             stdio += float(moved.sum())
             consec += float(n.sum())  # buffered streams: sequential by construction
+            seq += float(n.sum())
             continue
         posix_calls += float(n.sum())
         consec += float(_col(rec, f"CONSEC_{_OP[d]}S", rows).sum())
+        seq += float(_col(rec, f"SEQ_{_OP[d]}S", rows).sum())  # forward: consecutive or past a hole
         if rec.has("POSIX_FILE_NOT_ALIGNED"):
             seen_aligned += float((_col(rec, "READS", rows) + _col(rec, "WRITES", rows)).sum())
             not_aligned += float(_col(rec, "FILE_NOT_ALIGNED", rows).sum())
     part = Part(max(profile.job.nprocs, 1), label=d, fstype=_main_fstype(profile))
+    # a record reduced over ranks (-1) hides who moved its bytes: count every rank then
+    part.io_ranks = float(part.nprocs if -1 in movers else min(len(movers), part.nprocs))
     consec_frac = consec / calls if calls else math.nan
+    seq_frac = seq / calls if calls else math.nan
     calls, mpi_bytes, mpi_calls, coll = _mpiio(profile, d, calls, nbytes)
     part.calls = part.pieces = calls
     part.consecutive = consec_frac * calls if calls else 0.0
+    part.forward = seq_frac * calls if calls else 0.0
     part.unaligned = not_aligned / seen_aligned * calls if seen_aligned else math.nan
     part.shared_bytes, part.stdio_bytes = shared, stdio
     part.mpiio_bytes, part.mpiio_calls, part.collective_calls = mpi_bytes, mpi_calls, coll

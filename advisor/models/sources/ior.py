@@ -43,13 +43,14 @@ def _part(test: IorTest, op: str) -> Part:
         nprocs=tasks, label=op,
         bytes_read=0.0 if write else moved, bytes_written=moved if write else 0.0,
         calls=calls, write_calls=calls if write else 0.0, pieces=calls,
-        consecutive=max(consecutive, 0.0),
+        consecutive=max(consecutive, 0.0), forward=max(consecutive, 0.0),
         unaligned=calls * (1 - math.gcd(xfer, ALIGNMENT) / ALIGNMENT),
         shared_bytes=0.0 if fpp or tasks == 1 else moved,
         opens=float(tasks), fsyncs=float(fsyncs),
         mpiio_bytes=moved if mpi else 0.0, mpiio_calls=calls if mpi else 0.0,
         collective_calls=calls if mpi and p.collective else 0.0,
         reread_bytes=moved if not write and p.write is not False else 0.0,
+        io_ranks=math.nan if mpi and p.collective else float(tasks),  # aggregators: the run's hints, unknown
         stripe_count=float(p.stripe_count) if p.stripe_count else math.nan,
         stripe_size=float(p.stripe_size) if p.stripe_size else math.nan,
     )
