@@ -41,7 +41,9 @@ def wheel(tmp_path_factory) -> Path:
             shutil.copy2(path, src / name)
     shutil.copy2(REPO / "Makefile", src / "Makefile")
     venv_dir = Path(sys.executable).parent.parent  # `make dist` as docs/hook.md says, with this venv
-    _run(["make", "-C", str(src), "dist", f"VENV={venv_dir}"], cwd=src)
+    # -o: never remake this venv's stamp from the copy (a setup.cfg newer than the stamp made make
+    # run `pip install -e` of the temporary copy into the developer's venv)
+    _run(["make", "-C", str(src), "-o", f"{venv_dir}/.installed", "dist", f"VENV={venv_dir}"], cwd=src)
     [whl] = (src / "dist").glob("ioadvisor-*.whl")
     return whl
 
