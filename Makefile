@@ -7,7 +7,7 @@ STAMP   = $(VENV)/.installed
 TRACE  ?= traces/ior-small-shared-4k.darshan
 OUT    ?= out
 
-.PHONY: demo docs docs-screenshot test venv system-deps bench lint clean
+.PHONY: demo dist docs docs-screenshot docs-screenshots test venv system-deps bench lint clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,13 +21,26 @@ demo: $(STAMP)
 	@mkdir -p $(OUT) $(OUT)/replay-scratch
 	$(VENV)/bin/ioadvisor diagnose $(TRACE) --json $(OUT)/demo.json --html $(OUT)/demo.html --verify --target $(OUT)/replay-scratch --model default
 	@echo "report: $(OUT)/demo.html (JSON: $(OUT)/demo.json)"
+	@echo "ioadvisor is installed in $(VENV): run $(VENV)/bin/ioadvisor, or 'source $(VENV)/bin/activate' first"
 	@$(PY) -m advisor.report.screenshot $(OUT)/demo.html $(OUT)/demo-report.png --height 1800 \
 	  || echo "(no screenshot: Chromium not found; the report itself is complete)"
+
+# The wheel to install elsewhere (ioadvisor is not on PyPI): dist/ioadvisor-VERSION-py3-none-any.whl,
+# then `pip install dist/ioadvisor-*.whl` in the target venv (docs/hook.md). Built with this venv's
+# setuptools, offline (no build isolation: nothing is downloaded).
+dist: $(STAMP)
+	$(PIP) wheel --no-deps --no-build-isolation -q -w dist .
+	@ls dist/ioadvisor-*.whl
 
 # Refresh the README's picture from a demo run (a deliberate, committed change; `make demo` never
 # touches the tree).
 docs-screenshot: demo
 	cp $(OUT)/demo-report.png docs/demo-report.png
+
+# The three reports of docs/report.md (the demo, imbalanced-io, sample-badost), photographed in
+# Chromium by the test that checks them (tests/test_report_screenshots.py).
+docs-screenshots: $(STAMP)
+	IOADVISOR_DOCS_SCREENSHOTS=1 $(VENV)/bin/python -m pytest -q tests/test_report_screenshots.py
 
 # System components the tests start for real (Slurm, GlusterFS, Chromium, fio): installed when root.
 system-deps:

@@ -214,6 +214,22 @@ def regressions(campaign: Campaign) -> list[tuple[CurveKey, Point, Point]]:
 
 # ---- figures for the HTML report ----------------------------------------------------------------
 
+def campaign_data(campaign: Campaign) -> dict:
+    """The campaign as data: every curve (what its tests share) with its points, one per task
+    count (the test's max and mean MiB/s over its repetitions, the test and the file it came
+    from), the baseline's curves likewise, and the runs read."""
+    def curves(items: list[Curve]) -> list[dict]:
+        return [{"label": c.label, "study": c.key.study, "access": c.key.access, "operation": c.key.operation,
+                 "api": c.key.api, "transfer_size": c.key.transfer_size, "stripe_count": c.key.stripe_count,
+                 "stripe_size": c.key.stripe_size,
+                 "points": [{"tasks": p.tasks, "max_mib_s": p.bw_mib, "mean_mib_s": p.mean_mib,
+                             "block_size": p.block_size, "test": p.test, "source": p.source} for p in c.points]}
+                for c in items]
+
+    return {"curves": curves(campaign.curves), "baseline": curves(campaign.baseline),
+            "sources": list(campaign.sources), "notes": list(campaign.notes)}
+
+
 def figure_data(campaign: Campaign, osts: int | None) -> dict:
     """Compact plot data: curves, the 'clients exceed OSTs' points and the baseline overlay
     (the knees are filled in by :func:`advisor.pipeline.diagnose_campaign` from the CAM001 finding)."""

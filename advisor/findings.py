@@ -33,33 +33,49 @@ class Recommendation:
     commands: list[str] = field(default_factory=list)
 
 
+def _shown(label: str, kind: str, default: Any = None, scale: float = 0) -> Any:
+    """A field the reports show under `label`, formatted by its unit kind (advisor.units.KINDS)."""
+    return field(default=default, metadata={"label": label, "kind": kind, **({"scale": scale} if scale else {})})
+
+
 @dataclass
 class Prediction:
     """A learned model's prediction of a fix (:mod:`advisor.models.predict`): the speedup with an
     80 % interval (calibrated: advisor.models.conformal), or `reason` when the model could not
     predict this fix."""
 
-    speedup: float | None = None
-    interval: list[float] | None = None  # (low, high) speedup: 80 % of the calibration's measured fell inside
-    time_saved_s: float | None = None  # of the job's measured I/O time
-    baseline_mib_s: float | None = None  # predicted bandwidth of the replay plan, before the fix
-    fixed_mib_s: float | None = None  # ... and after
-    np: int | None = None  # ranks and scale of the plan predicted
-    scale: float | None = None
-    extrapolated: bool = False
-    extrapolation: list[str] = field(default_factory=list)  # features outside the training ranges
-    warning: str = ""  # e.g. the model learned another file system than the job's
-    model: str = ""  # which model
-    reason: str = ""  # why there is no speedup
+    speedup: float | None = _shown("predicted speedup", "ratio")
+    # (low, high) speedup: 80 % of the calibration's measured fell inside
+    interval: list[float] | None = _shown("interval", "ratio")
+    time_saved_s: float | None = _shown("time saved", "seconds")  # of the job's measured I/O time
+    # predicted bandwidth of the replay plan, before and after the fix (MiB/s)
+    baseline_mib_s: float | None = _shown("bandwidth before", "rate", scale=1 << 20)
+    fixed_mib_s: float | None = _shown("bandwidth after", "rate", scale=1 << 20)
+    np: int | None = _shown("processes", "count")  # ranks and scale of the plan predicted
+    scale: float | None = _shown("scale", "count")
+    extrapolated: bool = _shown("extrapolated", "flag", False)
+    # features outside the training ranges
+    extrapolation: list[str] = field(default_factory=list, metadata={"label": "outside the training data",
+                                                                     "kind": "text"})
+    warning: str = _shown("warning", "text", "")  # e.g. the model learned another file system than the job's
+    model: str = _shown("model", "text", "")  # which model
+    reason: str = _shown("no prediction because", "text", "")  # why there is no speedup
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> Prediction:
         """From a saved diagnosis; keys this version does not know are left out."""
         return cls(**{k: v for k, v in doc.items() if k in _PREDICTION_FIELDS})
 
-    def shown(self) -> list[tuple[str, Any]]:
-        """The fields that say something, in order (for the reports' detail lists)."""
-        return [(f.name, v) for f in fields(self) if (v := getattr(self, f.name)) not in (None, "", [], False)]
+    def shown(self) -> list[tuple[str, str, Any]]:
+        """(label, unit kind, value in the kind's base unit) of the fields that say something, in order
+        (for the reports' detail lists)."""
+        out = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value not in (None, "", [], False):
+                scale = f.metadata.get("scale")
+                out.append((f.metadata["label"], f.metadata["kind"], value * scale if scale else value))
+        return out
 
 
 _PREDICTION_FIELDS = {f.name for f in fields(Prediction)}
@@ -74,7 +90,9 @@ class Finding:
     severity: str
     title: str
     message: str
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)  # name -> value, in its kind's base unit
+    # name -> {label, kind, unit[, fields]}: how to read and show each evidence value (advisor.units.KINDS)
+    evidence_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     ranks: list[int] = field(default_factory=list)
     cost_s: float = 0.0
@@ -109,6 +127,9 @@ class Diagnosis:
     # Compact, downsampled plot data (per-rank bytes, histograms, DXT timeline, per-OST
     # bandwidth, ...) so that a saved diagnosis re-renders as HTML without the log.
     figures: dict[str, Any] = field(default_factory=dict)
+    # The input's own results as typed numbers: an IOR run's tests ("ior"), a campaign's curves
+    # ("campaign"), a snapshot's settings ("snapshot"); empty for Darshan-like inputs.
+    data: dict[str, Any] = field(default_factory=dict)
     error: str | None = None  # set when the input could not be diagnosed
 
     @classmethod
@@ -154,6 +175,7 @@ class Diagnosis:
             summary={k: v for k, v in doc.get("summary", {}).items() if k != "fixes"},
             tool=doc.get("tool", {}),
             figures=doc.get("figures", {}),
+            data=doc.get("data") if isinstance(doc.get("data"), dict) else {},
             error=doc.get("error"),
         )
 

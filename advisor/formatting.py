@@ -8,10 +8,10 @@ Kept free of heavy imports so that `show`, the hook and fleet workers stay quick
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from advisor.units import MiB
+from advisor.units import KINDS, Field, MiB
 
 IEC = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
@@ -69,8 +69,8 @@ def fmt_bytes(n: Any) -> str:
     for unit in IEC:
         if abs(value) < 1024 or unit == IEC[-1]:
             if unit == "B":
-                return f"{int(value)} B"
-            return f"{value:.0f} {unit}" if value.is_integer() else f"{value:.1f} {unit}"
+                return f"{int(value):,} B"
+            return f"{value:,.0f} {unit}" if value.is_integer() else f"{value:,.1f} {unit}"
         value /= 1024
     return f"{value:.1f} PiB"  # unreachable
 
@@ -90,7 +90,7 @@ def fmt_secs(x: Any) -> str:
         return "?"
     s = float(x)
     if s >= 3600:
-        return f"{s / 3600:.1f} h"
+        return f"{s / 3600:,.1f} h"
     if s >= 60:
         return f"{s / 60:.1f} min"
     if s >= 1:
@@ -109,11 +109,14 @@ def fmt_num(x: Any) -> str:
 
 
 def fmt_rate(x: Any) -> str:
-    """Bytes per second as MiB/s (or GiB/s)."""
+    """Bytes per second as MiB/s (GiB/s from 1,024 MiB/s; KiB/s or B/s below 1 MiB/s)."""
     if x is None:
         return "?"
-    mib = float(x) / MiB
-    return f"{mib / 1024:.1f} GiB/s" if mib >= 1024 else f"{mib:.1f} MiB/s"
+    rate = float(x)
+    if abs(rate) < MiB:  # a latency-bound rate: '0.0 MiB/s' would say nothing
+        return f"{rate / 1024:,.1f} KiB/s" if abs(rate) >= 1024 else f"{rate:,.0f} B/s"
+    mib = rate / MiB
+    return f"{mib / 1024:,.1f} GiB/s" if mib >= 1024 else f"{mib:,.1f} MiB/s"
 
 
 def size_arg(n: int, upper: bool = False) -> str:
@@ -124,6 +127,14 @@ def size_arg(n: int, upper: bool = False) -> str:
         if n >= unit and n % unit == 0:
             return f"{n // unit}{suffix.upper() if upper else suffix}"
     return str(n)
+
+
+def fmt_ratio(x: Any) -> str:
+    """One quantity over another: '0.25x', '3.00x', '48.2x', '3,133,070.6x'."""
+    if x is None:
+        return "?"
+    x = float(x)
+    return f"{x:.2f}x" if abs(x) < 10 else f"{x:,.1f}x"
 
 
 def fmt_speedup(x: float) -> str:
@@ -138,9 +149,113 @@ def fmt_speedup_range(pair: Any) -> str:
     return ""
 
 
+def fmt_middle(text: str, most: int, mark: str = "...") -> str:
+    """`text` cut in the middle to at most `most` characters: a path keeps its file name whole when
+    it can, and its top directories ('/lus/theta-fs0/pr.../restart_0012.h5')."""
+    text = str(text)
+    if len(text) <= most:
+        return text
+    keep = max(most - len(mark), 2)
+    tail = keep // 2
+    name = text.rsplit("/", 1)[-1]
+    if "/" in text and tail < len(name) + 1 <= keep - 4:  # the file name whole, the directories cut
+        tail = len(name) + 1
+    return text[: keep - tail] + mark + text[len(text) - tail:]
+
+
 def fmt_list(items: Iterable[Any] | None, limit: int = 3) -> str:
     """'a, b and 3 more'."""
     items = [str(i) for i in (items or [])]
     if len(items) <= limit:
         return ", ".join(items)
     return ", ".join(items[:limit]) + f" and {len(items) - limit} more"
+
+
+MAX_ITEMS = 12  # items of a list value shown, then a count
+
+
+def fmt_kind(kind: str, value: Any, fields: Mapping[str, Any] | None = None, unit: str = "") -> str:
+    """A value as its declared unit kind says (advisor.units.KINDS); lists item by item.
+
+    `unit` is a record field's own unit (KiB, MiB/s) when it is not the kind's base unit;
+    `fields` the record's field kinds. Values from a saved (possibly hand-edited) JSON file
+    that do not fit their kind are shown as they are, never raise."""
+    if value is None:
+        return "unknown"
+    if isinstance(value, (list, tuple)):
+        shown = [fmt_kind(kind, v, fields, unit) for v in list(value)[:MAX_ITEMS]]
+        more = f", ... ({len(value)} in all)" if len(value) > MAX_ITEMS else ""
+        return ("; " if kind == "record" else ", ").join(shown) + more
+    try:
+        return _FORMATS.get(kind, str)(value) if kind != "record" else fmt_record(value, fields or {})
+    except (TypeError, ValueError, OverflowError):
+        return str(value)
+
+
+def fmt_field(spec: Any, value: Any) -> str:
+    """A record field's value: `spec` is a Field, a nested record's field mapping, or None."""
+    if isinstance(spec, Mapping):
+        return fmt_kind("record", value, spec)
+    if isinstance(spec, Field):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and spec.unit:
+            value = value * spec.scale
+        return fmt_kind(spec.kind, value)
+    return fmt_kind("text", value)
+
+
+def fmt_record(value: Any, fields: Mapping[str, Any]) -> str:
+    """'test 0 (shared file, 4 tasks): transfer size 256 KiB, below rpc yes': the fields it
+    declares, in order, the first one as a heading when it names the thing (text, path);
+    fields declared None are left out (a second unit of the same number)."""
+    if not isinstance(value, Mapping):
+        return str(value)
+    parts, head = [], ""
+    for i, (name, spec) in enumerate(fields.items()):
+        if spec is None or name not in value:
+            continue
+        text = fmt_field(spec, value[name])
+        if i == 0 and isinstance(spec, Field) and spec.kind in ("text", "path"):
+            head = text
+        else:
+            parts.append(f"{field_label(name)} {text}")
+    body = ", ".join(parts)
+    return f"{head}: {body}" if head and body else head or body
+
+
+def field_label(name: str) -> str:
+    """A record field's label: its name without the unit suffix, in words (read_ahead_kb -> read ahead)."""
+    for suffix in ("_mib_s", "_mb_s", "_kb", "_s", "_bytes"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    return name.replace("_", " ")
+
+
+def _fmt_index(x: Any) -> str:
+    return str(int(x)) if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
+
+
+def _fmt_percent(x: Any) -> str:
+    return f"{float(x):.1f}%"
+
+
+def _fmt_flag(x: Any) -> str:
+    return "yes" if x is True else "no" if x is False else str(x)
+
+
+def _numeric(fmt):
+    """A number formatter that shows a value of another type (a word in a saved file) as it is."""
+    def checked(x: Any) -> str:
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            return str(x)
+        return fmt(x)
+    return checked
+
+
+_FORMATS = {
+    "bytes": _numeric(fmt_bytes), "seconds": _numeric(fmt_secs), "rate": _numeric(fmt_rate),
+    "ratio": _numeric(fmt_ratio), "fraction": _numeric(fmt_pct), "percent": _numeric(_fmt_percent),
+    "count": _numeric(fmt_num), "ops": _numeric(fmt_num), "index": _fmt_index, "flag": _fmt_flag,
+    "path": str, "enum": str, "text": str,
+}
+assert set(_FORMATS) | {"record"} == set(KINDS), "a unit kind without a format"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.config import ReplayConfig, SiteConfig
-from advisor.campaign import build_campaign, campaign_profile, figure_data, load_runs
+from advisor.campaign import build_campaign, campaign_data, campaign_profile, figure_data, load_runs
 from advisor.engine import check_thresholds, diagnose
 from advisor.engine.rules import load_catalogue
 from advisor.errors import AdvisorError, ConfigError, InputError
@@ -255,4 +255,5 @@ def diagnose_campaign(profiles: list[JobProfile], config: SiteConfig,
                         for f in diagnosis.findings if f.code == "CAM001"
                         for k in f.evidence.get("campaign_knees", [])]
     diagnosis.figures["campaign"] = figures
+    diagnosis.data["campaign"] = campaign_data(campaign)
     return diagnosis

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.cephfs import cephfs  # noqa: F401  (session fixture: one CephFS cluster per xdist worker)
+from tests.chromium import browser  # noqa: F401  (module fixture: a real Chromium)
 from tests.helpers import require
 
 REPO = Path(__file__).resolve().parents[1]

@@ -32,7 +32,9 @@ def test_a_saved_prediction_from_elsewhere_is_read_defensively():
 
 
 def test_shown_leaves_out_what_says_nothing():
-    assert Prediction(reason="metadata only").shown() == [("reason", "metadata only")]
+    assert Prediction(reason="metadata only").shown() == [("no prediction because", "text", "metadata only")]
+    assert Prediction(speedup=2.0, baseline_mib_s=3.0).shown() == [("predicted speedup", "ratio", 2.0),
+                                                                 ("bandwidth before", "rate", 3.0 * 2**20)]
 
 
 def test_a_failed_input_names_itself():

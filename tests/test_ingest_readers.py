@@ -23,7 +23,7 @@ from advisor.ingest.dxt_dump import DxtAccumulator
 from advisor.ingest.ior.csv import parse_csv
 from advisor.ingest.ior.json import parse_json
 from advisor.ingest.ior.text import parse_text
-from advisor.ingest.ior.view import ior_tables
+from advisor.ingest.ior.view import ior_data, ior_tables
 from tests.conftest import CORPUS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -181,7 +181,7 @@ def test_ior_text_csv_and_json_read_the_same_parameters_and_their_own_bandwidths
     # three separate runs: each reads its own best write (the text's "write" summary line, the CSV's rows)
     assert runs["text"].tests[0].bandwidth("write") == pytest.approx(1644.27)
     assert runs["csv"].tests[0].bandwidth("write") == pytest.approx(1993.8311)
-    title, headers, rows = ior_tables(runs["text"])[0]
+    title, headers, rows = ior_tables(ior_data(runs["text"]))[0]  # the table drawn from the data
     assert title == "IOR 4.0.0 tests" and headers[1] == "op" and headers[10] == "max MiB/s"
     assert rows[0][:2] == ["0", "write"] and rows[0][10] == "1,644.27"
 

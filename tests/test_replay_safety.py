@@ -185,21 +185,25 @@ def processes_mentioning(text: str) -> list[int]:
     return pids
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_mid_replay_leaves_no_files_and_no_processes(corpus, tmp_path, sig):
-    target = tmp_path / "t"
+def _replay_under_way(corpus: Path, target: Path) -> subprocess.Popen:
+    """A long replay into `target`, returned once its passes are running."""
     target.mkdir()
     proc = subprocess.Popen([IOADVISOR, "replay", str(corpus / SMALL), "--target", str(target),
                              "--repeat", "500", "--np", "2", "--scale", "0.5"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # wait until runs are under way
-        if _running(target):
-            break
+    while not _running(target):
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("the replay never started: " + proc.communicate()[1])
         time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail("the replay never started: " + proc.communicate()[1])
+    return proc
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_mid_replay_leaves_no_files_and_no_processes(corpus, tmp_path, sig):
+    target = tmp_path / "t"
+    proc = _replay_under_way(corpus, target)
     time.sleep(0.5)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
@@ -211,14 +215,7 @@ def test_a_signal_mid_replay_leaves_no_files_and_no_processes(corpus, tmp_path, 
 
 def test_sigkill_of_the_replay_takes_its_ranks_down_and_the_next_run_cleans_up(corpus, tmp_path):
     target = tmp_path / "t"
-    target.mkdir()
-    proc = subprocess.Popen([IOADVISOR, "replay", str(corpus / SMALL), "--target", str(target),
-                             "--repeat", "500", "--np", "2", "--scale", "0.5"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not _running(target):
-        time.sleep(0.1)
-    assert time.monotonic() < deadline, "the replay never started"
+    proc = _replay_under_way(corpus, target)
     proc.kill()  # SIGKILL: no handler runs, nothing of ours cleans up
     proc.communicate(timeout=60)
     deadline = time.monotonic() + 60

@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from advisor.report.screenshot import chromium_path
-from tests.helpers import require
 
 pytestmark = pytest.mark.xdist_group("chromium")
 
@@ -40,21 +38,6 @@ def _ioadvisor(*args: str) -> subprocess.CompletedProcess:
     out = subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True, text=True, timeout=600)
     assert out.returncode in (0, 1), out.stderr
     return out
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require(chromium_path() is not None, "chromium not installed (run tests/system/install-components.sh as root)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        require(False, "playwright not installed (pip install -e '.[test]')")
-    from advisor.report.screenshot import launch
-
-    with sync_playwright() as p:
-        chromium = launch(p)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")

@@ -163,6 +163,22 @@ def test_terminal_lists_the_fixes_after_the_findings(demo_run):
     assert text.count(": do not apply as is)") == len(regressed)  # on each of their fix lines
 
 
+def test_a_finding_shows_its_own_cost_and_the_saving_is_the_fix_s(demo_run):
+    """IO002 loses 10.6 ms; the ~59 ms its fix saves is said once, on the fix's line (issue 16)."""
+    text, doc = demo_run["text"], demo_run["doc"]
+    fixes = doc["summary"]["fixes"]
+    block = text.index("Fixes, best first:")
+    assert text.count("saves") == sum(isinstance(f["time_saved_s"], (int, float)) for f in fixes)
+    assert "saves" not in text[:block]
+    number = {code: i for i, f in enumerate(fixes, 1) for code in f["codes"]}
+    flat = " ".join(text[:block].split())
+    for f in doc["findings"]:
+        if f["code"] in number:
+            assert f"replayed and predicted: fix {number[f['code']]} below" in flat, f["code"]
+    cards = re.findall(r'<article class="finding.*?</article>', demo_run["page"], re.S)
+    assert cards and not [c for c in cards if "time saved" in c.lower()]
+
+
 def test_html_table_follows_the_result_model(demo_run):
     page, fixes = demo_run["page"], demo_run["doc"]["summary"]["fixes"]
     rows = _fix_rows(page)
@@ -174,6 +190,28 @@ def test_html_table_follows_the_result_model(demo_run):
             assert re.search(rf'<article [^>]*id="{href[1:]}"[^>]*>\s*<header>.*?<span class="code">{code}</span>',
                              page, re.S)
     assert page.index('id="job0-fixes"') < page.index('id="job0-findings"')
+
+
+def test_html_shows_each_fix_s_measurement_once_linked_from_its_findings(demo_run):
+    """Issue 16: the replay chart and the model's prediction of a fix appear once, in its section
+    under the fixes table, whatever the number of findings proposing it (the collective fix has
+    four); a finding's card and summary row link there."""
+    page, fixes = demo_run["page"], demo_run["doc"]["summary"]["fixes"]
+    findings = demo_run["doc"]["findings"]
+    assert page.count('-verify"') == sum(bool(f["verdict"]) for f in fixes) < len([f for f in findings if f["fix"]])
+    assert page.count("Predicted by the model") == sum(f["predicted_speedup"] is not None for f in fixes)
+    cards = re.findall(r'<article class="finding.*?</article>', page, re.S)
+    assert cards and not [c for c in cards if "-verify" in c or "Predicted by the model" in c]
+    for i, fix in enumerate(fixes, 1):
+        section = re.search(rf'<section class="fix-detail" id="job0-fix{i}".*?</section>', page, re.S)
+        assert section and describe(fix["fix"]) in section.group(0)
+        assert ("time saved" in section.group(0)) == isinstance(fix["time_saved_s"], (int, float))
+        for code in fix["codes"]:  # every finding the fix covers points at it, from its card and its row
+            card = next(c for c in cards if f'<span class="code">{code}</span>' in c)
+            assert f'href="#job0-fix{i}"' in card
+            row = re.search(rf'<tr class="sev-\w+"[^>]*>(?:(?!</tr>).)*>{code}</a>.*?</tr>', page, re.S)
+            assert row and f'href="#job0-fix{i}"' in row.group(0)
+    assert page.index('id="job0-by-finding"') < page.index('id="job0-fix1"') < page.index('id="job0-findings"')
 
 
 # -- a regressed fix reads as a warning, and hostile text stays text -----------------------
@@ -226,7 +264,7 @@ class _FixRows(HTMLParser):
         elif self.depth and tag == "td":
             self.rows[-1]["cells"].append("")
             self.in_cell = True
-        elif self.depth and tag == "a":
+        elif self.depth and tag == "a" and "code" in (attrs.get("class") or ""):
             self.rows[-1]["hrefs"].append(attrs.get("href"))
         self.in_code = self.depth and "code" in (attrs.get("class") or "")
 

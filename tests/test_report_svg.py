@@ -1,16 +1,19 @@
 """The HTML report's drawing primitives: scales, round ticks, axis labels with units, and SVG
-markup that escapes whatever text a trace carries."""
+markup that escapes whatever text a trace carries, bar labels that never touch, both bars of a
+before/after chart with their range, no outlier called among OSTs that cannot be compared."""
 
 from __future__ import annotations
 
 import math
+import re
 import xml.etree.ElementTree as ET
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from advisor.report.svg import Scale, Svg, byte_max, byte_ticks, nice_max, nice_ticks
-from advisor.report.units import fmt_value, tick_bytes, tick_count, tick_rate, tick_seconds
+from advisor.report.plots import _bar_label, ost_plot, verification_plot
+from advisor.report.svg import Scale, Svg, axis, nice_max, nice_ticks, text_width
+from advisor.report.units import compact_count
 
 
 def test_scales_map_the_ends_and_the_middle():
@@ -35,23 +38,53 @@ def test_nice_ticks_cover_the_range_with_round_even_steps(lo, span):
     assert nice_max(hi) >= hi
 
 
-@given(st.floats(1, 1 << 50))
-def test_byte_axes_end_at_or_above_the_data_in_power_of_two_steps(hi):
-    ticks = byte_ticks(hi)
-    assert ticks[0] == 0 and byte_max(hi) >= hi
-    step = ticks[1] - ticks[0] if len(ticks) > 1 else None
-    assert step is None or math.log2(step).is_integer()
+@given(st.sampled_from(["seconds", "bytes", "rate", "count"]), st.floats(1e-7, 1e16))
+def test_axes_tick_in_round_steps_of_one_unit_their_title_names(kind, hi):
+    """Ticks are plain numbers in the axis unit (never '8 min 20 s'), 1-2-5 x 10^k steps (powers of
+    two for sizes) from 0 past the data, at most 11 of them, the title says the unit."""
+    ax = axis(kind, hi)
+    assert ax.ticks[0] == 0 and ax.end >= hi * (1 - 1e-9) and 2 <= len(ax.ticks) <= 11
+    step = (ax.ticks[1] - ax.ticks[0]) / ax.factor
+    if kind == "bytes" and step >= 1:
+        assert math.log2(step).is_integer()
+    else:
+        assert round(step / 10 ** math.floor(math.log10(step)), 6) in (1, 2, 5, 10)
+    labels = [ax.label(t) for t in ax.ticks]
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*(\.\d+)?", label) for label in labels), labels
+    assert len(set(labels)) == len(labels)  # enough decimals to tell the ticks apart
+    assert ax.title("time") == (f"time ({ax.unit})" if ax.unit else "time")
+    assert ax.title("time ({unit}), mean per process").startswith("time (" if ax.unit else "time, ")
 
 
-def test_tick_and_value_labels_carry_their_unit():
-    assert tick_bytes(1536) == "1.5 KiB" and tick_bytes(4 << 20) == "4 MiB" and tick_bytes(512) == "512 B"
-    assert tick_seconds(0.0123) == "12.3 ms" and tick_seconds(200) == "3 min 20 s"
-    assert tick_seconds(0.0000005) == "0 us" and tick_seconds(8000) == "2 h 13 min"
-    assert tick_count(12345) == "12,345" and tick_count(34_000_000) == "34M"
-    assert tick_rate(512 << 20) == "512 MiB/s" and tick_rate(float("nan")) == "n/a"
-    assert fmt_value("bytes_written", 3 << 30).endswith("GiB") and fmt_value("io_share", 0.5).endswith("%")
-    assert fmt_value("runtime_s", 2.0).endswith("s") and fmt_value("flag", True) == "True"
-    assert fmt_value("sizes", list(range(20))).endswith("(20 in all)")
+def test_time_axes_change_unit_where_a_reader_would():
+    assert [axis("seconds", hi).unit for hi in (5e-4, 0.0819, 3.2, 500, 8000)] == ["us", "ms", "s", "min", "h"]
+    ax = axis("seconds", 500)
+    assert [ax.label(t) for t in ax.ticks] == ["0", "2", "4", "6", "8", "10"] and ax.title("time") == "time (min)"
+    assert [axis("bytes", 32 << 20, 4).label(t) for t in axis("bytes", 32 << 20, 4).ticks] == ["0", "8", "16", "24",
+                                                                                           "32"]
+    assert axis("rate", 1555 << 20).unit == "GiB/s" and axis("count", 34e6).title("requests") == "requests (millions)"
+
+
+def test_bar_labels_shorten_or_vanish_rather_than_touch():
+    assert _bar_label(16384, 60) == "16,384" and _bar_label(16384, 34) == "16.4k" and _bar_label(16384, 10) == ""
+    assert compact_count(34_000_000) == "34M" and text_width("16,384") > text_width("16.4k")
+
+
+def test_verification_chart_draws_the_range_of_both_bars():
+    v = {"verdict": "improved", "repeat": 3, "baseline": {"median_s": 0.05, "runs_s": [0.048, 0.05, 0.061]},
+         "fixed": {"median_s": 0.02, "runs_s": [0.018, 0.02, 0.023]}}
+    plot = verification_plot(v, "v")
+    whiskers = [t for t in re.findall(r"<title>([^<]*)</title>", str(plot.svg)) if "samples" in t]
+    assert whiskers == ["before: samples 48.0 ms to 61.0 ms", "after fix: samples 18.0 ms to 23.0 ms"]
+    assert "replay time per pass (ms)" in str(plot.svg) and "before median 50.0 ms per pass" in plot.alt
+
+
+def test_an_ost_chart_without_enough_comparable_osts_calls_no_outlier():
+    fig = {"ost": [5, 9, 29], "bandwidth": [643.8, 2741.0, 1.6e8], "bytes": [15, 6128, 1.06e11],
+           "compared": [29], "median": 0, "outliers": [], "min_file_bytes": 1 << 20}
+    plot = ost_plot(fig)
+    assert "no outlier called" in plot.alt and "median" not in plot.alt
+    assert "c-hot" not in str(plot.svg) and str(plot.svg).count("c-faint") == 2
 
 
 def test_svg_markup_is_well_formed_and_escapes_trace_text():

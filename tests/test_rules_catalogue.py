@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +82,25 @@ def test_cli_rules_and_explain():
     assert short.returncode == 0 and "What it does" in short.stdout and "LUS010" in short.stdout
     short = _cli("rules", "NOPE001")
     assert short.returncode == 2 and "NOPE001" in short.stderr and short.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("columns", ["200", "60"])
+def test_rules_code_prints_each_command_verbatim(columns):
+    """C comments and '*' are not Markdown: every command of every rule comes out as written,
+    one per line (a narrow terminal may wrap a long one, never join two)."""
+    from advisor.engine.rules import load_catalogue
+
+    for code in ("IO001", "LUS002", "MPI007", "SRV002"):
+        out = _cli("rules", code, env={**os.environ, "COLUMNS": columns})
+        assert out.returncode == 0, out.stderr
+        printed = out.stdout.splitlines()
+        for command in load_catalogue().get(code).recommendation["commands"]:
+            if len(command) < int(columns) - 4:
+                assert any(line.strip() == command.strip() for line in printed), (code, command)
+            # wrapped or not: the command's words in order, nothing else between them
+            words = " ".join(" ".join(printed).split())
+            assert " ".join(command.split()) in words, (code, command)
+        assert "/* instead of many small write() calls */" in out.stdout or code != "IO001"
 
 
 def test_cli_diagnose_bad_input_is_one_line_and_others_go_on(tmp_path):

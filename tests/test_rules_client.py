@@ -94,7 +94,7 @@ def test_cli002_silent_once_clients_send_16mib(tmp_path):
 def test_cli003_32mib_dirty_cache_against_the_site_target(tmp_path):
     found, _ = _found(_snapshot(tmp_path), targets={"max_dirty_mb": 256})
     f = found["CLI003"]
-    assert (f.evidence["osc_dirty_mb"], f.evidence["dirty_mb_target"]) == (32, 256)
+    assert (f.evidence["osc_dirty_bytes"], f.evidence["dirty_target_bytes"]) == (32 * MiB, 256 * MiB)
     assert "may hold only 32 MiB of dirty data per OST (the site wants 256 MiB)" in f.message
     assert "lctl set_param -P osc.*.max_dirty_mb=256    # on the MGS" in f.recommendation.commands
 

@@ -51,8 +51,10 @@ def test_lustre_layouts_and_file_limit():
 def test_unreadable_dxt_is_said_plainly():
     r = run(DXT_V2)
     assert r.exit_code == 0
-    line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("DXT_POSIX") and "UNREADABLE" in ln)
-    assert "version" in line
+    lines = r.stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.strip().startswith("DXT_POSIX") and "UNREADABLE" in ln)
+    note = " ".join(ln.strip() for ln in lines[at:at + 4])  # the note wraps under its column
+    assert "version" in note
     assert "256 MiB" in r.stdout  # the POSIX counters are still shown
 
 
@@ -163,3 +165,31 @@ def test_help_and_missing_argument(args):
         assert r.exit_code == 0 and "--json" in r.stdout and "--files" in r.stdout
     else:
         assert r.exit_code == 2 and "PATH" in r.output
+
+
+LONG_PATHS = ["darshan-logs/darshan_logs/dlio_logs", "darshan-logs/darshan_logs/e3sm_io_heatmaps_and_dxt"]
+
+
+@pytest.mark.parametrize("columns", [100, 80])
+def test_long_paths_fit_the_width_in_pipes_and_terminals(corpus, monkeypatch, columns):
+    """Paths of 60-250 characters (DLIO, E3SM): no line wider than $COLUMNS, piped or on a
+    terminal; a cut path keeps its start and its file name; the JSON keeps every path whole."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    logs = [p for folder in LONG_PATHS for p in sorted((corpus / folder).glob("*.darshan"))]
+    checked = 0
+    for log in logs:
+        entry = show_entry(load(log), top_files=0)
+        longest = max((f["path"] for f in entry["files"]), key=len)
+        if len(longest) <= columns - 20:
+            continue  # only short paths: nothing to cut
+        checked += 1
+        piped, tty = io.StringIO(), _Tty()
+        render(entry, piped)
+        render(entry, tty)
+        for name, text in (("pipe", piped.getvalue()), ("terminal", re.sub(r"\x1b\[[0-9;]*m", "", tty.getvalue()))):
+            wide = [line for line in text.splitlines() if len(line.rstrip()) > columns]
+            assert not wide, (log.name, name, wide[:2])
+        name = longest.rsplit("/", 1)[-1]
+        assert any(line.strip().startswith(longest[:6]) and line.rstrip().endswith(name)
+                   for line in piped.getvalue().splitlines()), (log.name, longest)
+    assert checked >= 2

@@ -136,7 +136,7 @@ def test_server_facts_of_the_fake_oss_against_the_site_targets(tmp_path):
     ctx = FactContext(profile_of(_fake_server(tmp_path), "oss1.json"), from_dict({}))
     assert ctx.get("snap_is_server") is True and ctx.get("snap_storage_devices") == ["sdb"]
     assert ctx.get("snap_threads_per_core") == 2 and ctx.get("snap_ht_wanted") is False
-    assert ctx.get("low_read_ahead_names") == ["sdb"] and ctx.get("read_ahead_target_kb") > 256
+    assert ctx.get("low_read_ahead_names") == ["sdb"] and ctx.get("read_ahead_target") > 256 * 1024  # bytes
     assert ctx.get("small_request_names") == ["sdb"] and ctx.get("small_request_hw_limited") is True
     assert ctx.get("shallow_depth_names") == ["sdb"]
     wanted = FactContext(profile_of(_fake_server(tmp_path / "b"), "oss1.json"),

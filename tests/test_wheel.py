@@ -2,8 +2,9 @@
 
 The venv gets the wheel only (no editable install); its dependencies come from the
 test venv's site-packages through a plain path entry (no .pth processing there, so
-the test venv's editable `advisor` can never leak in). Building happens in a copy
-of the sources so the tree gets no build/ or egg-info litter.
+the test venv's editable `advisor` can never leak in). The wheel is built by `make dist`
+(what docs/hook.md tells a site to run) in a copy of the sources, so the tree gets no build/
+or egg-info litter.
 """
 
 from __future__ import annotations
@@ -38,10 +39,12 @@ def wheel(tmp_path_factory) -> Path:
             shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         elif path.exists():
             shutil.copy2(path, src / name)
-    dist = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-          "-w", str(dist), str(src)], cwd=src)
-    [whl] = dist.glob("ioadvisor-*.whl")
+    shutil.copy2(REPO / "Makefile", src / "Makefile")
+    venv_dir = Path(sys.executable).parent.parent  # `make dist` as docs/hook.md says, with this venv
+    # -o: never remake this venv's stamp from the copy (a setup.cfg newer than the stamp made make
+    # run `pip install -e` of the temporary copy into the developer's venv)
+    _run(["make", "-C", str(src), "-o", f"{venv_dir}/.installed", "dist", f"VENV={venv_dir}"], cwd=src)
+    [whl] = (src / "dist").glob("ioadvisor-*.whl")
     return whl
 
 

@@ -106,12 +106,19 @@ def _severity_note(rule) -> str:
     return f"(lowered by the cost's share of the run; the cost rests on {rests})"
 
 
+def _evidence(rule) -> str:
+    """'small writes (`small_write_count`, ops), ...': each evidence value's label, JSON key and unit kind."""
+    from advisor.facts import meta_of
+
+    items = [(meta_of(name) or {"label": name, "kind": "text"}, name) for name in rule.evidence]
+    return ", ".join(f"{m['label']} (`{name}`, {m['kind']})" for m, name in items) or "none"
+
+
 def markdown(rule) -> str:
     """The rule's documentation page (also used to build docs/rules.md)."""
     thresholds = ", ".join(f"`{k} = {v}`" for k, v in rule.thresholds.items()) or "none"
     fix = "none (advice only)" if not rule.fix else "`" + ", ".join(
         f"{k}: {'=' + unparse(v) if isinstance(v, Node) else v}" for k, v in rule.fix.items()) + "`"
-    commands = "\n".join(f"    {c}" for c in rule.recommendation["commands"])
     return f"""# {_heading(rule)}
 
 Category `{rule.category}`, severity up to `{rule.severity}`
@@ -132,10 +139,20 @@ Category `{rule.category}`, severity up to `{rule.severity}`
 ## Details
 - Condition: `{' '.join(rule.condition_text.split())}`
 - Thresholds: {thresholds} (override in the site config: `[thresholds.{rule.code}]`)
+- Evidence: {_evidence(rule)}
 - Cost: `{' '.join(rule.cost_text.split()) or 'not estimated'}`
 - Replay fix: {fix}
 - Recommendation: {' '.join(rule.recommendation['text'].split())}
-{commands}
 - References: {', '.join(rule.references) or 'none'}
 - Defined in {rule.source.rsplit('/', 1)[-1]}
-"""
+{_commands(rule.recommendation["commands"])}"""
+
+
+def _commands(commands: list[str]) -> str:
+    """The rule's commands as one fenced code block: printed verbatim, one per line (C comments,
+    `*` and shell quoting are not Markdown)."""
+    if not commands:
+        return ""
+    fence = "`" * max(3, 1 + max((len(run) for c in commands for run in re.findall(r"`+", c)), default=0))
+    body = "\n".join(commands)
+    return f"\nCommands it suggests (a finding fills in the job's values):\n\n{fence}\n{body}\n{fence}\n"

@@ -15,6 +15,7 @@ from advisor.errors import ConfigError
 from advisor.expectation import JobExpectation
 from advisor.facts import PARAMS, FactContext, registry
 from advisor.findings import Diagnosis, NotChecked
+from advisor.ingest.ior.view import results_data
 from advisor.profile import JobProfile
 
 SUMMARY_FACTS = ("bytes_read", "bytes_written", "io_time_s", "io_share", "io_layer", "read_time_s",
@@ -62,6 +63,7 @@ def diagnose(profile: JobProfile, config: SiteConfig | None = None,
         summary=_summary(ctx),
         tool={"name": "ioadvisor", "version": __version__, "rules": len(catalogue.rules),
               "rule_errors": outcome.errors},
+        data=results_data(profile),
     )
     diagnosis.findings = diagnosis.sorted_findings()
     return diagnosis

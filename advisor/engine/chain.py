@@ -19,11 +19,12 @@ from advisor.engine import expr, render
 from advisor.engine.evaluator import Evaluator
 from advisor.engine.rules import Catalogue, Rule
 from advisor.engine.significance import DECLARED, Confidence, Impact, Limits, grade
-from advisor.facts import PARAMS, Assumption, FactContext, Missing, NotApplicable, registry
+from advisor.facts import PARAMS, Assumption, FactContext, Missing, NotApplicable, describe, meta_of, registry
 from advisor.formatting import fmt_num
 from advisor.findings import Finding, NotChecked, Recommendation
 
 MAX_LISTED = 50  # files/ranks listed in one finding
+COST_SHARE = describe("share of the run lost", "fraction")  # the evidence every costed finding adds
 
 
 @dataclass
@@ -128,18 +129,24 @@ def _finding(rule: Rule, scope: _RuleScope, ev: Evaluator, runtime_s: float) -> 
     values = {**{k: scope.lookup(k) for k in rule.thresholds}, **evidence,
               "cost_s": cost_s, "cost_share": share, "files": files, "ranks": ranks, "fix": fix,
               "nprocs": scope.ctx.profile.job.nprocs, "runtime_s": runtime_s}
-    if share is not None:
+    if share is not None and cost_s > 0:  # a finding without a cost (declared) has no share to show
         evidence = {**evidence, "cost_share": round(share, 6)}
     return Finding(
         code=rule.code, category=rule.category, severity=severity, title=rule.title,
         message=render.render(rule.message, values),
-        evidence=json_ready(evidence), files=[str(f) for f in files], ranks=ranks,
+        evidence=json_ready(evidence), evidence_meta=_evidence_meta(evidence),
+        files=[str(f) for f in files], ranks=ranks,
         cost_s=round(cost_s, 6),
         recommendation=Recommendation(
             text=render.render(rule.recommendation["text"], values),
             commands=_commands(rule, values)),
         fix=fix, references=list(rule.references), confidence=confidence.to_dict(),
     )
+
+
+def _evidence_meta(evidence: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Label, unit kind and unit of each evidence value: facts and parameters declare them."""
+    return {name: COST_SHARE if name == "cost_share" else meta_of(name) for name in evidence}
 
 
 def _commands(rule: Rule, values: dict[str, Any]) -> list[str]:
@@ -164,7 +171,7 @@ def _counted(rule: Rule, scope: _RuleScope) -> str:
     """The first operation count the rule quotes as evidence: 'small_write_count 262,144'."""
     facts = registry()
     for name in rule.evidence:
-        value = scope.lookup(name) if name in facts and facts[name].unit == "ops" else None
+        value = scope.lookup(name) if name in facts and facts[name].kind == "ops" else None
         if isinstance(value, (int, float)) and value > 0:
             return f"{name} {fmt_num(value)}"
     return ""

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import ConfigError
-from advisor.formatting import fmt_bytes, fmt_list, fmt_num, fmt_pct, fmt_rate, fmt_secs, shell_word, size_arg
+from advisor.formatting import (fmt_bytes, fmt_list, fmt_num, fmt_pct, fmt_rate, fmt_ratio, fmt_secs, shell_word,
+                                 size_arg)
+from advisor.units import KiB, MiB
 
 if TYPE_CHECKING:
     import jinja2
@@ -31,10 +33,24 @@ def environment() -> ImmutableSandboxedEnvironment:
                                         keep_trailing_newline=False, trim_blocks=True,
                                         loader=jinja2.FunctionLoader(_TEXTS.get),
                                         bytecode_cache=_bytecode_cache(jinja2.__version__))
-    env.filters.update(bytes=fmt_bytes, pct=fmt_pct, secs=fmt_secs, num=fmt_num, rate=fmt_rate,
+    env.filters.update(bytes=fmt_bytes, pct=fmt_pct, secs=fmt_secs, num=fmt_num, rate=fmt_rate, ratio=fmt_ratio,
                        names=fmt_list, shell=shell_word,
+                       kib=partial(_in_unit, unit=KiB), mib=partial(_in_unit, unit=MiB),  # kernel settings' units
                        lfs_size=partial(size_arg, upper=True))  # 4M, as `lfs setstripe -S` takes it
     return env
+
+
+# The filter that shows each unit kind (advisor.units.KINDS) in a message; a fact of these kinds
+# printed bare or through another kind's filter is a mistake the catalogue refuses at load time
+# ('int' prints the raw base-unit number, for a command that takes bytes).
+UNIT_FILTERS = {"bytes": {"bytes", "kib", "mib", "lfs_size", "int"}, "seconds": {"secs"}, "rate": {"rate"},
+                "ratio": {"ratio"}, "fraction": {"pct"}}
+FILTER_KIND = {f: kind for kind, filters in UNIT_FILTERS.items() for f in filters if f != "int"}
+
+
+def _in_unit(value: Any, unit: int) -> int:
+    """A byte count as a whole number of `unit` (read_ahead_kb, max_dirty_mb take KiB and MiB)."""
+    return int(value) // unit
 
 
 def _bytecode_cache(jinja2_version: str):
@@ -91,8 +107,9 @@ def variables(text: str) -> set[str]:
     return loaded - stored - set(environment().globals)
 
 
-def check(text: str, known: set[str], where: str) -> None:
-    """Load-time check: the template parses and reads only `known` names."""
+def check(text: str, known: set[str], where: str, kinds: dict[str, str] | None = None) -> None:
+    """Load-time check: the template parses, reads only `known` names, and shows each name of
+    `kinds` (name -> unit kind) with its kind's filter (:data:`UNIT_FILTERS`)."""
     import jinja2
 
     try:
@@ -103,6 +120,26 @@ def check(text: str, known: set[str], where: str) -> None:
     if unknown:
         raise ConfigError(f"{where}: template uses '{unknown[0]}', which is not in the rule's "
                           "evidence or thresholds")
+    for name, shown in _shown(text):
+        kind = (kinds or {}).get(name)
+        if kind is None:
+            continue
+        expected = UNIT_FILTERS.get(kind)
+        if (expected is not None and shown not in expected) or FILTER_KIND.get(shown or "", kind) != kind:
+            how = f"through '{shown}'" if shown else "bare"
+            want = f"use {' or '.join(sorted(expected))}" if expected else "a number of its kind takes no unit filter"
+            raise ConfigError(f"{where}: '{name}' is a {kind} shown {how}: {want}")
+
+
+def _shown(text: str) -> list[tuple[str, str | None]]:
+    """(name, first filter or None) for every name a template prints directly or filters."""
+    from jinja2 import nodes
+
+    tree = environment().parse(text)
+    out = [(n.node.name, n.name) for n in tree.find_all(nodes.Filter) if isinstance(n.node, nodes.Name)]
+    for output in tree.find_all(nodes.Output):
+        out += [(n.name, None) for n in output.nodes if isinstance(n, nodes.Name)]
+    return out
 
 
 def render(text: str, values: dict[str, Any]) -> str:

@@ -38,6 +38,8 @@ FIXTURE_KINDS = ("fires", "silent")  # a rule's `tests`: inputs it must fire on,
 DOC_PARTS = ("what", "why", "how", "example")
 TEMPLATE_NAMES = {"cost_s", "cost_share", "files", "ranks", "fix", "nprocs", "runtime_s"}
 """Names every message template may use besides the rule's evidence and thresholds."""
+TEMPLATE_KINDS = {"cost_s": "seconds", "cost_share": "fraction", "files": "path", "ranks": "index",
+                  "nprocs": "count", "runtime_s": "seconds"}
 
 
 @dataclass
@@ -255,13 +257,15 @@ def _check_names(rule: Rule, at: dict[str, str]) -> None:
     for node in rule.expressions()[4:]:
         _check_expr(rule, "fix", node, at)
     for name in rule.evidence:
-        if name not in facts and name not in PARAMS and name not in rule.thresholds:
+        if name not in facts and name not in PARAMS:  # facts and parameters declare their unit kind
             raise ConfigError(f"{at['evidence']}: unknown fact '{name}' in evidence")
     known = set(rule.evidence) | set(rule.thresholds) | TEMPLATE_NAMES
-    render.check(rule.message, known, at["message"])
-    render.check(rule.recommendation["text"], known, at["recommendation"])
+    kinds = {**{n: facts[n].kind for n in rule.evidence if n in facts},
+             **{n: PARAMS[n].kind for n in rule.evidence if n in PARAMS}, **TEMPLATE_KINDS}
+    render.check(rule.message, known, at["message"], kinds)
+    render.check(rule.recommendation["text"], known, at["recommendation"], kinds)
     for command in rule.recommendation["commands"]:
-        render.check(command, known, at["recommendation"])
+        render.check(command, known, at["recommendation"], kinds)
 
 
 def _check_expr(rule: Rule, key: str, node: expr.Node | None, at: dict[str, str]) -> None:

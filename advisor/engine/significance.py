@@ -25,15 +25,20 @@ from advisor.facts import PARAMS, param
 from advisor.findings import SEVERITY_RANK
 from advisor.formatting import fmt_pct, fmt_secs
 
-HIGH_SHARE = param("severity_high_share", 0.10, "a finding costing this share of the run time or more is high")
-WARN_SHARE = param("severity_warn_share", 0.02, "below this share of the run time a finding is at most info")
-MIN_SHARE = param("severity_min_share", 0.001, "below this share of the run time there is no finding at all")
+HIGH_SHARE = param("severity_high_share", 0.10, "a finding costing this share of the run time or more is high",
+                   kind="fraction")
+WARN_SHARE = param("severity_warn_share", 0.02, "below this share of the run time a finding is at most info",
+                   kind="fraction")
+MIN_SHARE = param("severity_min_share", 0.001, "below this share of the run time there is no finding at all",
+                  kind="fraction")
 HIGH_MIN_S = param("severity_high_min_s", 0.0,
-                   "a finding costing less than this many seconds is at most warn (0: the share decides)")
+                   "a finding costing less than this many seconds is at most warn (0: the share decides)",
+                   kind="seconds")
 IO_WARN_SHARE = param("severity_io_warn_share", 0.5,
-                      "a finding costing this share of the job's I/O time or more is at least warn")
+                      "a finding costing this share of the job's I/O time or more is at least warn", kind="fraction")
 SIGNIFICANT = param("significance_high", 3.0,
-                    "a timed effect this many times the timing noise or more is certain (confidence high)")
+                    "a timed effect this many times the timing noise or more is certain (confidence high)",
+                    kind="ratio")
 
 EVIDENCE_KINDS = ("timing", "counts")
 """What a rule's cost rests on: compared timings, or counted operations and bytes."""

@@ -1,7 +1,11 @@
 """Named facts about one job: the only thing rules may look at.
 
 A fact is a function of a :class:`FactContext` (the job profile, the site config and the
-other facts), registered with :func:`fact` under a name, a unit and a one-line doc.
+other facts), registered with :func:`fact` under a name, its unit kind (advisor.units.KINDS:
+bytes, seconds, rate, ratio, fraction, count ...), a one-line doc and a label: the words every
+report shows for it (evidence tables, JSON ``evidence_meta``, docs/rules.md). A record-valued
+fact declares its fields' kinds too. Values are in their kind's base unit (bytes, seconds,
+bytes/s), so the JSON needs no unit per number.
 Facts are computed lazily, once per profile. A fact that cannot be computed for this
 profile raises :class:`Missing` with the reason (the rules that need it go to
 ``not_checked``); a fact that does not apply to this kind of input (Darshan facts of an
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +27,7 @@ from typing import Any
 from advisor.config import SiteConfig
 from advisor.expectation import JobExpectation
 from advisor.profile import JobProfile
+from advisor.units import KINDS, Field, check_kind
 
 
 class Missing(Exception):
@@ -40,10 +45,16 @@ class NotApplicable(Missing):
 @dataclass(frozen=True)
 class Fact:
     name: str
-    unit: str  # "s", "bytes", "ops", "ratio", "count", "bool", "list", "record" ...
+    kind: str  # a unit kind of advisor.units.KINDS; a list-valued fact has its items' kind
     doc: str
     compute: Callable[[FactContext], Any]
     module: str
+    label: str  # what reports call it: 'small writes', 'share of writes that are small'
+    fields: Mapping[str, Any] | None = None  # a record's fields: Field, nested mapping, or None (not shown)
+
+    def meta(self) -> dict[str, Any]:
+        """What the JSON says about a value of this fact (``evidence_meta``)."""
+        return describe(self.label, self.kind, self.fields)
 
 
 @dataclass(frozen=True)
@@ -56,7 +67,12 @@ class Param:
     name: str
     default: Any
     doc: str
+    kind: str  # unit kind, as a fact's
+    label: str
     stands_for: str = ""
+
+    def meta(self) -> dict[str, Any]:
+        return describe(self.label, self.kind)
 
 
 @dataclass(frozen=True)
@@ -80,22 +96,51 @@ PARAMS: dict[str, Param] = {}
 _LOADED = False
 
 
-def fact(name: str, unit: str, doc: str):
-    """Register `fn(ctx)` as the fact `name`."""
+def fact(name: str, kind: str, doc: str, *, label: str, fields: Mapping[str, Any] | None = None):
+    """Register `fn(ctx)` as the fact `name`, of unit kind `kind` (a record's `fields`: their kinds,
+    'rate MiB/s' where a field keeps its own unit, a nested mapping, or None to keep it out of reports)."""
+    check_kind(kind)
+    if (kind == "record") != (fields is not None):
+        raise ValueError(f"fact {name!r}: a record declares its fields, and only a record")
+    shape = _fields(fields) if fields is not None else None
 
     def register(fn: Callable[[FactContext], Any]) -> Callable[[FactContext], Any]:
         if name in FACTS and FACTS[name].compute is not fn:
             raise ValueError(f"fact {name!r} registered twice ({FACTS[name].module}, {fn.__module__})")
-        FACTS[name] = Fact(name, unit, doc, fn, fn.__module__)
+        FACTS[name] = Fact(name, kind, doc, fn, fn.__module__, label, shape)
         return fn
 
     return register
 
 
-def param(name: str, default: Any, doc: str, stands_for: str = "") -> str:
-    """Declare a fact parameter; returns its name for use with :meth:`FactContext.param`."""
-    PARAMS[name] = Param(name, default, doc, stands_for)
+def _fields(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: None if v is None else _fields(v) if isinstance(v, Mapping) else Field.parse(v)
+            for k, v in spec.items()}
+
+
+def describe(label: str, kind: str, fields: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`{label, kind, unit}` (the unit of the JSON value: the kind's base), a record's `fields` too."""
+    meta: dict[str, Any] = {"label": label, "kind": kind, "unit": KINDS[kind].base}
+    if fields is not None:
+        meta["fields"] = _field_meta(fields)
+    return meta
+
+
+def _field_meta(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: {"kind": "record", "fields": _field_meta(v)} if isinstance(v, Mapping) else v.meta()
+            for k, v in fields.items() if v is not None}
+
+
+def param(name: str, default: Any, doc: str, stands_for: str = "", *, kind: str, label: str = "") -> str:
+    """Declare a fact parameter of unit kind `kind`; returns its name for :meth:`FactContext.param`."""
+    PARAMS[name] = Param(name, default, doc, check_kind(kind), label or name.replace("_", " "), stands_for)
     return name
+
+
+def meta_of(name: str) -> dict[str, Any] | None:
+    """What reports say about the fact or parameter `name` (label, kind, unit), None if it is neither."""
+    known = registry().get(name) or PARAMS.get(name)
+    return known.meta() if known else None
 
 
 def registry() -> dict[str, Fact]:

@@ -21,18 +21,21 @@ def _posix(ctx: FactContext):
 for _op, _ops, _seq, _time in (("read", "reads", "seq_read_frac", "read_time"),
                                ("write", "writes", "seq_write_frac", "write_time")):
     def _make(op=_op, ops=_ops, seq=_seq, tcol=_time):
-        @fact(f"random_{op}_count", "ops", f"POSIX {op}s not at a higher offset than the previous one.")
+        @fact(f"random_{op}_count", "ops", f"POSIX {op}s not at a higher offset than the previous one.",
+              label=f"random {op}s")
         def count(ctx: FactContext) -> int:
             s = _posix(ctx)
             frac = getattr(s, seq)
             return int(round(getattr(s, ops) * (1 - frac))) if frac is not None else 0
 
-        @fact(f"random_{op}_share", "ratio", f"Share of POSIX {op}s that are random (not sequential).")
+        @fact(f"random_{op}_share", "fraction", f"Share of POSIX {op}s that are random (not sequential).",
+              label=f"share of {op}s that are random")
         def share(ctx: FactContext) -> float:
             n = getattr(_posix(ctx), ops)
             return ctx.get(f"random_{op}_count") / n if n else 0.0
 
-        @fact(f"random_{op}_cost_s", "s", f"Seconds per process random {op}s lose against a sequential stream.")
+        @fact(f"random_{op}_cost_s", "seconds", f"Seconds per process random {op}s lose against a sequential stream.",
+              label=f"time random {op}s lose per process")
         def cost(ctx: FactContext) -> float:
             return getattr(_posix(ctx), tcol) / nprocs(ctx) * ctx.get(f"random_{op}_share") * RANDOM_PENALTY
 
@@ -41,7 +44,8 @@ for _op, _ops, _seq, _time in (("read", "reads", "seq_read_frac", "read_time"),
     _make()
 
 
-@fact("random_files", "list", "Files with the most non-sequential POSIX requests.")
+@fact("random_files", "path", "Files with the most non-sequential POSIX requests.",
+      label="files with the most random requests")
 def random_files(ctx: FactContext) -> list[str]:
     rec = records(ctx, "POSIX")
     rand = (col(rec, "READS") - col(rec, "SEQ_READS")).clip(min=0) + \
@@ -51,12 +55,14 @@ def random_files(ctx: FactContext) -> list[str]:
     return top_files(ctx, rec, rand)
 
 
-@fact("file_misaligned_share", "ratio", "Share of POSIX requests not aligned to the file alignment.")
+@fact("file_misaligned_share", "fraction", "Share of POSIX requests not aligned to the file alignment.",
+      label="requests misaligned in the file")
 def file_misaligned_share(ctx: FactContext) -> float:
     return _request_share(ctx, "file_not_aligned", "file alignment")
 
 
-@fact("mem_misaligned_share", "ratio", "Share of POSIX requests on buffers not aligned in memory.")
+@fact("mem_misaligned_share", "fraction", "Share of POSIX requests on buffers not aligned in memory.",
+      label="requests misaligned in memory")
 def mem_misaligned_share(ctx: FactContext) -> float:
     return _request_share(ctx, "mem_not_aligned", "memory alignment")
 
@@ -71,7 +77,8 @@ def _request_share(ctx: FactContext, counted: str, what: str) -> float:
     return min(count / n, 1.0) if n else 0.0
 
 
-@fact("file_alignment", "bytes", "The file alignment Darshan checked requests against (st_blksize or stripe size).")
+@fact("file_alignment", "bytes", "The file alignment Darshan checked requests against (st_blksize or stripe size).",
+      label="file alignment")
 def file_alignment(ctx: FactContext) -> int:
     a = _posix(ctx).file_alignment
     if not a:
@@ -79,13 +86,15 @@ def file_alignment(ctx: FactContext) -> int:
     return int(a)
 
 
-@fact("misaligned_cost_s", "s", "Seconds per process misaligned file requests lose (estimate).")
+@fact("misaligned_cost_s", "seconds", "Seconds per process misaligned file requests lose (estimate).",
+      label="time misalignment loses per process")
 def misaligned_cost_s(ctx: FactContext) -> float:
     s = _posix(ctx)
     return (s.read_time + s.write_time) / nprocs(ctx) * ctx.get("file_misaligned_share") * MISALIGNED_PENALTY
 
 
-@fact("misaligned_files", "list", "Files with the most misaligned requests.")
+@fact("misaligned_files", "path", "Files with the most misaligned requests.",
+      label="files with the most misaligned requests")
 def misaligned_files(ctx: FactContext) -> list[str]:
     from advisor.facts._darshan import top_files
 
@@ -110,23 +119,27 @@ def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str
     return float(moved.sum()), float(np.minimum(extent, moved).sum()), float(waste.sum()) / nprocs(ctx), files
 
 
-for _op in ("read", "write"):
-    def _make_redundant(op=_op):
-        @fact(f"redundant_{op}_bytes", "bytes", f"Bytes {op} beyond each file's extent (the same bytes {op} again).")
+for _op, _done in (("read", "read"), ("write", "written")):
+    def _make_redundant(op=_op, done=_done):
+        @fact(f"redundant_{op}_bytes", "bytes", f"Bytes {done} beyond each file's extent (the same bytes {done} "
+              f"again).", label=f"bytes {done} again")
         def extra(ctx: FactContext) -> int:
             moved, distinct, _, _ = ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))
             return int(moved - distinct)
 
-        @fact(f"redundant_{op}_factor", "ratio", f"Bytes {op} / distinct bytes of the files' extents.")
+        @fact(f"redundant_{op}_factor", "ratio", f"Bytes {done} / distinct bytes of the files' extents.",
+              label=f"bytes {done} / distinct bytes")
         def factor(ctx: FactContext) -> float:
             moved, distinct, _, _ = ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))
             return moved / distinct if distinct else 0.0
 
-        @fact(f"redundant_{op}_cost_s", "s", f"Seconds per process spent on repeated {op}s.")
+        @fact(f"redundant_{op}_cost_s", "seconds", f"Seconds per process spent on repeated {op}s.",
+              label=f"time on repeated {op}s per process")
         def cost(ctx: FactContext) -> float:
             return ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))[2]
 
-        @fact(f"redundant_{op}_files", "list", f"Files whose bytes were {op} more than once.")
+        @fact(f"redundant_{op}_files", "path", f"Files whose bytes were {done} more than once.",
+              label=f"files {done} more than once")
         def files(ctx: FactContext) -> list[str]:
             return ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))[3]
 
@@ -135,7 +148,8 @@ for _op in ("read", "write"):
     _make_redundant()
 
 
-@fact("read_share_ops", "ratio", "Share of POSIX + STDIO requests that are reads.")
+@fact("read_share_ops", "fraction", "Share of POSIX + STDIO requests that are reads.",
+      label="share of requests that are reads")
 def read_share_ops(ctx: FactContext) -> float:
     mods = summary(ctx).modules
     reads = sum(mods[m].reads for m in ("POSIX", "STDIO") if m in mods)
@@ -143,13 +157,15 @@ def read_share_ops(ctx: FactContext) -> float:
     return reads / (reads + writes) if reads + writes else 0.0
 
 
-@fact("read_share_bytes", "ratio", "Share of POSIX + STDIO bytes that are read.")
+@fact("read_share_bytes", "fraction", "Share of POSIX + STDIO bytes that are read.",
+      label="share of bytes that are read")
 def read_share_bytes(ctx: FactContext) -> float:
     r, w = ctx.get("bytes_read"), ctx.get("bytes_written")
     return r / (r + w) if r + w else 0.0
 
 
-@fact("rw_switches", "count", "Times a file went from reading to writing or back (POSIX, all files).")
+@fact("rw_switches", "count", "Times a file went from reading to writing or back (POSIX, all files).",
+      label="read/write switches")
 def rw_switches(ctx: FactContext) -> int:
     return int(_posix(ctx).rw_switches)
 

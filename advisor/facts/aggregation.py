@@ -51,8 +51,8 @@ def aggregator_count(ctx: FactContext, record_id: int, posix) -> tuple[int, bool
     return max(1, min(estimate, nprocs(ctx))), False
 
 
-@fact("aggregated_files", "list", "Shared files accessed with collective MPI-IO: their POSIX I/O is the "
-      "aggregators' (rank balance is judged at the MPI-IO layer).")
+@fact("aggregated_files", "path", "Shared files accessed with collective MPI-IO: their POSIX I/O is the "
+      "aggregators' (rank balance is judged at the MPI-IO layer).", label="collectively accessed shared files")
 def aggregated_files(ctx: FactContext) -> list[str]:
     ids = collective_ids(ctx)
     return [f.path for f in data_files(ctx) if f.record_id in ids and "POSIX" in f.by_module][:10]
@@ -116,55 +116,59 @@ def _totals(ctx: FactContext) -> tuple[int, int, int, int]:
 
 
 @fact("amplification_factor", "ratio", "POSIX bytes / MPI-IO bytes of the files where POSIX moved more "
-      "(read-modify-write of collective buffers, data sieving).")
+      "(read-modify-write of collective buffers, data sieving).", label="POSIX bytes / MPI-IO bytes")
 def amplification_factor(ctx: FactContext) -> float:
     mr, mw, pr, pw = _totals(ctx)
     return (pr + pw) / max(mr + mw, 1)
 
 
-@fact("amplified_write_factor", "ratio", "POSIX bytes written / MPI-IO bytes written on those files.")
+@fact("amplified_write_factor", "ratio", "POSIX bytes written / MPI-IO bytes written on those files.",
+      label="POSIX / MPI-IO bytes written")
 def amplified_write_factor(ctx: FactContext) -> float:
     _mr, mw, _pr, pw = _totals(ctx)
     return pw / mw if mw else float(pw > 0)
 
 
 @fact("amplified_read_factor", "ratio", "POSIX bytes read / MPI-IO bytes read on those files "
-      "(reads with no MPI-IO read are the read half of read-modify-write).")
+      "(reads with no MPI-IO read are the read half of read-modify-write).", label="POSIX / MPI-IO bytes read")
 def amplified_read_factor(ctx: FactContext) -> float:
     mr, _mw, pr, _pw = _totals(ctx)
     return pr / mr if mr else float(pr > 0)
 
 
-@fact("amplified_mpiio_bytes", "bytes", "Bytes MPI-IO asked for on the amplified files.")
+@fact("amplified_mpiio_bytes", "bytes", "Bytes MPI-IO asked for on the amplified files.",
+      label="bytes MPI-IO asked for")
 def amplified_mpiio_bytes(ctx: FactContext) -> int:
     mr, mw, _pr, _pw = _totals(ctx)
     return mr + mw
 
 
-@fact("amplified_posix_bytes", "bytes", "Bytes the POSIX layer moved on the amplified files.")
+@fact("amplified_posix_bytes", "bytes", "Bytes the POSIX layer moved on the amplified files.",
+      label="bytes POSIX moved")
 def amplified_posix_bytes(ctx: FactContext) -> int:
     _mr, _mw, pr, pw = _totals(ctx)
     return pr + pw
 
 
-@fact("amplified_extra_bytes", "bytes", "POSIX bytes beyond what MPI-IO asked for.")
+@fact("amplified_extra_bytes", "bytes", "POSIX bytes beyond what MPI-IO asked for.", label="extra POSIX bytes")
 def amplified_extra_bytes(ctx: FactContext) -> int:
     return sum(a.extra_bytes for a in amplified(ctx))
 
 
-@fact("amplification_cost_s", "s", "Wall seconds the POSIX layer spent on the extra bytes (their share of "
-      "the POSIX read and write time, as carried by the slowest rank of each file).")
+@fact("amplification_cost_s", "seconds", "Wall seconds the POSIX layer spent on the extra bytes (their share of "
+      "the POSIX read and write time, as carried by the slowest rank of each file).", label="time on the extra bytes")
 def amplification_cost_s(ctx: FactContext) -> float:
     return float(sum(a.extra_s for a in amplified(ctx)))
 
 
-@fact("amplified_files", "list", "Files whose POSIX traffic most exceeds their MPI-IO traffic.")
+@fact("amplified_files", "path", "Files whose POSIX traffic most exceeds their MPI-IO traffic.",
+      label="amplified files")
 def amplified_files(ctx: FactContext) -> list[str]:
     return [a.path for a in amplified(ctx)[:10]]
 
 
-@fact("amplified_collective", "bool", "The most amplified file was accessed with collective MPI-IO "
-      "(read-modify-write of collective buffers rather than independent data sieving).")
+@fact("amplified_collective", "flag", "The most amplified file was accessed with collective MPI-IO "
+      "(read-modify-write of collective buffers rather than independent data sieving).", label="collective MPI-IO")
 def amplified_collective(ctx: FactContext) -> bool:
     top = amplified(ctx)
     if not top:
@@ -184,9 +188,10 @@ def _indep_shared_rows(ctx: FactContext) -> np.ndarray:
 
 
 def _register_indep_small(op: str) -> None:
-    @fact(f"mpiio_indep_small_{op}_cost_s", "s", f"Seconds per process small POSIX {op}s lose (against "
+    @fact(f"mpiio_indep_small_{op}_cost_s", "seconds", f"Seconds per process small POSIX {op}s lose (against "
           f"rpc_size requests) on shared files MPI-IO accessed independently: what collective buffering "
-          f"would merge away, whatever the request size class.")
+          f"would merge away, whatever the request size class.",
+          label=f"time small {op}s under independent MPI-IO lose per process")
     def cost(ctx: FactContext) -> float:
         rows = ctx.memo("aggregation.indep_rows", lambda: _indep_shared_rows(ctx))
         t = requests.table(ctx)

@@ -6,13 +6,31 @@ from advisor.campaign import (Campaign, CampaignProfile, collapse, exceed_point,
                               pair_curves, regressions)
 from advisor.facts import FactContext, Missing, NotApplicable, fact, param
 
-KNEE_GAIN = param("campaign_knee_gain", 0.10, "after the knee, adding clients gains less than this per doubling")
-OST_DROP = param("campaign_ost_drop", 0.10, "a drop this large where clients start to exceed OSTs is reported")
-COLLAPSE = param("campaign_collapse", 0.20, "the largest scale losing this much against the one before is a collapse")
-RW_GAP = param("campaign_rw_gap", 1.30, "read/write (or write/read) ratio reported as a gap")
-REGRESSION = param("campaign_regression", 0.10, "a drop this large against the baseline is a regression")
+KNEE_GAIN = param("campaign_knee_gain", 0.10, "after the knee, adding clients gains less than this per doubling",
+                  kind="fraction")
+OST_DROP = param("campaign_ost_drop", 0.10, "a drop this large where clients start to exceed OSTs is reported",
+                 kind="fraction")
+COLLAPSE = param("campaign_collapse", 0.20, "the largest scale losing this much against the one before is a collapse",
+                 kind="fraction")
+RW_GAP = param("campaign_rw_gap", 1.30, "read/write (or write/read) ratio reported as a gap", kind="ratio")
+REGRESSION = param("campaign_regression", 0.10, "a drop this large against the baseline is a regression",
+                   kind="fraction")
 FLAT = param("campaign_flat", 1.30,
-             "a curve whose best point is less than this times its first, over 4x the tasks, is flat")
+             "a curve whose best point is less than this times its first, over 4x the tasks, is flat",
+             kind="ratio")
+
+
+# Record fields (what each curve finding holds): a point of a scaling curve, then each fact's.
+POINT = {"tasks": "count", "bw_mib_s": "rate MiB/s"}
+KNEE = {"curve": "text", "tasks": "count", "bw_mib_s": "rate MiB/s", "gain_after": "fraction", "peak": POINT,
+        "per_ost": "count"}
+OST_DROP_FIELDS = {"curve": "text", "before": POINT, "after": POINT, "drop": "fraction", "recovered_at": "count"}
+COLLAPSE_FIELDS = {"curve": "text", "previous": POINT, "last": POINT, "drop": "fraction"}
+RW_GAP_FIELDS = {"curve": "text", "tasks": "count", "read_over_write": "ratio", "faster": "enum",
+                 "last_tasks": "count", "last_read_over_write": "ratio"}
+FLAT_FIELDS = {"curve": "text", "first": POINT, "last": POINT, "best_mib_s": "rate MiB/s", "stripe_count": "count"}
+REGRESSION_FIELDS = {"curve": "text", "tasks": "count", "baseline_mib_s": "rate MiB/s", "new_mib_s": "rate MiB/s",
+                     "drop": "fraction", "test": "text", "source": "path", "baseline_source": "path"}
 
 
 def _campaign(ctx: FactContext) -> Campaign:
@@ -26,8 +44,9 @@ def _pt(p) -> dict:
 
 
 
-@fact("campaign_knees", "list", "Curves with a knee: the task count after which doubling the clients "
-      "gains less than campaign_knee_gain on the way to the curve's peak (flat curves excluded).")
+@fact("campaign_knees", "record", "Curves with a knee: the task count after which doubling the clients "
+      "gains less than campaign_knee_gain on the way to the curve's peak (flat curves excluded).",
+      label="curves with a knee", fields=KNEE)
 def campaign_knees(ctx: FactContext) -> list[dict]:
     osts = ctx.config.system.osts
     flat = {f["curve"] for f in ctx.get("campaign_flat_curves")}
@@ -44,8 +63,9 @@ def campaign_knees(ctx: FactContext) -> list[dict]:
     return out
 
 
-@fact("campaign_ost_drops", "list", "File-per-process curves that drop by campaign_ost_drop or more "
-      "right after the files outnumber the OSTs, and where they recover.")
+@fact("campaign_ost_drops", "record", "File-per-process curves that drop by campaign_ost_drop or more "
+      "right after the files outnumber the OSTs, and where they recover.", label="drops past the OST count",
+      fields=OST_DROP_FIELDS)
 def campaign_ost_drops(ctx: FactContext) -> list[dict]:
     osts = ctx.get("ior_osts")
     out = []
@@ -62,8 +82,8 @@ def campaign_ost_drops(ctx: FactContext) -> list[dict]:
     return out
 
 
-@fact("campaign_collapses", "list", "Curves whose largest task count loses campaign_collapse or more "
-      "against the one before.")
+@fact("campaign_collapses", "record", "Curves whose largest task count loses campaign_collapse or more "
+      "against the one before.", label="collapsing curves", fields=COLLAPSE_FIELDS)
 def campaign_collapses(ctx: FactContext) -> list[dict]:
     out = []
     for curve in _campaign(ctx).curves:
@@ -77,8 +97,9 @@ def campaign_collapses(ctx: FactContext) -> list[dict]:
     return out
 
 
-@fact("campaign_rw_gaps", "list", "Kinds of test whose read and write rates differ by campaign_rw_gap "
-      "or more at some task count: the largest gap and the one at the largest scale.")
+@fact("campaign_rw_gaps", "record", "Kinds of test whose read and write rates differ by campaign_rw_gap "
+      "or more at some task count: the largest gap and the one at the largest scale.", label="read/write gaps",
+      fields=RW_GAP_FIELDS)
 def campaign_rw_gaps(ctx: FactContext) -> list[dict]:
     out = []
     for write, read in pair_curves(_campaign(ctx).curves):
@@ -95,7 +116,8 @@ def campaign_rw_gaps(ctx: FactContext) -> list[dict]:
     return out
 
 
-@fact("campaign_flat_curves", "list", "Curves that gain less than campaign_flat over at least 4x the tasks.")
+@fact("campaign_flat_curves", "record", "Curves that gain less than campaign_flat over at least 4x the tasks.",
+      label="flat curves", fields=FLAT_FIELDS)
 def campaign_flat_curves(ctx: FactContext) -> list[dict]:
     out = []
     for curve in _campaign(ctx).curves:
@@ -109,8 +131,8 @@ def campaign_flat_curves(ctx: FactContext) -> list[dict]:
     return out
 
 
-@fact("campaign_regressions", "list", "Tests the baseline campaign also ran (same kind, same task count) "
-      "that lost campaign_regression or more.")
+@fact("campaign_regressions", "record", "Tests the baseline campaign also ran (same kind, same task count) "
+      "that lost campaign_regression or more.", label="regressed tests", fields=REGRESSION_FIELDS)
 def campaign_regressions(ctx: FactContext) -> list[dict]:
     campaign = _campaign(ctx)
     if not campaign.baseline:
@@ -128,7 +150,8 @@ def campaign_regressions(ctx: FactContext) -> list[dict]:
     return sorted(out, key=lambda r: -r["drop"])
 
 
-@fact("campaign_compared_tests", "count", "Tests matched between the campaign and its baseline.")
+@fact("campaign_compared_tests", "count", "Tests matched between the campaign and its baseline.",
+      label="tests compared with the baseline")
 def campaign_compared_tests(ctx: FactContext) -> int:
     campaign = _campaign(ctx)
     if not campaign.baseline:
@@ -136,6 +159,6 @@ def campaign_compared_tests(ctx: FactContext) -> int:
     return len(regressions(campaign))
 
 
-@fact("campaign_regressed_sources", "list", "Files of the tests that regressed.")
+@fact("campaign_regressed_sources", "path", "Files of the tests that regressed.", label="files of the regressed tests")
 def campaign_regressed_sources(ctx: FactContext) -> list[str]:
     return sorted({r["source"] for r in ctx.get("campaign_regressions")})

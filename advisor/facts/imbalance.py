@@ -18,7 +18,7 @@ from advisor.facts._darshan import col, data_files, dxt, nprocs, records
 from advisor.facts.aggregation import aggregator_count, collective_ids
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace
 
-SLOW = param("straggler_factor", 2.0, "a rank slower than the median rank by this factor is a straggler")
+SLOW = param("straggler_factor", 2.0, "a rank slower than the median rank by this factor is a straggler", kind="ratio")
 
 
 @dataclass
@@ -105,12 +105,14 @@ def _rates(ctx: FactContext) -> tuple[np.ndarray, np.ndarray]:
     return active, t.bytes[active] / t.seconds[active]
 
 
-@fact("rank_source", "text", "Where per-rank bytes and times come from: 'dxt' or 'counters'.")
+@fact("rank_source", "enum", "Where per-rank bytes and times come from: 'dxt' or 'counters'.",
+      label="per-rank numbers from")
 def rank_source(ctx: FactContext) -> str:
     return table(ctx).source
 
 
-@fact("straggler_ranks", "list", "Ranks whose I/O rate is below the median rank's by straggler_factor.")
+@fact("straggler_ranks", "index", "Ranks whose I/O rate is below the median rank's by straggler_factor.",
+      label="straggler ranks")
 def straggler_ranks(ctx: FactContext) -> list[int]:
     active, rates = _rates(ctx)
     slow = rates < np.median(rates) / ctx.param(SLOW)
@@ -118,29 +120,32 @@ def straggler_ranks(ctx: FactContext) -> list[int]:
     return [int(r) for r in active[slow][order][:50]]
 
 
-@fact("median_rank_rate", "bytes/s", "I/O rate of the median rank (bytes / busy seconds).")
+@fact("median_rank_rate", "rate", "I/O rate of the median rank (bytes / busy seconds).", label="median rank's rate")
 def median_rank_rate(ctx: FactContext) -> float:
     return float(np.median(_rates(ctx)[1]))
 
 
-@fact("slowest_rank_rate", "bytes/s", "I/O rate of the slowest rank.")
+@fact("slowest_rank_rate", "rate", "I/O rate of the slowest rank.", label="slowest rank's rate")
 def slowest_rank_rate(ctx: FactContext) -> float:
     return float(_rates(ctx)[1].min())
 
 
-@fact("realised_rate", "bytes/s", "Slowest rank's rate x ranks: what the phase delivered.")
+@fact("realised_rate", "rate", "Slowest rank's rate x ranks: what the phase delivered.",
+      label="rate delivered (slowest rank x ranks)")
 def realised_rate(ctx: FactContext) -> float:
     active, rates = _rates(ctx)
     return float(rates.min() * len(active))
 
 
-@fact("ideal_rate", "bytes/s", "Median rank's rate x ranks: what the phase would deliver without stragglers.")
+@fact("ideal_rate", "rate", "Median rank's rate x ranks: what the phase would deliver without stragglers.",
+      label="rate without stragglers (median rank x ranks)")
 def ideal_rate(ctx: FactContext) -> float:
     active, rates = _rates(ctx)
     return float(np.median(rates) * len(active))
 
 
-@fact("straggler_cost_s", "s", "Seconds the job waits for the stragglers: their time beyond the median rank's.")
+@fact("straggler_cost_s", "seconds", "Seconds the job waits for the stragglers: their time beyond the median rank's.",
+      label="time waiting for stragglers")
 def straggler_cost_s(ctx: FactContext) -> float:
     t = table(ctx)
     slow = ctx.get("straggler_ranks")
@@ -151,7 +156,8 @@ def straggler_cost_s(ctx: FactContext) -> float:
     return max(0.0, float(t.seconds[slow].max()) - median)
 
 
-@fact("rank_bytes_imbalance", "ratio", "Bytes of the busiest rank / the median active rank's.")
+@fact("rank_bytes_imbalance", "ratio", "Bytes of the busiest rank / the median active rank's.",
+      label="busiest rank's bytes / median rank's")
 def rank_bytes_imbalance(ctx: FactContext) -> float:
     t = table(ctx)
     moved = t.bytes[t.bytes > 0]
@@ -160,7 +166,8 @@ def rank_bytes_imbalance(ctx: FactContext) -> float:
     return float(moved.max() / np.median(moved))
 
 
-@fact("heavy_ranks", "list", "Ranks that moved more than twice the median rank's bytes.")
+@fact("heavy_ranks", "index", "Ranks that moved more than twice the median rank's bytes.",
+      label="ranks with over twice the median bytes")
 def heavy_ranks(ctx: FactContext) -> list[int]:
     t = table(ctx)
     moved = t.bytes
@@ -168,7 +175,8 @@ def heavy_ranks(ctx: FactContext) -> list[int]:
     return [int(r) for r in np.flatnonzero(moved > 2 * median)[:50]]
 
 
-@fact("data_imbalance_cost_s", "s", "Seconds the busiest rank spends beyond the median rank.")
+@fact("data_imbalance_cost_s", "seconds", "Seconds the busiest rank spends beyond the median rank.",
+      label="busiest rank's time beyond the median rank")
 def data_imbalance_cost_s(ctx: FactContext) -> float:
     t = table(ctx)
     active = _active(t)
@@ -225,22 +233,24 @@ def _aggregator_skew(ctx: FactContext, f) -> dict | None:
     return _skew(f, posix, count, "aggregators", counted)
 
 
-@fact("shared_imbalance_among", "text", "Whom the worst shared file's imbalance is measured among: "
-      "'ranks' (POSIX, or MPI-IO for collective files) or 'aggregators' (POSIX below collective MPI-IO).")
+@fact("shared_imbalance_among", "enum", "Whom the worst shared file's imbalance is measured among: "
+      "'ranks' (POSIX, or MPI-IO for collective files) or 'aggregators' (POSIX below collective MPI-IO).",
+      label="imbalance measured among")
 def shared_imbalance_among(ctx: FactContext) -> str:
     skew = ctx.memo("shared_skew", lambda: _shared_skew(ctx))
     return skew[0]["among"] if skew else "ranks"
 
 
-@fact("shared_imbalance_count_exact", "bool", "The aggregators of shared_imbalance_count were counted "
-      "(DXT), not estimated.")
+@fact("shared_imbalance_count_exact", "flag", "The aggregators of shared_imbalance_count were counted "
+      "(DXT), not estimated.", label="aggregators counted (not estimated)")
 def shared_imbalance_count_exact(ctx: FactContext) -> bool:
     skew = ctx.memo("shared_skew", lambda: _shared_skew(ctx))
     return bool(skew[0]["counted"]) if skew else True
 
 
 @fact("shared_imbalance_count", "count", "Ranks or aggregators the worst shared file's slowest one is "
-      "compared with (aggregators: counted in DXT, else estimated as bytes / the slowest rank's bytes).")
+      "compared with (aggregators: counted in DXT, else estimated as bytes / the slowest rank's bytes).",
+      label="ranks or aggregators compared")
 def shared_imbalance_count(ctx: FactContext) -> int:
     skew = ctx.memo("shared_skew", lambda: _shared_skew(ctx))
     if not skew:
@@ -253,7 +263,8 @@ def shared_imbalance_count(ctx: FactContext) -> int:
     return int(worst["count"])
 
 
-@fact("shared_time_imbalance", "ratio", "Worst shared file: (slowest - fastest rank time) / slowest.")
+@fact("shared_time_imbalance", "fraction", "Worst shared file: (slowest - fastest rank time) / slowest.",
+      label="time imbalance on the worst shared file")
 def shared_time_imbalance(ctx: FactContext) -> float:
     skew = [d for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx)) if d["slowest_s"] > 0]
     if not skew:
@@ -261,17 +272,20 @@ def shared_time_imbalance(ctx: FactContext) -> float:
     return max((d["slowest_s"] - d["fastest_s"]) / d["slowest_s"] for d in skew)
 
 
-@fact("shared_imbalance_cost_s", "s", "Seconds the slowest rank of each shared file spent beyond the mean rank.")
+@fact("shared_imbalance_cost_s", "seconds", "Seconds the slowest rank of each shared file spent beyond the mean rank.",
+      label="slowest rank's time beyond the mean rank")
 def shared_imbalance_cost_s(ctx: FactContext) -> float:
     return float(sum(d["excess_s"] for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx))))
 
 
-@fact("shared_imbalance_files", "list", "Shared files with the largest slowest-rank excess time.")
+@fact("shared_imbalance_files", "path", "Shared files with the largest slowest-rank excess time.",
+      label="shared files with the largest imbalance")
 def shared_imbalance_files(ctx: FactContext) -> list[str]:
     return [d["path"] for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx)) if d["excess_s"] > 0][:10]
 
 
-@fact("shared_bytes_imbalance", "ratio", "Worst shared file: (slowest - fastest rank bytes) / slowest rank bytes.")
+@fact("shared_bytes_imbalance", "fraction", "Worst shared file: (slowest - fastest rank bytes) / slowest rank bytes.",
+      label="bytes imbalance on the worst shared file")
 def shared_bytes_imbalance(ctx: FactContext) -> float:
     skew = [d for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx)) if d["slowest_bytes"] > 0]
     if not skew:
@@ -279,7 +293,9 @@ def shared_bytes_imbalance(ctx: FactContext) -> float:
     return max((d["slowest_bytes"] - d["fastest_bytes"]) / max(d["slowest_bytes"], d["fastest_bytes"]) for d in skew)
 
 
-@fact("single_writer_shared", "record", "The shared file where one rank moved most of the bytes (POSIX layer).")
+@fact("single_writer_shared", "record", "The shared file where one rank moved most of the bytes (POSIX layer).",
+      label="shared file written mostly by one rank",
+      fields={"path": "path", "bytes": "bytes", "share": "fraction", "excess_s": "seconds"})
 def single_writer_shared(ctx: FactContext) -> dict:
     best = None
     for d in ctx.memo("shared_skew.posix", lambda: _shared_skew(ctx, posix_only=True)):

@@ -9,45 +9,49 @@ from advisor.facts._darshan import col, data_files, dxt, maybe, nprocs, records,
 from advisor.facts.sanity import bounded
 
 
-@fact("stdio_bytes", "bytes", "Bytes read and written through STDIO (fread/fwrite/fprintf ...).")
+@fact("stdio_bytes", "bytes", "Bytes read and written through STDIO (fread/fwrite/fprintf ...).",
+      label="bytes through STDIO")
 def stdio_bytes(ctx: FactContext) -> int:
     s = summary(ctx).modules.get("STDIO")
     return int(s.bytes) if s else 0
 
 
-@fact("stdio_share", "ratio", "Share of the POSIX + STDIO bytes that went through STDIO.")
+@fact("stdio_share", "fraction", "Share of the POSIX + STDIO bytes that went through STDIO.",
+      label="share of bytes through STDIO")
 def stdio_share(ctx: FactContext) -> float:
     mods = summary(ctx).modules
     both = sum(mods[m].bytes for m in ("POSIX", "STDIO") if m in mods)
     return ctx.get("stdio_bytes") / both if both else 0.0
 
 
-@fact("stdio_time_s", "s", "STDIO read + write + metadata seconds per process.")
+@fact("stdio_time_s", "seconds", "STDIO read + write + metadata seconds per process.", label="STDIO time per process")
 def stdio_time_s(ctx: FactContext) -> float:
     s = summary(ctx).modules.get("STDIO")
     return bounded(ctx, "STDIO").total() if s else 0.0
 
 
-@fact("stdio_files", "list", "Files with the most STDIO bytes.")
+@fact("stdio_files", "path", "Files with the most STDIO bytes.", label="files with the most STDIO bytes")
 def stdio_files(ctx: FactContext) -> list[str]:
     ranked = [f for f in data_files(ctx) if "STDIO" in f.by_module and f.by_module["STDIO"].bytes > 0]
     ranked.sort(key=lambda f: -f.by_module["STDIO"].bytes)
     return [f.path for f in ranked[:10]]
 
 
-@fact("uses_mpiio", "bool", "The job has MPI-IO records.")
+@fact("uses_mpiio", "flag", "The job has MPI-IO records.", label="uses MPI-IO")
 def uses_mpiio(ctx: FactContext) -> bool:
     return maybe(ctx, "MPI-IO") is not None
 
 
 
 @fact("posix_shared_bytes_without_mpiio", "bytes",
-      "Bytes moved with plain POSIX on files several ranks share and MPI-IO never opened.")
+      "Bytes moved with plain POSIX on files several ranks share and MPI-IO never opened.",
+      label="shared-file bytes through plain POSIX")
 def posix_shared_bytes_without_mpiio(ctx: FactContext) -> int:
     return sum(f.by_module["POSIX"].bytes for f in _posix_only_shared(ctx))
 
 
-@fact("posix_shared_files_without_mpiio", "list", "Shared files accessed with POSIX only.")
+@fact("posix_shared_files_without_mpiio", "path", "Shared files accessed with POSIX only.",
+      label="shared files accessed with POSIX only")
 def posix_shared_files_without_mpiio(ctx: FactContext) -> list[str]:
     return [f.path for f in _posix_only_shared(ctx)[:10]]
 
@@ -61,29 +65,35 @@ def _mpiio(ctx: FactContext, name: str) -> int:
     return int(total(records(ctx, "MPI-IO"), name))
 
 
-for _kind in ("INDEP", "COLL", "NB"):
+MPIIO_KINDS = {"INDEP": "independent", "COLL": "collective", "NB": "non-blocking"}
+
+for _kind in MPIIO_KINDS:
     for _op in ("READS", "WRITES"):
         def _make(kind=_kind, op=_op):
-            @fact(f"mpiio_{kind.lower()}_{op.lower()}", "ops", f"MPI-IO {kind.lower()} {op.lower()}.")
+            @fact(f"mpiio_{kind.lower()}_{op.lower()}", "ops", f"MPI-IO {MPIIO_KINDS[kind]} {op.lower()}.",
+                  label=f"MPI-IO {MPIIO_KINDS[kind]} {op.lower()}")
             def counter(ctx: FactContext) -> int:
                 return _mpiio(ctx, f"{kind}_{op}")
             counter.__name__ = f"mpiio_{kind.lower()}_{op.lower()}"
         _make()
 
 
-@fact("mpiio_indep_write_share", "ratio", "Share of MPI-IO writes that are independent (not collective).")
+@fact("mpiio_indep_write_share", "fraction", "Share of MPI-IO writes that are independent (not collective).",
+      label="share of MPI-IO writes that are independent")
 def mpiio_indep_write_share(ctx: FactContext) -> float:
     indep, coll = ctx.get("mpiio_indep_writes"), ctx.get("mpiio_coll_writes")
     return indep / (indep + coll) if indep + coll else 0.0
 
 
-@fact("mpiio_indep_read_share", "ratio", "Share of MPI-IO reads that are independent (not collective).")
+@fact("mpiio_indep_read_share", "fraction", "Share of MPI-IO reads that are independent (not collective).",
+      label="share of MPI-IO reads that are independent")
 def mpiio_indep_read_share(ctx: FactContext) -> float:
     indep, coll = ctx.get("mpiio_indep_reads"), ctx.get("mpiio_coll_reads")
     return indep / (indep + coll) if indep + coll else 0.0
 
 
-@fact("mpiio_time_s", "s", "MPI-IO read + write seconds per process (includes the POSIX time below).")
+@fact("mpiio_time_s", "seconds", "MPI-IO read + write seconds per process (includes the POSIX time below).",
+      label="MPI-IO time per process")
 def mpiio_time_s(ctx: FactContext) -> float:
     s = summary(ctx).modules.get("MPI-IO")
     if s is None:
@@ -92,7 +102,8 @@ def mpiio_time_s(ctx: FactContext) -> float:
     return b.consistent("read") + b.consistent("write")
 
 
-@fact("mpiio_indep_time_s", "s", "Seconds per process of independent MPI-IO on shared files (op-weighted).")
+@fact("mpiio_indep_time_s", "seconds", "Seconds per process of independent MPI-IO on shared files (op-weighted).",
+      label="independent MPI-IO time on shared files per process")
 def mpiio_indep_time_s(ctx: FactContext) -> float:
     rec = records(ctx, "MPI-IO")
     ops = sum(col(rec, n) for n in ("INDEP_READS", "INDEP_WRITES", "COLL_READS", "COLL_WRITES",
@@ -122,12 +133,13 @@ def _aggregators(ctx: FactContext) -> dict[int, str | None]:
 
 
 @fact("cb_nodes", "count", "Collective-buffering aggregators the job used: ranks with POSIX I/O (DXT) "
-      "on the files it accessed with collective MPI-IO.")
+      "on the files it accessed with collective MPI-IO.", label="collective-buffering aggregators")
 def cb_nodes(ctx: FactContext) -> int:
     return len(ctx.memo("aggregators", lambda: _aggregators(ctx)))
 
 
-@fact("aggregator_nodes", "count", "Distinct hosts of the collective-buffering aggregators (DXT host names).")
+@fact("aggregator_nodes", "count", "Distinct hosts of the collective-buffering aggregators (DXT host names).",
+      label="hosts of the aggregators")
 def aggregator_nodes(ctx: FactContext) -> int:
     hosts = set(ctx.memo("aggregators", lambda: _aggregators(ctx)).values())
     if None in hosts:
@@ -135,7 +147,7 @@ def aggregator_nodes(ctx: FactContext) -> int:
     return len(hosts)
 
 
-@fact("compute_nodes", "count", "Distinct hosts of the job's ranks (from the DXT trace).")
+@fact("compute_nodes", "count", "Distinct hosts of the job's ranks (from the DXT trace).", label="compute nodes")
 def compute_nodes(ctx: FactContext) -> int:
     hosts = set()
     for trace in ctx.profile.dxt.values():
@@ -149,7 +161,8 @@ FALLBACK_CB_NODES = 8  # without host names: few enough aggregators to write lar
 
 
 @fact("suggested_cb_nodes", "count", "Collective-buffering aggregators to ask for: one per compute node "
-      "(ROMIO's default) when DXT names the hosts, else min(ranks, 8); never more than the ranks.")
+      "(ROMIO's default) when DXT names the hosts, else min(ranks, 8); never more than the ranks.",
+      label="aggregators to ask for (cb_nodes)")
 def suggested_cb_nodes(ctx: FactContext) -> int:
     ranks = nprocs(ctx)
     nodes = ctx.value("compute_nodes")

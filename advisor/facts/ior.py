@@ -16,8 +16,21 @@ from advisor.formatting import size_arg
 from advisor.ingest.ior.model import FPP, SHARED, IorProfile, IorRun, IorTest, label
 
 MIN_SUSPICIOUS_READ = param("ior_cache_read_ratio", 3.0,
-                            "a read this many times faster than the write of the same data suggests a cache")
+                            "a read this many times faster than the write of the same data suggests a cache",
+                            kind="ratio")
 MB_PER_MIB = 1.048576
+
+
+# Record fields of the facts below (IOR's rates are MiB/s as it prints them, MB/s for IO500's unit).
+CACHE_TEST = {"test": "text", "data_per_node": "bytes", "memory": "bytes", "operations": "enum",
+              "suggest_block": "text"}
+UNSHUFFLED = {"test": "text", "read_mib_s": "rate MiB/s", "write_mib_s": "rate MiB/s", "nodes": "count", "why": "text"}
+TRANSFER = {"test": "text", "transfer_size": "bytes", "rpc_size": "bytes", "stripe_size": "bytes", "below_rpc": "flag",
+            "misaligned": "flag"}
+STRIPES = {"test": "text", "kind": "text", "osts": "count", "tasks": "count", "stripe_count": "count",
+           "osts_used": "count", "suggest_count": "count"}
+PEAK = {"test": "text", "operation": "enum", "best_mib_s": "rate MiB/s", "best_mb_s": None, "limit_name": "text",
+        "limit_mib_s": "rate MiB/s", "limit_mb_s": None, "share": "fraction"}
 
 
 def _run(ctx: FactContext) -> IorRun:
@@ -51,7 +64,8 @@ def data_per_node(test: IorTest) -> int | None:
 
 
 
-@fact("client_memory_bytes", "bytes", "RAM of one client node ([system] client_memory_bytes).")
+@fact("client_memory_bytes", "bytes", "RAM of one client node ([system] client_memory_bytes).",
+      label="memory of a client node")
 def client_memory_bytes(ctx: FactContext) -> int:
     if ctx.config.system.client_memory_bytes is None:
         raise Missing("client memory unknown: set [system] client_memory_bytes in the site config")
@@ -60,8 +74,8 @@ def client_memory_bytes(ctx: FactContext) -> int:
 
 # ---- page cache ----------------------------------------------------------------------
 
-@fact("ior_cache_tests", "list", "Tests whose data per client node fits in that node's memory "
-      "(their rates can be page-cache rates).")
+@fact("ior_cache_tests", "record", "Tests whose data per client node fits in that node's memory "
+      "(their rates can be page-cache rates).", label="tests that fit in the page cache", fields=CACHE_TEST)
 def ior_cache_tests(ctx: FactContext) -> list[dict]:
     run, memory = _run(ctx), ctx.get("client_memory_bytes")
     out = []
@@ -85,8 +99,9 @@ def _reorder(test: IorTest) -> bool:
     return bool(test.params.reorder_tasks or test.params.reorder_random)
 
 
-@fact("ior_unshuffled_reads", "list", "Read tests without -C/-Z whose reads can be served from the "
-      "reading node's cache (data fits its memory, or reads beat the writes by ior_cache_read_ratio).")
+@fact("ior_unshuffled_reads", "record", "Read tests without -C/-Z whose reads can be served from the "
+      "reading node's cache (data fits its memory, or reads beat the writes by ior_cache_read_ratio).",
+      label="read tests the cache can serve", fields=UNSHUFFLED)
 def ior_unshuffled_reads(ctx: FactContext) -> list[dict]:
     run = _run(ctx)
     memory = ctx.config.system.client_memory_bytes
@@ -105,7 +120,8 @@ def ior_unshuffled_reads(ctx: FactContext) -> list[dict]:
     return out
 
 
-@fact("ior_single_node", "bool", "Every test ran on one node (-C cannot move reads to another node).")
+@fact("ior_single_node", "flag", "Every test ran on one node (-C cannot move reads to another node).",
+      label="every test on one node")
 def ior_single_node(ctx: FactContext) -> bool:
     nodes = [_nodes(t) for t in _run(ctx).tests]
     return all(n == 1 for n in nodes) and bool(nodes)
@@ -131,14 +147,15 @@ def _io500_phase(test: IorTest) -> str:
     return "ior-hard" if p.transfer_size == IO500_HARD_TRANSFER == p.block_size else ""
 
 
-@fact("io500_phases", "list", "IO500 phases (ior-easy, ior-hard) among the run's tests: from their file paths, "
-      "or -t and -b of 47,008 bytes (ior-hard's record).")
+@fact("io500_phases", "enum", "IO500 phases (ior-easy, ior-hard) among the run's tests: from their file paths, "
+      "or -t and -b of 47,008 bytes (ior-hard's record).", label="IO500 phases")
 def io500_phases(ctx: FactContext) -> list[str]:
     return sorted({phase for t in _run(ctx).tests if (phase := _io500_phase(t))})
 
 
-@fact("ior_transfer_issues", "list", "Tests whose transfer size is below the RPC size ([system] rpc_size) "
-      "or neither a multiple nor a divisor of the stripe size (IO500 ior-hard excepted: its size is fixed).")
+@fact("ior_transfer_issues", "record", "Tests whose transfer size is below the RPC size ([system] rpc_size) "
+      "or neither a multiple nor a divisor of the stripe size (IO500 ior-hard excepted: its size is fixed).",
+      label="tests with an unfit transfer size", fields=TRANSFER)
 def ior_transfer_issues(ctx: FactContext) -> list[dict]:
     if "ior-hard" in ctx.get("io500_phases"):
         raise Missing("an IO500 ior-hard run: its 47,008-byte transfers are the benchmark's definition")
@@ -157,21 +174,23 @@ def ior_transfer_issues(ctx: FactContext) -> list[dict]:
     return out
 
 
-@fact("ior_transfer_fix", "bytes", "Transfer size to use: the stripe size (or RPC size), at least 1 MiB.")
+@fact("ior_transfer_fix", "bytes", "Transfer size to use: the stripe size (or RPC size), at least 1 MiB.",
+      label="transfer size to use")
 def ior_transfer_fix(ctx: FactContext) -> int:
     tests = _run(ctx).tests
     stripe = max((_stripe_size(ctx, t) or 0 for t in tests), default=0)
     return max(stripe, ctx.get("rpc_size"))
 
 
-@fact("ior_transfer_fix_arg", "text", "The transfer size to use as an IOR -t argument (e.g. 1m).")
+@fact("ior_transfer_fix_arg", "text", "The transfer size to use as an IOR -t argument (e.g. 1m).",
+      label="IOR -t argument")
 def ior_transfer_fix_arg(ctx: FactContext) -> str:
     return size_arg(ctx.get("ior_transfer_fix"))
 
 
 # ---- repetitions -------------------------------------------------------------------------
 
-@fact("ior_min_repetitions", "count", "Fewest repetitions of any test (IOR -i).")
+@fact("ior_min_repetitions", "count", "Fewest repetitions of any test (IOR -i).", label="fewest repetitions of a test")
 def ior_min_repetitions(ctx: FactContext) -> int:
     if ctx.get("io500_phases"):
         raise Missing("an IO500 run: its rules run each phase once")
@@ -183,7 +202,8 @@ def ior_min_repetitions(ctx: FactContext) -> int:
     return min(reps)
 
 
-@fact("ior_max_spread", "ratio", "Largest (max - min) / mean of any test's operation over its repetitions.")
+@fact("ior_max_spread", "fraction", "Largest (max - min) / mean of any test's operation over its repetitions.",
+      label="largest spread over repetitions ((max - min) / mean)")
 def ior_max_spread(ctx: FactContext) -> float:
     spreads = [(s.max_mib - s.min_mib) / s.mean_mib for t in _run(ctx).tests
                for s in t.summaries.values() if s.mean_mib > 0 and s.repetitions > 1]
@@ -192,7 +212,8 @@ def ior_max_spread(ctx: FactContext) -> float:
 
 # ---- stripes, tasks, OSTs ------------------------------------------------------------------
 
-@fact("ior_osts", "count", "OSTs of the file system ([system] osts; IOR runs and campaigns do not record it).")
+@fact("ior_osts", "count", "OSTs of the file system ([system] osts; IOR runs and campaigns do not record it).",
+      label="OSTs of the file system")
 def ior_osts(ctx: FactContext) -> int:
     if not ctx.config.system.osts:
         raise Missing("OST count unknown: set [system] osts in the site config")
@@ -214,8 +235,9 @@ def _osts_used(ctx: FactContext, test: IorTest) -> int | None:
     return min(osts, count)
 
 
-@fact("ior_stripe_issues", "list", "Tests whose layout does not fit tasks and OSTs: a shared file on fewer "
-      "OSTs than min(OSTs, tasks), or file-per-process files striped wider than 1 while tasks >= OSTs.")
+@fact("ior_stripe_issues", "record", "Tests whose layout does not fit tasks and OSTs: a shared file on fewer "
+      "OSTs than min(OSTs, tasks), or file-per-process files striped wider than 1 while tasks >= OSTs.",
+      label="tests whose layout does not fit", fields=STRIPES)
 def ior_stripe_issues(ctx: FactContext) -> list[dict]:
     osts = ctx.get("ior_osts")
     out = []
@@ -252,8 +274,10 @@ def _limits(ctx: FactContext, op: str, test: IorTest) -> list[tuple[str, float]]
     return limits
 
 
-@fact("ior_peak_results", "list", "For write and read: the best result, the tightest sustainable limit the "
-      "site config states for its test (aggregate, OSTs used, OSSs, client links) and the share reached.")
+@fact("ior_peak_results", "record", "For write and read: the best result, the tightest sustainable limit the "
+      "site config states for its test (aggregate, OSTs used, OSSs, client links) and the share reached.",
+      label="best results against the sustainable peak",
+      fields=PEAK)
 def ior_peak_results(ctx: FactContext) -> list[dict]:
     out = []
     for op in ("write", "read"):
@@ -274,16 +298,20 @@ def ior_peak_results(ctx: FactContext) -> list[dict]:
     return out
 
 
-@fact("ior_min_peak_share", "ratio", "The lower of the write and read shares of the sustainable peak.")
+@fact("ior_min_peak_share", "fraction", "The lower of the write and read shares of the sustainable peak.",
+      label="lower share of the sustainable peak")
 def ior_min_peak_share(ctx: FactContext) -> float:
     return min(r["share"] for r in ctx.get("ior_peak_results"))
 
 
-@fact("ior_max_peak_share", "ratio", "The higher of the write and read shares of the sustainable peak.")
+@fact("ior_max_peak_share", "fraction", "The higher of the write and read shares of the sustainable peak.",
+      label="higher share of the sustainable peak")
 def ior_max_peak_share(ctx: FactContext) -> float:
     return max(r["share"] for r in ctx.get("ior_peak_results"))
 
 
-@fact("ior_beyond_peak", "list", "Results above what the hardware sustains (caches, not the file system).")
+@fact("ior_beyond_peak", "record", "Results above what the hardware sustains (caches, not the file system).",
+      label="results above the sustainable peak",
+      fields=PEAK)
 def ior_beyond_peak(ctx: FactContext) -> list[dict]:
     return [r for r in ctx.get("ior_peak_results") if r["share"] > 1.05]

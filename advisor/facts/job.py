@@ -8,7 +8,7 @@ from advisor.facts._darshan import darshan_like, data_files, maybe, nprocs, summ
 from advisor.facts.sanity import base_time, job_time
 
 
-@fact("runtime_s", "s", "Wall-clock run time of the job.")
+@fact("runtime_s", "seconds", "Wall-clock run time of the job.", label="run time")
 def runtime_s(ctx: FactContext) -> float:
     job = ctx.profile.job
     if job.runtime_s and job.runtime_s > 0:
@@ -18,7 +18,7 @@ def runtime_s(ctx: FactContext) -> float:
     raise Missing("the log records no run time")
 
 
-@fact("nprocs", "count", "Number of processes (MPI ranks) of the job.")
+@fact("nprocs", "count", "Number of processes (MPI ranks) of the job.", label="processes")
 def nprocs_fact(ctx: FactContext) -> int:
     return nprocs(ctx)
 
@@ -30,55 +30,59 @@ def _base(ctx: FactContext):
     return s
 
 
-@fact("bytes_read", "bytes", "Bytes read at the base layer (POSIX + STDIO, else MPI-IO).")
+@fact("bytes_read", "bytes", "Bytes read at the base layer (POSIX + STDIO, else MPI-IO).", label="bytes read")
 def bytes_read(ctx: FactContext) -> int:
     return int(_base(ctx).bytes_read)
 
 
-@fact("bytes_written", "bytes", "Bytes written at the base layer (POSIX + STDIO, else MPI-IO).")
+@fact("bytes_written", "bytes", "Bytes written at the base layer (POSIX + STDIO, else MPI-IO).", label="bytes written")
 def bytes_written(ctx: FactContext) -> int:
     return int(_base(ctx).bytes_written)
 
 
-@fact("read_time_s", "s", "Read time per process at the base layer (POSIX + STDIO), bounded by what a "
-      "process could spend (facts/sanity.py).")
+@fact("read_time_s", "seconds", "Read time per process at the base layer (POSIX + STDIO), bounded by what a "
+      "process could spend (facts/sanity.py).", label="read time per process")
 def read_time_s(ctx: FactContext) -> float:
     return base_time(ctx).read
 
 
-@fact("write_time_s", "s", "Write time per process at the base layer, bounded like read_time_s.")
+@fact("write_time_s", "seconds", "Write time per process at the base layer, bounded like read_time_s.",
+      label="write time per process")
 def write_time_s(ctx: FactContext) -> float:
     return base_time(ctx).write
 
 
-@fact("meta_time_s", "s", "Metadata time (open, stat, seek, sync ...) per process, bounded like read_time_s.")
+@fact("meta_time_s", "seconds", "Metadata time (open, stat, seek, sync ...) per process, bounded like read_time_s.",
+      label="metadata time per process")
 def meta_time_s(ctx: FactContext) -> float:
     return base_time(ctx).meta
 
 
-@fact("io_time_s", "s", "I/O time per process at the layer the job called (io_layer: MPI-IO for its "
-      "MPI-IO files, POSIX + STDIO for the rest), bounded by what a process could spend.")
+@fact("io_time_s", "seconds", "I/O time per process at the layer the job called (io_layer: MPI-IO for its "
+      "MPI-IO files, POSIX + STDIO for the rest), bounded by what a process could spend.", label="I/O time per process")
 def io_time_s(ctx: FactContext) -> float:
     return job_time(ctx).total
 
 
-@fact("io_share", "ratio", "Share of the run time each process spent in I/O on average (io_time_s / run time).")
+@fact("io_share", "fraction", "Share of the run time each process spent in I/O on average (io_time_s / run time).",
+      label="share of the run in I/O")
 def io_share(ctx: FactContext) -> float:
     return min(ctx.get("io_time_s") / ctx.get("runtime_s"), 1.0)
 
 
-@fact("files_accessed", "count", "Distinct files (not standard streams) the job touched.")
+@fact("files_accessed", "count", "Distinct files (not standard streams) the job touched.", label="files")
 def files_accessed(ctx: FactContext) -> int:
     return len(data_files(ctx))
 
 
-@fact("modules", "list", "Darshan modules present in the log.")
+@fact("modules", "enum", "Darshan modules present in the log.", label="Darshan modules")
 def modules(ctx: FactContext) -> list[str]:
     darshan_like(ctx)
     return sorted(ctx.profile.modules)
 
 
-@fact("interfaces", "list", "I/O interfaces the job used (POSIX, STDIO, MPI-IO, HDF5, PnetCDF).")
+@fact("interfaces", "enum", "I/O interfaces the job used (POSIX, STDIO, MPI-IO, HDF5, PnetCDF).",
+      label="I/O interfaces")
 def interfaces(ctx: FactContext) -> list[str]:
     darshan_like(ctx)
     used = [m for m in ("POSIX", "STDIO", "MPI-IO") if maybe(ctx, m) is not None]

@@ -16,9 +16,11 @@ from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import darshan_like, data_files, nprocs
 from advisor.units import GiB, MiB
 
-BIG_SHARED = param("big_shared_file_bytes", 1 * GiB, "a shared file this large deserves more than one stripe")
+BIG_SHARED = param("big_shared_file_bytes", 1 * GiB, "a shared file this large deserves more than one stripe",
+                   kind="bytes")
 BIG_FILE = param("inherit_file_bytes", 1 * GiB,
-                 "files this large in one directory, all on one stripe, suggest a lost default layout")
+                 "files this large in one directory, all on one stripe, suggest a lost default layout",
+                 kind="bytes")
 
 
 def layouts(ctx: FactContext) -> list:
@@ -38,7 +40,7 @@ def layouts(ctx: FactContext) -> list:
 
 @fact("fs_osts", "count",
       "OSTs of the file system: [system] osts, else the log's LUSTRE_OSTS (Darshan before 3.4.6), else the "
-      "highest OST index seen + 1 (a lower bound, assumed).")
+      "highest OST index seen + 1 (a lower bound, assumed).", label="OSTs of the file system")
 def fs_osts(ctx: FactContext) -> int:
     if ctx.config.system.osts:
         return int(ctx.config.system.osts)
@@ -54,23 +56,23 @@ def fs_osts(ctx: FactContext) -> int:
     return max(seen) + 1
 
 
-@fact("used_osts", "count", "Distinct OSTs holding the job's files.")
+@fact("used_osts", "count", "Distinct OSTs holding the job's files.", label="OSTs used")
 def used_osts(ctx: FactContext) -> int:
     return len({o for f in layouts(ctx) if f.bytes > 0 for o in f.layout.ost_ids})
 
 
-@fact("ost_use_share", "ratio", "Used OSTs / OSTs of the file system.")
+@fact("ost_use_share", "fraction", "Used OSTs / OSTs of the file system.", label="share of the OSTs used")
 def ost_use_share(ctx: FactContext) -> float:
     return ctx.get("used_osts") / ctx.get("fs_osts")
 
 
-@fact("lustre_bytes", "bytes", "Bytes moved on files with a Lustre layout.")
+@fact("lustre_bytes", "bytes", "Bytes moved on files with a Lustre layout.", label="bytes on Lustre files")
 def lustre_bytes(ctx: FactContext) -> int:
     return int(sum(f.bytes for f in layouts(ctx)))
 
 
-@fact("ost_bytes_imbalance", "ratio",
-      "Bytes on the busiest OST / mean bytes per used OST (stripes share a file's bytes evenly).")
+@fact("ost_bytes_imbalance", "ratio", "Bytes on the busiest OST / mean bytes per used OST (stripes share a "
+      "file's bytes evenly).", label="busiest OST's bytes / mean OST's")
 def ost_bytes_imbalance(ctx: FactContext) -> float:
     per_ost: dict[int, float] = defaultdict(float)
     for f in layouts(ctx):
@@ -109,24 +111,27 @@ def _narrow_shared(ctx: FactContext) -> list[dict]:
     return sorted(out, key=lambda d: -d["bytes"])
 
 
-@fact("narrow_shared_files", "list", "Large shared files on fewer than min(4, OSTs, writers) stripes.")
+@fact("narrow_shared_files", "path", "Large shared files on fewer than min(4, OSTs, writers) stripes.",
+      label="large shared files on too few stripes")
 def narrow_shared_files(ctx: FactContext) -> list[str]:
     return [d["path"] for d in ctx.memo("narrow", lambda: _narrow_shared(ctx))]
 
 
-@fact("narrow_shared_bytes", "bytes", "Bytes of the large shared files on too few stripes.")
+@fact("narrow_shared_bytes", "bytes", "Bytes of the large shared files on too few stripes.",
+      label="bytes of those files")
 def narrow_shared_bytes(ctx: FactContext) -> int:
     return int(sum(d["bytes"] for d in ctx.memo("narrow", lambda: _narrow_shared(ctx))))
 
 
-@fact("narrow_shared_stripes", "count", "Stripe count of the largest shared file on too few stripes.")
+@fact("narrow_shared_stripes", "count", "Stripe count of the largest shared file on too few stripes.",
+      label="their stripe count")
 def narrow_shared_stripes(ctx: FactContext) -> int:
     narrow = ctx.memo("narrow", lambda: _narrow_shared(ctx))
     return narrow[0]["stripe_count"] if narrow else 0
 
 
-@fact("narrow_shared_cost_s", "s",
-      "Seconds the slowest rank of each narrow shared file loses against the suggested stripe count.")
+@fact("narrow_shared_cost_s", "seconds", "Seconds the slowest rank of each narrow shared file loses against the "
+      "suggested stripe count.", label="time lost to too few stripes")
 def narrow_shared_cost_s(ctx: FactContext) -> float:
     cost = 0.0
     for d in ctx.memo("narrow", lambda: _narrow_shared(ctx)):
@@ -134,8 +139,8 @@ def narrow_shared_cost_s(ctx: FactContext) -> float:
     return cost
 
 
-@fact("suggested_stripe_count", "count",
-      "Stripe count to use for the job's large shared files: min(OSTs, writers, 64).")
+@fact("suggested_stripe_count", "count", "Stripe count to use for the job's large shared files: min(OSTs, "
+      "writers, 64).", label="stripe count to use")
 def suggested_stripe_count(ctx: FactContext) -> int:
     narrow = ctx.memo("narrow", lambda: _narrow_shared(ctx))
     if narrow:
@@ -143,16 +148,17 @@ def suggested_stripe_count(ctx: FactContext) -> int:
     return _suggested_count(ctx, nprocs(ctx))
 
 
-@fact("suggested_stripe_size", "bytes",
-      "Stripe size to use: the common request size rounded up to MiB, at least 1 MiB, at most 64 MiB.")
+@fact("suggested_stripe_size", "bytes", "Stripe size to use: the common request size rounded up to MiB, at "
+      "least 1 MiB, at most 64 MiB.", label="stripe size to use")
 def suggested_stripe_size(ctx: FactContext) -> int:
     size = ctx.value("common_access_size") or 4 * MiB
     size = max(MiB, min(64 * MiB, int(np.ceil(size / MiB)) * MiB))
     return max(size, 4 * MiB) if size <= MiB else size
 
 
-@fact("lustre_dir", "text", "Directory of the job's largest file on Lustre (where to set the layout); "
-      "'DIR' when that is a file system's root, whose default layout every new file there would inherit.")
+@fact("lustre_dir", "path", "Directory of the job's largest file on Lustre (where to set the layout); "
+      "'DIR' when that is a file system's root, whose default layout every new file there would inherit.",
+      label="directory to set the layout on")
 def lustre_dir(ctx: FactContext) -> str:
     files = sorted(layouts(ctx), key=lambda f: -f.bytes)
     return _restripable(ctx, os.path.dirname(files[0].path) or ".")
@@ -164,7 +170,8 @@ def _restripable(ctx: FactContext, directory: str) -> str:
     return "DIR" if os.path.normpath(directory) in roots else directory
 
 
-@fact("fpp_wide_files", "count", "Files of one rank each striped over several OSTs while writers >= OSTs.")
+@fact("fpp_wide_files", "count", "Files of one rank each striped over several OSTs while writers >= OSTs.",
+      label="per-process files striped wide")
 def fpp_wide_files(ctx: FactContext) -> int:
     own = [f for f in layouts(ctx) if not f.shared and f.ranks <= 1 and f.bytes > 0]
     writers = len(own)
@@ -173,12 +180,14 @@ def fpp_wide_files(ctx: FactContext) -> int:
     return sum(1 for f in own if f.layout.stripe_count > 1)
 
 
-@fact("fpp_writers", "count", "Files written or read by a single rank each (file per process).")
+@fact("fpp_writers", "count", "Files written or read by a single rank each (file per process).",
+      label="files of one rank each")
 def fpp_writers(ctx: FactContext) -> int:
     return sum(1 for f in data_files(ctx) if not f.shared and f.ranks <= 1 and f.bytes > 0)
 
 
-@fact("fpp_stripe_count", "count", "Most common stripe count of the file-per-process files.")
+@fact("fpp_stripe_count", "count", "Most common stripe count of the file-per-process files.",
+      label="their stripe count")
 def fpp_stripe_count(ctx: FactContext) -> int:
     counts = [f.layout.stripe_count for f in layouts(ctx) if not f.shared and f.ranks <= 1 and f.bytes > 0]
     if not counts:
@@ -214,14 +223,14 @@ def _inherit(ctx: FactContext) -> list[dict]:
     return sorted(out, key=lambda x: -x["bytes"])
 
 
-@fact("single_stripe_dirs", "list",
-      "Directories whose large files all have stripe count 1 while the file system is wider.")
+@fact("single_stripe_dirs", "path", "Directories whose large files all have stripe count 1 while the file "
+      "system is wider.", label="directories of large single-stripe files")
 def single_stripe_dirs(ctx: FactContext) -> list[str]:
     return [d["dir"] for d in ctx.memo("inherit", lambda: _inherit(ctx))]
 
 
-@fact("single_stripe_dir", "text", "The first of those directories, where to set the layout; 'DIR' when it "
-      "is a file system's root.")
+@fact("single_stripe_dir", "path", "The first of those directories, where to set the layout; 'DIR' when it "
+      "is a file system's root.", label="directory to set the layout on")
 def single_stripe_dir(ctx: FactContext) -> str:
     dirs = ctx.get("single_stripe_dirs")
     if not dirs:
@@ -229,21 +238,23 @@ def single_stripe_dir(ctx: FactContext) -> str:
     return _restripable(ctx, dirs[0])
 
 
-@fact("single_stripe_dir_files", "count", "Large single-stripe files in those directories.")
+@fact("single_stripe_dir_files", "count", "Large single-stripe files in those directories.",
+      label="large single-stripe files")
 def single_stripe_dir_files(ctx: FactContext) -> int:
     return sum(d["files"] for d in ctx.memo("inherit", lambda: _inherit(ctx)))
 
 
 @fact("single_stripe_dir_stripe_count", "count", "Stripe count for those directories: enough for their large "
-      "files together to cover the OSTs (OSTs / files, rounded up), at most the suggested stripe count.")
+      "files together to cover the OSTs (OSTs / files, rounded up), at most the suggested stripe count.",
+      label="stripe count for the directory")
 def single_stripe_dir_stripe_count(ctx: FactContext) -> int:
     files = max(ctx.get("single_stripe_dir_files"), 1)
     # a per-process file has one writer: 48 such files on 200 OSTs want 5 stripes each, not 48
     return max(1, min(ctx.get("suggested_stripe_count"), -(-ctx.get("fs_osts") // files)))
 
 
-@fact("single_stripe_dir_cost_s", "s",
-      "Seconds per process on those files beyond what the directory's stripe count would take.")
+@fact("single_stripe_dir_cost_s", "seconds", "Seconds per process on those files beyond what the directory's "
+      "stripe count would take.", label="time lost to one stripe per process")
 def single_stripe_dir_cost_s(ctx: FactContext) -> float:
     target = ctx.get("single_stripe_dir_stripe_count")
     return sum(d["seconds"] for d in ctx.memo("inherit", lambda: _inherit(ctx))) / nprocs(ctx) * (1 - 1 / target)
@@ -263,19 +274,19 @@ def _straddle(ctx: FactContext) -> dict:
     return worst
 
 
-@fact("stripe_straddle_files", "count",
-      "Files whose common request size is neither a multiple nor a divisor of the stripe size.")
+@fact("stripe_straddle_files", "count", "Files whose common request size is neither a multiple nor a divisor of "
+      "the stripe size.", label="files whose requests straddle stripes")
 def stripe_straddle_files(ctx: FactContext) -> int:
     return ctx.memo("straddle", lambda: _straddle(ctx))["files"]
 
 
-@fact("straddle_stripe_size", "bytes", "Stripe size of those files.")
+@fact("straddle_stripe_size", "bytes", "Stripe size of those files.", label="their stripe size")
 def straddle_stripe_size(ctx: FactContext) -> int:
     return ctx.memo("straddle", lambda: _straddle(ctx))["stripe_size"]
 
 
-@fact("stripe_straddle_cost_s", "s",
-      "Seconds per process on those files x the share of requests that cross a stripe boundary.")
+@fact("stripe_straddle_cost_s", "seconds", "Seconds per process on those files x the share of requests that "
+      "cross a stripe boundary.", label="time straddling stripes per process")
 def stripe_straddle_cost_s(ctx: FactContext) -> float:
     s = ctx.memo("straddle", lambda: _straddle(ctx))
     stripe = s["stripe_size"] or 1
@@ -287,14 +298,15 @@ FITTING_STRIPES = [n << 20 for n in (4, 2, 1)]  # smaller stripes would split Lu
 
 
 @fact("fitting_stripe_size", "bytes", "Largest stripe size of 4, 2 or 1 MiB the common request size is a whole "
-      "multiple of; 0 when there is none (a smaller stripe would split 1 MiB RPCs: the request has to change).")
+      "multiple of; 0 when there is none (a smaller stripe would split 1 MiB RPCs: the request has to change).",
+      label="stripe size that fits the requests")
 def fitting_stripe_size(ctx: FactContext) -> int:
     size = int(ctx.get("common_access_size"))
     return next((s for s in FITTING_STRIPES if size % s == 0), 0)
 
 
 @fact("fitting_request_size", "bytes", "The common request size rounded to the nearest whole number of stripes "
-      "(at least one) of the files it straddles.")
+      "(at least one) of the files it straddles.", label="request size that fits the stripes")
 def fitting_request_size(ctx: FactContext) -> int:
     stripe = ctx.get("straddle_stripe_size")
     if stripe <= 0:
@@ -320,6 +332,7 @@ def _pfl(ctx: FactContext) -> list[dict]:
     return out
 
 
-@fact("pfl_narrow_files", "list", "Large PFL files whose data lies mostly in their narrow (few-stripe) components.")
+@fact("pfl_narrow_files", "path", "Large PFL files whose data lies mostly in their narrow (few-stripe) components.",
+      label="PFL files mostly in narrow components")
 def pfl_narrow_files(ctx: FactContext) -> list[str]:
     return [d["path"] for d in ctx.memo("pfl", lambda: _pfl(ctx))]

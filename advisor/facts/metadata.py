@@ -10,10 +10,11 @@ from advisor.facts.sanity import rank_bound
 from advisor.profile import shared_mask
 
 
-META_RANK = param("meta_rank_seconds", 30.0, "metadata seconds above which a rank counts as slow")
+META_RANK = param("meta_rank_seconds", 30.0, "metadata seconds above which a rank counts as slow", kind="seconds")
 
 
-@fact("meta_share", "ratio", "Share of the run time a process spent in metadata operations on average.")
+@fact("meta_share", "fraction", "Share of the run time a process spent in metadata operations on average.",
+      label="share of the run in metadata")
 def meta_share(ctx: FactContext) -> float:
     return ctx.get("meta_time_s") / ctx.get("runtime_s")
 
@@ -28,24 +29,27 @@ def _rank_meta(ctx: FactContext) -> np.ndarray:
     return np.minimum(per_rank + col(rec, "F_META_TIME")[shared].sum() / n, rank_bound(ctx, "POSIX", n))
 
 
-@fact("max_rank_meta_time_s", "s", "Metadata seconds of the rank that spent the most in metadata.")
+@fact("max_rank_meta_time_s", "seconds", "Metadata seconds of the rank that spent the most in metadata.",
+      label="most metadata time of a rank")
 def max_rank_meta_time_s(ctx: FactContext) -> float:
     return float(_rank_meta(ctx).max(initial=0.0))
 
 
-@fact("slow_meta_ranks", "list", "Ranks whose metadata time exceeds meta_rank_seconds (30 s).")
+@fact("slow_meta_ranks", "index", "Ranks whose metadata time exceeds meta_rank_seconds (30 s).",
+      label="ranks slow in metadata")
 def slow_meta_ranks(ctx: FactContext) -> list[int]:
     per_rank = _rank_meta(ctx)
     limit = ctx.param(META_RANK)
     return [int(r) for r in np.flatnonzero(per_rank > limit)[:50]]
 
 
-@fact("posix_opens", "ops", "POSIX open calls, all ranks.")
+@fact("posix_opens", "ops", "POSIX open calls, all ranks.", label="POSIX opens")
 def posix_opens(ctx: FactContext) -> int:
     return int(col(records(ctx, "POSIX"), "OPENS").sum())
 
 
-@fact("files_per_rank", "count", "Mean number of files each active rank opened on its own (not shared).")
+@fact("files_per_rank", "count", "Mean number of files each active rank opened on its own (not shared).",
+      label="files per rank")
 def files_per_rank(ctx: FactContext) -> float:
     rec = records(ctx, "POSIX")
     own = (rec.ranks >= 0) & ~shared_mask(rec) & data_mask(ctx, rec)
@@ -55,7 +59,8 @@ def files_per_rank(ctx: FactContext) -> float:
     return float(own.sum()) / len(ranks)
 
 
-@fact("small_file_count", "count", "Files (not shared) smaller than small_request_bytes, data or empty.")
+@fact("small_file_count", "count", "Files (not shared) smaller than small_request_bytes, data or empty.",
+      label="small files")
 def small_file_count(ctx: FactContext) -> int:
     limit = ctx.param("small_request_bytes")
     return sum(1 for f in data_files(ctx) if not f.shared and f.ranks <= 1
@@ -67,13 +72,13 @@ def _size(f) -> int:
     return max(s.bytes_written, s.bytes_read)
 
 
-@fact("small_files", "list", "Some of the small files (paths).")
+@fact("small_files", "path", "Some of the small files (paths).", label="small files")
 def small_files(ctx: FactContext) -> list[str]:
     limit = ctx.param("small_request_bytes")
     return [f.path for f in data_files(ctx) if not f.shared and _size(f) < limit][:10]
 
 
-@fact("fsync_count", "ops", "fsync + fdatasync calls, all ranks.")
+@fact("fsync_count", "ops", "fsync + fdatasync calls, all ranks.", label="fsync calls")
 def fsync_count(ctx: FactContext) -> int:
     rec = records(ctx, "POSIX")
     return int(col(rec, "FSYNCS").sum() + col(rec, "FDSYNCS").sum())
@@ -86,7 +91,8 @@ def _fsync_heavy(ctx: FactContext) -> np.ndarray:
     return (writes >= 8) & (syncs >= 0.5 * writes)
 
 
-@fact("fsync_per_write", "ratio", "fsync calls per write on the files that sync after (almost) every write.")
+@fact("fsync_per_write", "count", "fsync calls per write on the files that sync after (almost) every write.",
+      label="fsyncs per write")
 def fsync_per_write(ctx: FactContext) -> float:
     rec = records(ctx, "POSIX")
     heavy = _fsync_heavy(ctx)
@@ -94,19 +100,21 @@ def fsync_per_write(ctx: FactContext) -> float:
     return float((col(rec, "FSYNCS") + col(rec, "FDSYNCS"))[heavy].sum() / writes) if writes else 0.0
 
 
-@fact("fsync_heavy_writes", "ops", "Writes to files synced after (almost) every write.")
+@fact("fsync_heavy_writes", "ops", "Writes to files synced after (almost) every write.",
+      label="writes to files synced each write")
 def fsync_heavy_writes(ctx: FactContext) -> int:
     return int(col(records(ctx, "POSIX"), "WRITES")[_fsync_heavy(ctx)].sum())
 
 
-@fact("fsync_cost_s", "s", "Seconds per process of write time on files synced after every write (mostly the syncs).")
+@fact("fsync_cost_s", "seconds", "Seconds per process of write time on files synced after every write (mostly "
+      "the syncs).", label="time syncing per process")
 def fsync_cost_s(ctx: FactContext) -> float:
     rec = records(ctx, "POSIX")
     # Darshan counts fsync time as write time; with a sync per write nearly all of it is the syncs
     return float(col(rec, "F_WRITE_TIME")[_fsync_heavy(ctx)].sum()) * 0.9 / nprocs(ctx)
 
 
-@fact("fsync_files", "list", "Files synced after (almost) every write.")
+@fact("fsync_files", "path", "Files synced after (almost) every write.", label="files synced after every write")
 def fsync_files(ctx: FactContext) -> list[str]:
     rec = records(ctx, "POSIX")
     from advisor.facts._darshan import top_files

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from advisor.facts import FactContext, Missing, NotApplicable, fact
+from advisor.units import MiB
 
 
 def _expectation(ctx: FactContext):
@@ -28,37 +29,43 @@ def _finite(value: float) -> float:
     return float(value)
 
 
-@fact("model_measured_mib_s", "MiB/s", "The job's measured bandwidth: bytes / I/O seconds of its slowest rank.")
-def model_measured_mib_s(ctx: FactContext) -> float:
-    return _finite(_expectation(ctx).measured_mib_s)
+@fact("model_measured_rate", "rate", "The job's measured bandwidth: bytes / I/O seconds of its slowest rank (bytes/s).",
+      label="measured bandwidth")
+def model_measured_rate(ctx: FactContext) -> float:
+    return _finite(_expectation(ctx).measured_mib_s) * MiB
 
 
-@fact("model_expected_mib_s", "MiB/s", "Bandwidth the model expects for the job's pattern on its file system.")
-def model_expected_mib_s(ctx: FactContext) -> float:
-    return _finite(_expectation(ctx).expected_mib_s)
+@fact("model_expected_rate", "rate", "Bandwidth the model expects for the job's pattern on its file system.",
+      label="bandwidth the model expects")
+def model_expected_rate(ctx: FactContext) -> float:
+    return _finite(_expectation(ctx).expected_mib_s) * MiB
 
 
-@fact("model_expected_low_mib_s", "MiB/s", "Lower end of the model's interval for the job's bandwidth.")
-def model_expected_low_mib_s(ctx: FactContext) -> float:
-    return _finite(_expectation(ctx).expected_low_mib_s)
+@fact("model_expected_low_rate", "rate", "Lower end of the model's interval for the job's bandwidth.",
+      label="lower end of the expected bandwidth")
+def model_expected_low_rate(ctx: FactContext) -> float:
+    return _finite(_expectation(ctx).expected_low_mib_s) * MiB
 
 
-@fact("model_shortfall", "ratio", "How many times longer the job's I/O took than the model expects.")
+@fact("model_shortfall", "ratio", "How many times longer the job's I/O took than the model expects.",
+      label="time taken / time expected")
 def model_shortfall(ctx: FactContext) -> float:
     return _finite(_expectation(ctx).shortfall)
 
 
-@fact("model_lost_s", "s", "I/O seconds (slowest rank) beyond what the model expects for the pattern.")
+@fact("model_lost_s", "seconds", "I/O seconds (slowest rank) beyond what the model expects for the pattern.",
+      label="time beyond the expectation")
 def model_lost_s(ctx: FactContext) -> float:
     exp = _expectation(ctx)
     return max(_finite(exp.measured_s - exp.expected_s), 0.0)
 
 
-@fact("model_extrapolation", "list", "Features of the job outside the model's training ranges.")
+@fact("model_extrapolation", "text", "Features of the job outside the model's training ranges.",
+      label="features outside the training data")
 def model_extrapolation(ctx: FactContext) -> list[str]:
     return list(_expectation(ctx).extrapolation)
 
 
-@fact("model_name", "text", "What the model is and what it was trained on.")
+@fact("model_name", "text", "What the model is and what it was trained on.", label="model")
 def model_name(ctx: FactContext) -> str:
     return _expectation(ctx).model

@@ -25,16 +25,20 @@ from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import dxt, nprocs, summary
 from advisor.formatting import fmt_bytes, fmt_secs
 
-FLOOR = param("timing_floor_s", 0.05, "timing differences below this many seconds are noise on any node")
+FLOOR = param("timing_floor_s", 0.05, "timing differences below this many seconds are noise on any node",
+              kind="seconds")
 CACHE_BYTES = param("cache_regime_bytes", 1 << 30,
                     "a run moving less than this per process, and shorter than cache_regime_runtime_s, "
-                    "runs in the page cache")
-CACHE_RUNTIME = param("cache_regime_runtime_s", 1.0, "runs shorter than this (and small) run in the page cache")
+                    "runs in the page cache", kind="bytes")
+CACHE_RUNTIME = param("cache_regime_runtime_s", 1.0, "runs shorter than this (and small) run in the page cache",
+                      kind="seconds")
 
 
 @fact("timing_noise", "record",
       "Seconds of timing difference expected by chance ('seconds'), the term that sets it ('why'): "
-      "the floor, the operations' spread or page-cache jitter, and whether the run is in the page cache.")
+      "the floor, the operations' spread or page-cache jitter, and whether the run is in the page cache.",
+      label="timing noise",
+      fields={"seconds": "seconds", "why": "text", "page_cache": "flag"})
 def timing_noise(ctx: FactContext) -> dict:
     cache = _page_cache(ctx)
     terms = [(float(ctx.param(FLOOR)), "the floor")]

@@ -14,7 +14,8 @@ from advisor.facts._darshan import col, nprocs, records
 from advisor.facts.lustre import layouts
 from advisor.targets import FACTOR, FACTOR_PARAM, TooFewTargets, slow_targets
 
-SLOW_OST = param(FACTOR_PARAM, FACTOR, "an OST whose files run this many times slower than the median OST's is slow")
+SLOW_OST = param(FACTOR_PARAM, FACTOR, "an OST whose files run this many times slower than the median OST's is slow",
+                 kind="ratio")
 MIN_RECORD_BYTES = 1 << 20  # tiny records time their latency, not the OST's bandwidth
 
 
@@ -58,37 +59,39 @@ def _get(ctx: FactContext) -> dict:
     return ctx.memo("per_ost", lambda: _per_ost(ctx))
 
 
-@fact("slow_osts", "list", "OSTs whose files ran slow_ost_factor times slower than the median OST's.")
+@fact("slow_osts", "index", "OSTs whose files ran slow_ost_factor times slower than the median OST's.",
+      label="slow OSTs")
 def slow_osts(ctx: FactContext) -> list[int]:
     return _get(ctx)["slow"]
 
 
-@fact("slow_ost_rate", "bytes/s", "Median per-file rate on the slowest OST.")
+@fact("slow_ost_rate", "rate", "Median per-file rate on the slowest OST.", label="rate of files on the slowest OST")
 def slow_ost_rate(ctx: FactContext) -> float:
     d = _get(ctx)
     return d["medians"][d["slow"][0]] if d["slow"] else 0.0
 
 
-@fact("typical_ost_rate", "bytes/s", "Median per-file rate of the median OST.")
+@fact("typical_ost_rate", "rate", "Median per-file rate of the median OST.", label="rate of files on the median OST")
 def typical_ost_rate(ctx: FactContext) -> float:
     return _get(ctx)["typical"]
 
 
-@fact("timed_osts", "count", "OSTs with enough timed files to compare.")
+@fact("timed_osts", "count", "OSTs with enough timed files to compare.", label="OSTs compared")
 def timed_osts(ctx: FactContext) -> int:
     return _get(ctx)["osts"]
 
 
-@fact("slow_ost_cost_s", "s", "Seconds the slowest rank on a slow OST spent beyond the typical rate.")
+@fact("slow_ost_cost_s", "seconds", "Seconds the slowest rank on a slow OST spent beyond the typical rate.",
+      label="time lost on slow OSTs")
 def slow_ost_cost_s(ctx: FactContext) -> float:
     return _get(ctx)["cost"]
 
 
-@fact("slow_ost_ranks", "list", "Ranks whose files sit on a slow OST.")
+@fact("slow_ost_ranks", "index", "Ranks whose files sit on a slow OST.", label="ranks with files on a slow OST")
 def slow_ost_ranks(ctx: FactContext) -> list[int]:
     return _get(ctx)["ranks"]
 
 
-@fact("slow_ost_files", "list", "Files on a slow OST.")
+@fact("slow_ost_files", "path", "Files on a slow OST.", label="files on a slow OST")
 def slow_ost_files(ctx: FactContext) -> list[str]:
     return _get(ctx)["files"]

@@ -11,13 +11,15 @@ DEFAULT_MAX_RECORDS = 1024  # Darshan 3.x default records per module per process
 DXT_DEFAULT_MIB = 2
 
 
-@fact("partial_modules", "list", "Modules Darshan flagged as incomplete (ran out of record or trace memory).")
+@fact("partial_modules", "enum", "Modules Darshan flagged as incomplete (ran out of record or trace memory).",
+      label="incomplete modules")
 def partial_modules(ctx: FactContext) -> list[str]:
     darshan_like(ctx)
     return sorted(ctx.profile.partial_modules)
 
 
-@fact("partial_records_per_rank", "count", "Most records one rank holds in a partial (non-DXT) module.")
+@fact("partial_records_per_rank", "count", "Most records one rank holds in a partial (non-DXT) module.",
+      label="records per rank in a partial module")
 def partial_records_per_rank(ctx: FactContext) -> int:
     most = 0
     for module in ctx.get("partial_modules"):
@@ -29,8 +31,8 @@ def partial_records_per_rank(ctx: FactContext) -> int:
     return most
 
 
-@fact("darshan_config_lines", "list",
-      "Darshan config-file lines (DARSHAN_CONFIG_PATH) that give the partial modules room.")
+@fact("darshan_config_lines", "text", "Darshan config-file lines (DARSHAN_CONFIG_PATH) that give the partial "
+      "modules room.", label="Darshan config lines")
 def darshan_config_lines(ctx: FactContext) -> list[str]:
     lines: list[str] = []
     record_mods = [m for m in ctx.get("partial_modules") if not m.startswith("DXT")]
@@ -48,7 +50,8 @@ def darshan_config_lines(ctx: FactContext) -> list[str]:
     return lines
 
 
-@fact("darshan_env", "list", "Environment settings that give the partial modules room (MiB).")
+@fact("darshan_env", "text", "Environment settings that give the partial modules room (MiB).",
+      label="Darshan environment settings")
 def darshan_env(ctx: FactContext) -> list[str]:
     env = []
     for line in ctx.get("darshan_config_lines"):

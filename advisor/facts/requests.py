@@ -18,7 +18,7 @@ from advisor.facts._darshan import col, dxt, nprocs, records, top_files
 from advisor.metrics import SIZE_BINS
 from advisor.profile import DXT_READ, DXT_WRITE, ModuleRecords, shared_mask
 
-SMALL = param("small_request_bytes", 1 << 20, "requests below this size are small (bytes)")
+SMALL = param("small_request_bytes", 1 << 20, "requests below this size are small (bytes)", kind="bytes")
 DEFAULT_RPC_SIZE = 1 << 20  # Lustre's bulk RPC (256 pages of 4 KiB) unless brw_size and max_pages_per_rpc raise it
 
 # Darshan's size bins: counter suffix and inclusive byte range.
@@ -129,24 +129,28 @@ def table(ctx: FactContext) -> SmallTable:
 def _register(op: str) -> None:
     n_col, _p, t_col, b_col, _d = OPS[op]
 
-    @fact(f"{op}_ops", "ops", f"POSIX {op} requests, all ranks.")
+    @fact(f"{op}_ops", "ops", f"POSIX {op} requests, all ranks.", label=f"POSIX {op}s")
     def ops(ctx: FactContext) -> int:
         return int(table(ctx).ops[op].sum())
 
-    @fact(f"small_{op}_count", "ops", f"POSIX {op}s below small_request_bytes (exact: DXT or common sizes).")
+    @fact(f"small_{op}_count", "ops", f"POSIX {op}s below small_request_bytes (exact: DXT or common sizes).",
+          label=f"small {op}s")
     def small_count(ctx: FactContext) -> int:
         return int(round(table(ctx).small[op].sum()))
 
-    @fact(f"small_{op}_share", "ratio", f"Share of POSIX {op}s that are small.")
+    @fact(f"small_{op}_share", "fraction", f"Share of POSIX {op}s that are small.",
+          label=f"share of {op}s that are small")
     def small_share(ctx: FactContext) -> float:
         n = ctx.get(f"{op}_ops")
         return ctx.get(f"small_{op}_count") / n if n else 0.0
 
-    @fact(f"small_{op}_time_s", "s", f"Seconds per process spent in small {op}s (DXT, or op-weighted).")
+    @fact(f"small_{op}_time_s", "seconds", f"Seconds per process spent in small {op}s (DXT, or op-weighted).",
+          label=f"time in small {op}s per process")
     def small_time(ctx: FactContext) -> float:
         return float(table(ctx).small_seconds[op].sum()) / nprocs(ctx)
 
-    @fact(f"small_{op}_mean_size", "bytes", f"Mean size of the small {op}s (DXT, else of their records).")
+    @fact(f"small_{op}_mean_size", "bytes", f"Mean size of the small {op}s (DXT, else of their records).",
+          label=f"mean size of small {op}s")
     def small_mean(ctx: FactContext) -> float:
         t = table(ctx)
         n = t.small[op].sum()
@@ -157,38 +161,42 @@ def _register(op: str) -> None:
         mean = np.divide(col(t.rec, b_col), t.ops[op], out=np.zeros(len(t.rec)), where=t.ops[op] > 0)
         return float(min((mean * t.small[op]).sum() / n, ctx.param(SMALL)))
 
-    @fact(f"small_{op}_cost_s", "s", f"Seconds per process small {op}s lose against rpc_size requests.")
+    @fact(f"small_{op}_cost_s", "seconds", f"Seconds per process small {op}s lose against rpc_size requests.",
+          label=f"time small {op}s lose per process")
     def small_cost(ctx: FactContext) -> float:
         gain = max(0.0, 1.0 - ctx.get(f"small_{op}_mean_size") / ctx.get("rpc_size"))
         return ctx.get(f"small_{op}_time_s") * gain
 
-    @fact(f"small_{op}_files", "list", f"Files with the most small {op}s.")
+    @fact(f"small_{op}_files", "path", f"Files with the most small {op}s.", label=f"files with the most small {op}s")
     def small_files(ctx: FactContext) -> list[str]:
         t = table(ctx)
         return top_files(ctx, t.rec, t.small[op])
 
-    @fact(f"shared_{op}_ops", "ops", f"POSIX {op}s to files shared by several ranks.")
+    @fact(f"shared_{op}_ops", "ops", f"POSIX {op}s to files shared by several ranks.", label=f"{op}s to shared files")
     def shared_ops(ctx: FactContext) -> int:
         t = table(ctx)
         return int(t.ops[op][shared_mask(t.rec)].sum())
 
-    @fact(f"small_shared_{op}_count", "ops", f"Small POSIX {op}s to files shared by several ranks.")
+    @fact(f"small_shared_{op}_count", "ops", f"Small POSIX {op}s to files shared by several ranks.",
+          label=f"small {op}s to shared files")
     def small_shared(ctx: FactContext) -> int:
         t = table(ctx)
         return int(round(t.small[op][shared_mask(t.rec)].sum()))
 
-    @fact(f"small_shared_{op}_share", "ratio", f"Share of {op}s to shared files that are small.")
+    @fact(f"small_shared_{op}_share", "fraction", f"Share of {op}s to shared files that are small.",
+          label=f"share of shared-file {op}s that are small")
     def small_shared_share(ctx: FactContext) -> float:
         n = ctx.get(f"shared_{op}_ops")
         return ctx.get(f"small_shared_{op}_count") / n if n else 0.0
 
-    @fact(f"small_shared_{op}_time_s", "s", f"Seconds per process in small {op}s to shared files.")
+    @fact(f"small_shared_{op}_time_s", "seconds", f"Seconds per process in small {op}s to shared files.",
+          label=f"time in small shared-file {op}s per process")
     def small_shared_time(ctx: FactContext) -> float:
         t = table(ctx)
         return float(t.small_seconds[op][shared_mask(t.rec)].sum()) / nprocs(ctx)
 
-    @fact(f"small_shared_{op}_fstype", "text", f"File system type of the shared file with the most small {op}s "
-          "(lustre when Darshan recorded its layout, else from the log's mount table).")
+    @fact(f"small_shared_{op}_fstype", "enum", f"File system type of the shared file with the most small {op}s "
+          "(lustre when Darshan recorded its layout, else from the log's mount table).", label="file system type")
     def small_shared_fstype(ctx: FactContext) -> str:
         t = table(ctx)
         weight = t.small[op] * shared_mask(t.rec)
@@ -208,12 +216,14 @@ for _op in OPS:
     _register(_op)
 
 
-@fact("small_count_method", "text", "How small requests were counted: 'dxt' (exact) or 'histogram'.")
+@fact("small_count_method", "enum", "How small requests were counted: 'dxt' (exact) or 'histogram'.",
+      label="small requests counted from")
 def small_count_method(ctx: FactContext) -> str:
     return table(ctx).method
 
 
-@fact("common_access_size", "bytes", "The most frequent POSIX request size of the job.")
+@fact("common_access_size", "bytes", "The most frequent POSIX request size of the job.",
+      label="most common request size")
 def common_access_size(ctx: FactContext) -> int:
     rec = records(ctx, "POSIX")
     counts: dict[int, float] = {}
@@ -227,7 +237,7 @@ def common_access_size(ctx: FactContext) -> int:
 
 
 @fact("rpc_size", "bytes", "The file system's bulk RPC size: [system] rpc_size, else Lustre's default "
-      "(1 MiB), assumed.")
+      "(1 MiB), assumed.", label="RPC size")
 def rpc_size(ctx: FactContext) -> int:
     if ctx.config.system.rpc_size:
         return int(ctx.config.system.rpc_size)
@@ -235,6 +245,7 @@ def rpc_size(ctx: FactContext) -> int:
     return DEFAULT_RPC_SIZE
 
 
-@fact("coalesce_size", "bytes", "Transfer size to coalesce small requests into: 4 x rpc_size.")
+@fact("coalesce_size", "bytes", "Transfer size to coalesce small requests into: 4 x rpc_size.",
+      label="request size to coalesce into")
 def coalesce_size(ctx: FactContext) -> int:
     return 4 * ctx.get("rpc_size")

@@ -194,14 +194,15 @@ def job_time(ctx: FactContext) -> LayerTime:
     return ctx.memo("sanity.job", build)
 
 
-@fact("io_layer", "text", "The I/O layer the job's I/O time is measured at: MPI-IO when the job used it "
-      "(for the files it opened with MPI-IO), else POSIX + STDIO.")
+@fact("io_layer", "enum", "The I/O layer the job's I/O time is measured at: MPI-IO when the job used it "
+      "(for the files it opened with MPI-IO), else POSIX + STDIO.", label="I/O time measured at")
 def io_layer(ctx: FactContext) -> str:
     return job_time(ctx).layer
 
 
-@fact("counter_notes", "list", "One line per counter the diagnosis did not believe as recorded "
-      "(times no process could spend, timestamps outside the run, bytes without operations).")
+@fact("counter_notes", "text", "One line per counter the diagnosis did not believe as recorded "
+      "(times no process could spend, timestamps outside the run, bytes without operations).",
+      label="counters not believed")
 def counter_notes(ctx: FactContext) -> list[str]:
     darshan_like(ctx)
     notes = []

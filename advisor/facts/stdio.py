@@ -18,7 +18,7 @@ from advisor.facts.requests import SMALL
 from advisor.facts.sanity import bounded
 
 STDIO_BUFFER = param("stdio_buffer_bytes", 4096, "a STDIO stream's default buffer (glibc: st_blksize, bytes)",
-                     stands_for="a STDIO stream buffer of 4 KiB (glibc's default)")
+                     stands_for="a STDIO stream buffer of 4 KiB (glibc's default)", kind="bytes")
 OPS = {"read": ("READS", "BYTES_READ"), "write": ("WRITES", "BYTES_WRITTEN")}
 
 
@@ -33,19 +33,22 @@ def _data(ctx: FactContext):
 def _register(op: str) -> None:
     calls_col, bytes_col = OPS[op]
 
-    @fact(f"stdio_{op}_calls", "ops", f"STDIO {op} calls on data files (not the standard streams).")
+    @fact(f"stdio_{op}_calls", "ops", f"STDIO {op} calls on data files (not the standard streams).",
+          label=f"STDIO {op} calls")
     def calls(ctx: FactContext) -> int:
         rec, keep = _data(ctx)
         return int(col(rec, calls_col)[keep].sum())
 
-    @fact(f"stdio_{op}_mean_size", "bytes", f"Mean STDIO {op} call size on data files (bytes / calls).")
+    @fact(f"stdio_{op}_mean_size", "bytes", f"Mean STDIO {op} call size on data files (bytes / calls).",
+          label=f"mean STDIO {op} size")
     def mean_size(ctx: FactContext) -> float:
         rec, keep = _data(ctx)
         n = col(rec, calls_col)[keep].sum()
         return float(col(rec, bytes_col)[keep].sum() / n) if n else 0.0
 
-    @fact(f"stdio_small_{op}_cost_s", "s", f"Seconds per process small STDIO {op}s lose against rpc_size "
-          f"requests (their bounded {op} time x (1 - mean size / rpc_size); 0 when the calls are not small).")
+    @fact(f"stdio_small_{op}_cost_s", "seconds", f"Seconds per process small STDIO {op}s lose against rpc_size "
+          f"requests (their bounded {op} time x (1 - mean size / rpc_size); 0 when the calls are not small).",
+          label=f"time small STDIO {op}s lose per process")
     def small_cost(ctx: FactContext) -> float:
         size = ctx.get(f"stdio_{op}_mean_size")
         if not 0 < size < ctx.param(SMALL):
@@ -61,19 +64,19 @@ for _op in OPS:
     _register(_op)
 
 
-@fact("stdio_small_files", "list", "Data files with the most STDIO calls.")
+@fact("stdio_small_files", "path", "Data files with the most STDIO calls.", label="files with the most STDIO calls")
 def stdio_small_files(ctx: FactContext) -> list[str]:
     rec, keep = _data(ctx)
     return top_files(ctx, rec, (col(rec, "READS") + col(rec, "WRITES")) * keep)
 
 
-@fact("stdio_flushes", "ops", "fflush calls on STDIO data files.")
+@fact("stdio_flushes", "ops", "fflush calls on STDIO data files.", label="fflush calls")
 def stdio_flushes(ctx: FactContext) -> int:
     rec, keep = _data(ctx)
     return int(col(rec, "FLUSHES")[keep].sum())
 
 
-@fact("stdio_bytes_per_flush", "bytes", "Bytes written per fflush on STDIO data files.")
+@fact("stdio_bytes_per_flush", "bytes", "Bytes written per fflush on STDIO data files.", label="bytes per fflush")
 def stdio_bytes_per_flush(ctx: FactContext) -> float:
     rec, keep = _data(ctx)
     flushes = col(rec, "FLUSHES")[keep].sum()
@@ -82,13 +85,14 @@ def stdio_bytes_per_flush(ctx: FactContext) -> float:
     return float(col(rec, "BYTES_WRITTEN")[keep].sum() / flushes)
 
 
-@fact("stdio_buffer_bytes", "bytes", "The STDIO buffer size assumed (stdio_buffer_bytes: glibc's default).")
+@fact("stdio_buffer_bytes", "bytes", "The STDIO buffer size assumed (stdio_buffer_bytes: glibc's default).",
+      label="STDIO buffer assumed")
 def stdio_buffer_bytes(ctx: FactContext) -> int:
     return int(ctx.param(STDIO_BUFFER))
 
 
-@fact("stdio_flush_cost_s", "s", "Seconds per process in fflush on STDIO data files: the metadata time "
-      "(bounded) in proportion of flushes among open/seek/flush calls.")
+@fact("stdio_flush_cost_s", "seconds", "Seconds per process in fflush on STDIO data files: the metadata time "
+      "(bounded) in proportion of flushes among open/seek/flush calls.", label="time in fflush per process")
 def stdio_flush_cost_s(ctx: FactContext) -> float:
     rec, keep = _data(ctx)
     flushes = col(rec, "FLUSHES")[keep].sum()
@@ -98,7 +102,8 @@ def stdio_flush_cost_s(ctx: FactContext) -> float:
     return bounded(ctx, "STDIO", keep).consistent("meta") * float(flushes / max(meta_calls, 1))
 
 
-@fact("stdio_flush_files", "list", "STDIO data files with the most fflush calls.")
+@fact("stdio_flush_files", "path", "STDIO data files with the most fflush calls.",
+      label="files with the most fflush calls")
 def stdio_flush_files(ctx: FactContext) -> list[str]:
     rec, keep = _data(ctx)
     return top_files(ctx, rec, np.where(keep, col(rec, "FLUSHES"), 0))

@@ -10,10 +10,11 @@ Sections (the contract with :mod:`advisor.report.plots`):
 
 - ``io_time``: modules, read/write/meta seconds (mean per process), runtime_s
 - ``access_sizes``: bins (Darshan's), modules -> {read: [counts], write: [counts]}
-- ``ranks``: labels, bytes_read/bytes_written (or bytes), time_s, time_max_s, straggler_index,
-  grouped, source
+- ``ranks``: labels, bytes_read/bytes_written (or bytes), bytes_total, time_s, time_max_s,
+  straggler_index, grouped, source
 - ``timeline``: see :func:`advisor.report.timeline.timeline_data`
-- ``osts``: ost, bandwidth (bytes/s), bytes, time_s, files, outliers
+- ``osts``: ost, bandwidth (bytes/s), bytes, time_s, files, compared (OSTs timed by files of
+  min_file_bytes or more), median (of those; 0: too few to compare), outliers
 - ``top_files``: files [{path, read_s, write_s, meta_s, bytes_read, bytes_written, ranks, shared}]
 - ``snapshot``: {tables: [{title, columns, rows}]} of a node snapshot's settings (the page flags
   the rows that findings name)
@@ -25,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from advisor import metrics
+from advisor.facts.ost import MIN_RECORD_BYTES
+from advisor.ingest.ior.view import snapshot_data
 from advisor.ingest.snapshot import SnapshotProfile
 from advisor.profile import DXT_READ, DXT_WRITE, JobProfile
 from advisor.report.timeline import timeline_data
@@ -33,7 +36,8 @@ MAX_RANK_BARS = 128
 TOP_FILES = 12
 STRAGGLER_RATIO = 1.5  # a rank slower than 1.5x the median ...
 STRAGGLER_MADS = 3.0  # ... and more than 3 median absolute deviations above it
-OST_SLOW_RATIO = 0.5  # an OST below half the median bandwidth is an outlier
+OST_SLOW_RATIO = 0.5  # an OST below half the median bandwidth is an outlier ...
+MIN_COMPARED = 4  # ... of at least this many OSTs timed by large files (as the slow-OST rule)
 SIZE_LABELS = ("0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M", "10M-100M",
                "100M-1G", "1G+")
 
@@ -51,7 +55,7 @@ def figure_data(profile: JobProfile) -> dict:
         "top_files": top_files(files),
     }
     if isinstance(profile, SnapshotProfile):
-        sections["snapshot"] = snapshot_tables(profile.settings)
+        sections["snapshot"] = snapshot_tables(snapshot_data(profile.settings))
     return {"version": 1, **{k: v for k, v in sections.items() if v}}
 
 
@@ -100,6 +104,8 @@ def rank_figure(profile: JobProfile, summary: metrics.ProfileSummary) -> dict | 
         fig.update({k: [_r(v) for v in col] for k, col in per_rank.items()})
     else:
         fig = _grouped(busy, per_rank, hot)
+    # the job's bytes, not the sum of the bars: a grouped bar is its ranks' mean
+    fig["bytes_total"] = _r(sum(float(np.sum(col)) for col in per_rank.values()))
     fig.update({"source": source, "stragglers": hot.tolist()[:64], "nprocs": int(len(busy))})
     return fig
 
@@ -143,15 +149,25 @@ def _grouped(busy: np.ndarray, per_rank: dict, hot: np.ndarray) -> dict:
 
 
 def ost_figure(files: list[metrics.FileSummary]) -> dict | None:
-    """Bandwidth per OST: bytes over I/O time of the files striped on it (Lustre layouts)."""
+    """Bandwidth per OST: bytes over I/O time of the files striped on it (Lustre layouts).
+
+    As the slow-OST rule (advisor/facts/ost.py), only files of MIN_RECORD_BYTES or more time the
+    OST rather than a request's latency: an OST holding only smaller files is drawn but not
+    compared, and outliers are called only among at least MIN_COMPARED comparable OSTs."""
     nbytes: dict[int, float] = {}
     seconds: dict[int, float] = {}
     count: dict[int, int] = {}
-    for f in files:
+    large: set[int] = set()
+    for f in sorted(files, key=lambda f: f.bytes < MIN_RECORD_BYTES):  # large files first
         osts = f.layout.ost_ids if f.layout else []
         if not osts or f.stats.io_time <= 0 or f.bytes <= 0:
             continue
+        big = f.bytes >= MIN_RECORD_BYTES
         for ost in osts:
+            if ost in large and not big:
+                continue  # an OST with large files is timed by them alone
+            if big:
+                large.add(ost)
             # a file waits for its slowest stripe: each of its OSTs is charged the file's time
             nbytes[ost] = nbytes.get(ost, 0.0) + f.bytes / len(osts)
             seconds[ost] = seconds.get(ost, 0.0) + f.stats.io_time
@@ -159,10 +175,13 @@ def ost_figure(files: list[metrics.FileSummary]) -> dict | None:
     if len(nbytes) < 2:
         return None
     osts = sorted(nbytes)
-    bw = np.array([nbytes[o] / seconds[o] for o in osts])
-    slow = [o for o, b in zip(osts, bw) if b < OST_SLOW_RATIO * float(np.median(bw))]
-    return {"ost": osts, "bandwidth": [_r(b) for b in bw], "bytes": [_r(nbytes[o]) for o in osts],
-            "time_s": [_r(seconds[o]) for o in osts], "files": [count[o] for o in osts], "outliers": slow}
+    bw = {o: nbytes[o] / seconds[o] for o in osts}
+    compared = [o for o in osts if o in large]
+    median = float(np.median([bw[o] for o in compared])) if len(compared) >= MIN_COMPARED else 0.0
+    slow = [o for o in compared if median > 0 and bw[o] < OST_SLOW_RATIO * median]
+    return {"ost": osts, "bandwidth": [_r(bw[o]) for o in osts], "bytes": [_r(nbytes[o]) for o in osts],
+            "time_s": [_r(seconds[o]) for o in osts], "files": [count[o] for o in osts],
+            "compared": compared, "median": _r(median), "min_file_bytes": MIN_RECORD_BYTES, "outliers": slow}
 
 
 def top_files(files: list[metrics.FileSummary]) -> dict | None:

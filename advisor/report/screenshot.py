@@ -52,18 +52,21 @@ def screenshot(page_path: Path, out: Path, *, width: int = 1200, height: int = 2
             page.screenshot(path=str(out), full_page=False)
         finally:
             browser.close()
-    _shrink(out)
+    shrink(out)
 
 
-def _shrink(png: Path) -> None:
-    """Re-save with a 256-colour palette (a page of flat colours loses nothing visible; ~3x smaller)."""
+def shrink(png: Path, width: int | None = None) -> None:
+    """Re-save with a 256-colour palette (a page of flat colours loses nothing visible; ~3x smaller),
+    scaled down to `width` pixels if given (the docs' full-page pictures)."""
     try:
         from PIL import Image
     except ImportError:
         return
     with Image.open(png) as image:
-        small = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE)
-    small.save(png, optimize=True)
+        picture = image.convert("RGB")
+    if width and picture.size[0] > width:
+        picture = picture.resize((width, round(picture.size[1] * width / picture.size[0])), Image.Resampling.LANCZOS)
+    picture.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(png, optimize=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,12 +13,13 @@ import datetime as dt
 import math
 import os
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 import numpy as np
 
-from advisor.formatting import printable
+from advisor.formatting import fmt_middle, printable
 from advisor.metrics import FileModuleStats, ModuleSummary, per_file, summarize
 from advisor.profile import JobProfile, LustreLayout
 from advisor.report.units import fmt_bytes, fmt_count, fmt_seconds, fmt_share
@@ -47,8 +48,11 @@ def error_entry(path: str, reason: str) -> dict:
 
 def show_entry(profile: JobProfile, top_files: int = 10) -> dict:
     """The `show` result of one profile (top_files=0: every file)."""
+    from advisor.ingest.ior.view import extra_tables, results_data
+
     summary = summarize(profile)
     shown = per_file(profile, None if top_files <= 0 else top_files)
+    data = results_data(profile)
     j = profile.job
     return {
         "path": profile.source.path,
@@ -77,15 +81,9 @@ def show_entry(profile: JobProfile, top_files: int = 10) -> dict:
         "lustre": _lustre_json(profile, shown, top_files),
         "dxt": [_dxt_json(profile, name) for name in profile.dxt],
         "mounts": [{"path": m.path, "fstype": m.fstype} for m in profile.mounts],
-        "extra_tables": _extra_tables(profile),
+        **data,  # an IOR run's tests ("ior") or a snapshot's settings ("snapshot"), as numbers
+        "extra_tables": [list(t) for t in extra_tables(data)],  # the same, as the tables printed
     }
-
-
-def _extra_tables(profile: JobProfile) -> list:
-    """IOR tests and snapshot settings (inputs that are not Darshan-like)."""
-    from advisor.ingest.ior.view import extra_tables
-
-    return [list(t) for t in extra_tables(profile)]
 
 
 def _module_json(ms: ModuleSummary) -> dict:
@@ -175,11 +173,11 @@ def _render_rich(sections, out: IO[str]) -> None:
     for line in sections.header:
         console.print(Text(line))
     for title, columns, rows in sections.tables:
-        if columns[:2] == ["file", "module"]:
+        if columns[0] == "file":
             columns, rows = _stack_file_column(columns, rows)
         table = Table(title=title, title_justify="left", title_style="bold", show_edge=False)
         for i, col in enumerate(columns):
-            wide = col in ("file", "file / module", "status", "note")  # long text folds; numbers never wrap
+            wide = col.startswith("file") or col in ("status", "note")  # long text folds; numbers never wrap
             table.add_column(col, justify="left" if i == 0 or col in _LEFT else "right",
                              overflow="fold", no_wrap=not wide, min_width=20 if col.startswith("file") else None,
                              ratio=1 if wide else None)
@@ -197,16 +195,18 @@ def _cell_style(cell: str) -> str:
 
 
 def _stack_file_column(columns: list[str], rows: list[list[str]]):
-    """Put each file name on a row of its own above its module rows (narrow terminals)."""
+    """Put each file name on a row of its own above its rows (modules, layout components): a long
+    path then has the whole line."""
     out = []
     for row in rows:
         if row[0]:
             out.append([row[0]] + [""] * (len(columns) - 2))
         out.append([f"  {row[1]}"] + row[2:])
-    return ["file / module"] + columns[2:], out
+    return [f"file / {columns[1]}"] + columns[2:], out
 
 
 _LEFT = {"module", "partial", "status", "pattern", "OSTs", "note", "pool", "extent", "file", "ranks"}
+_WRAPPED = {"status", "note", "value", "OSTs"}  # text that wraps when it ends a row
 
 
 @dataclass
@@ -243,17 +243,62 @@ class Sections:
                        for t, c, rows in e.get("extra_tables", [])]
         return out
 
-    def plain(self) -> str:
-        """Aligned plain text (no colour, no box drawing)."""
-        lines = [f"== {self.title}", *self.header]
+    def plain(self, width: int | None = None) -> str:
+        """Aligned plain text (no colour, no box drawing) within `width` columns ($COLUMNS, else
+        100): a file gets a row of its own above its modules, as on a terminal, and a text cell
+        too long for its column is cut in the middle (a path keeps its start and its file name)."""
+        width = width or _columns()
+        lines = [wrapped for line in (f"== {self.title}", *self.header)
+                 for wrapped in textwrap.wrap(line, width, subsequent_indent="   ") or [""]]
         for title, columns, rows in self.tables:
-            lines += ["", title]
-            widths = [max(len(r[i]) for r in [columns, *rows]) for i in range(len(columns))]
-            for r in [columns, *rows]:
-                cells = [c.ljust(w) if (i == 0 or columns[i] in _LEFT) else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(r, widths))]
-                lines.append("  " + "  ".join(cells).rstrip())
+            if columns[0] == "file":
+                columns, rows = _stack_file_column(columns, rows)
+            lines += ["", title, *_aligned(columns, rows, width)]
         return "\n".join(lines) + "\n\n"
+
+
+def _columns() -> int:
+    try:
+        return max(40, int(os.environ.get("COLUMNS", "") or 100))
+    except ValueError:
+        return 100
+
+
+def _aligned(columns: list[str], rows: list[list[str]], width: int) -> list[str]:
+    """The table's lines, two spaces apart, within `width`: file columns give up what the line
+    lacks (cut in the middle, down to 16 characters); a free-text last column (a note, a status)
+    wraps under itself; a row with only its first cell (a file above its modules) has the whole
+    line. Numbers are never cut (a line of numbers alone may be wider)."""
+    alone = [len(r) > 1 and not any(r[1:]) for r in rows]
+    table = [columns] + [r for r, a in zip(rows, alone) if not a]
+    widths = [max(len(r[i]) for r in table) for i in range(len(columns))]
+    text = [i for i, c in enumerate(columns) if i == 0 or c in _LEFT]
+    last = len(columns) - 1 if columns[-1] in _WRAPPED else None
+    excess = 2 + sum(widths) + 2 * (len(widths) - 1) - width
+    if last is not None and excess > 0:
+        cut = min(excess, widths[last] - 16) if widths[last] > 16 else 0
+        widths[last] -= cut
+        excess -= cut
+    paths = [i for i in range(len(columns)) if columns[i].startswith("file") and widths[i] > 16]
+    for i in paths:
+        cut = min(excess, widths[i] - 16) if excess > 0 else 0
+        widths[i] -= cut
+        excess -= cut
+    gap = "  " if excess <= 0 else " "  # nothing else is cut: narrower gaps before a longer line
+    out = []
+    for r, a in zip([columns, *rows], [False, *alone]):
+        if a:
+            out.append("  " + fmt_middle(r[0], width - 2))
+            continue
+        cells = [fmt_middle(c, w) if i in paths else c for i, (c, w) in enumerate(zip(r, widths))]
+        tail = textwrap.wrap(cells[last], widths[last]) if last is not None and cells[last] else []
+        if tail:
+            cells[last] = tail[0]
+        line = [c.ljust(w) if i in text else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        out.append("  " + gap.join(line).rstrip())
+        indent = 2 + sum(widths[:-1]) + len(gap) * (len(widths) - 1)
+        out += [" " * indent + more for more in tail[1:]]
+    return out
 
 
 def _modules_table(e: dict):
@@ -296,7 +341,7 @@ def _lustre_table(e: dict):
     for lay in e["lustre"]["layouts"]:
         for i, c in enumerate(lay["components"]):
             end = "EOF" if c["extent_end"] < 0 else fmt_bytes(c["extent_end"])
-            osts = ",".join(map(str, c["ost_ids"][:16])) + (" ..." if len(c["ost_ids"]) > 16 else "")
+            osts = ", ".join(map(str, c["ost_ids"][:16])) + (" ..." if len(c["ost_ids"]) > 16 else "")
             rows.append([printable(lay["path"]) if i == 0 else "", f"{fmt_bytes(c['extent_start'])}-{end}",
                          str(c["stripe_count"]), fmt_bytes(c["stripe_size"]), c["pattern"],
                          printable(c["pool"]) or "-", osts or "-"])

@@ -31,6 +31,17 @@ def _num(x: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+# Advance widths of DejaVu Sans (the report's fallback font, and Debian Chromium's sans-serif)
+# in em: enough to keep labels apart and inside the image without a browser.
+_NARROW, _WIDE = set(".,:;'!|il1 ()[]-/"), set("mwMW%@")
+
+
+def text_width(text: str, size: float = 10.0) -> float:
+    """Estimated width in pixels of `text` at font `size` (digits 0.64 em, DejaVu Sans)."""
+    em = sum(0.34 if c in _NARROW else 0.95 if c in _WIDE else 0.72 if c.isupper() else 0.64 for c in str(text))
+    return em * size
+
+
 @dataclass
 class Svg:
     """An SVG image of `width` x `height` user units with a title and a description."""
@@ -108,6 +119,71 @@ class Scale:
         return nice_ticks(self.lo, self.hi, n)
 
 
+# ---- value axes in one unit ------------------------------------------------------------------
+
+# (unit, base units per unit) from the smallest: an axis takes the largest unit its end reaches.
+_AXIS_UNITS = {
+    "seconds": (("us", 1e-6), ("ms", 1e-3), ("s", 1.0), ("min", 60.0), ("h", 3600.0)),
+    "bytes": (("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40), ("PiB", 1 << 50)),
+    "rate": (("B/s", 1), ("KiB/s", 1 << 10), ("MiB/s", 1 << 20), ("GiB/s", 1 << 30), ("TiB/s", 1 << 40)),
+    "count": (("", 1), ("millions", 1e6), ("billions", 1e9)),
+}
+# Where a time axis changes unit: below 1 ms in us, up to 2 min in s, up to 2 h in min.
+_TIME_LIMITS = {"us": 1e-3, "ms": 1.0, "s": 120.0, "min": 7200.0}
+_STEPS = {"bytes": (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)}  # powers of two for sizes; 1-2-5 for the rest
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A value axis in one unit: the title says the unit, the ticks are plain numbers in it
+    (round steps: 1, 2, 5 x 10^k, powers of two for sizes), from 0 to the first tick past the data."""
+
+    kind: str  # seconds, bytes, rate or count (values in base units: s, B, B/s)
+    unit: str
+    factor: float  # base units per axis unit
+    ticks: tuple[float, ...]  # in base units
+
+    @property
+    def end(self) -> float:
+        return self.ticks[-1]
+
+    def title(self, what: str) -> str:
+        """'I/O time (ms)'; `what` may place the unit itself: 'time ({unit}), mean per process'."""
+        if "{unit}" in what:
+            return what.replace(" ({unit})", "" if not self.unit else f" ({self.unit})")
+        return f"{what} ({self.unit})" if self.unit else what
+
+    def label(self, value: float) -> str:
+        """A tick's number in the axis unit, with as many decimals as the step needs: '0.5', '1,024'."""
+        step = (self.ticks[1] - self.ticks[0]) / self.factor if len(self.ticks) > 1 else 1.0
+        decimals = next((d for d in range(10) if abs(round(step, d) - step) < 1e-9 * max(step, 1)), 9)
+        return f"{value / self.factor:,.{decimals}f}"
+
+
+def axis(kind: str, hi: float, n: int = 5) -> Axis:
+    """An axis from 0 covering `hi` (base units of `kind`) with about `n` steps."""
+    hi = hi if math.isfinite(hi) and hi > 0 else 0.0
+    units = _AXIS_UNITS[kind]
+    unit, factor = units[0]
+    for name, f in units:
+        if hi >= f:
+            unit, factor = name, f
+    if kind == "seconds":
+        unit, factor = next((u, f) for u, f in units if hi < _TIME_LIMITS.get(u, math.inf))
+    top = hi / factor
+    steps = _STEPS.get(kind)
+    if top <= 0:
+        return Axis(kind, unit, factor, (0.0, 1.0 * factor))
+    raw = top / max(n, 1)
+    if steps and raw >= 1:
+        step = float(next((m for m in steps if m >= raw), steps[-1]))
+    else:
+        mag = 10 ** math.floor(math.log10(raw))
+        step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw * (1 - 1e-9))
+    count = max(1, math.ceil(top / step - 1e-9))
+    return Axis(kind, unit, factor, tuple(i * step * factor for i in range(count + 1)))
+
+
 def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     """About `n` round tick values covering [lo, hi] (steps of 1, 2 or 5 x 10^k)."""
     if hi <= lo:
@@ -126,21 +202,3 @@ def nice_max(hi: float) -> float:
     ticks = nice_ticks(0, hi, 5)
     step = ticks[1] - ticks[0] if len(ticks) > 1 else hi
     return ticks[-1] if ticks[-1] >= hi else ticks[-1] + step
-
-
-def byte_max(hi: float) -> float:
-    """The smallest power-of-two-friendly tick >= hi (end of a byte axis)."""
-    ticks = byte_ticks(hi)
-    if ticks[-1] >= hi:
-        return ticks[-1]
-    return ticks[-1] + (ticks[1] - ticks[0] if len(ticks) > 1 else hi)
-
-
-def byte_ticks(hi: float, n: int = 5) -> list[float]:
-    """Ticks in powers-of-two-friendly steps (1, 2, 4, 8 x 2^10k) for byte axes."""
-    if hi <= 0:
-        return [0.0]
-    raw = hi / n
-    unit = 1024 ** max(0, math.floor(math.log(max(raw, 1), 1024)))
-    step = next((m * unit for m in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if m * unit >= raw), raw)
-    return [i * step for i in range(int(hi / step + 1e-9) + 1)]

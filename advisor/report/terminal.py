@@ -23,9 +23,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from advisor.formatting import fmt_bytes, fmt_pct, fmt_secs, printable
-from advisor.findings import Diagnosis, Finding, Prediction
-from advisor.fixes import FixSummary, caution, predicted_text
+from advisor.formatting import fmt_bytes, fmt_middle, fmt_pct, fmt_secs, printable
+from advisor.findings import Diagnosis, Finding
+from advisor.fixes import FixSummary, caution
+from advisor.report.units import evidence_rows
 
 STYLE = {"high": "bold red", "warn": "yellow", "info": "cyan"}
 LABEL = {"high": "HIGH", "warn": "WARN", "info": "INFO"}
@@ -51,9 +52,10 @@ def print_report(diagnosis: Diagnosis, out: Console | None = None, verbose: bool
     findings = diagnosis.sorted_findings()
     if not findings:
         out.print(_text("  No problems found by the rules that could run.", "green"))
-    for finding in findings:
-        out.print(_finding(finding, verbose))
     fixes = diagnosis.fixes()
+    numbers = {code: i for i, fix in enumerate(fixes, 1) for code in fix.codes}
+    for finding in findings:
+        out.print(_finding(finding, verbose, numbers.get(finding.code)))
     if fixes:
         out.print(_fixes(fixes))
     footer = _footer(diagnosis, verbose)
@@ -89,7 +91,9 @@ def _job_line(job: dict[str, Any]) -> str:
             f"run time {fmt_secs(job.get('runtime_s'))}  exe {exe}")
 
 
-def _finding(f: Finding, verbose: bool) -> Padding:
+def _finding(f: Finding, verbose: bool, fix_no: int | None = None) -> Padding:
+    """A finding with its own cost; what its fix measured or is predicted to save is the fix's,
+    said once in the fixes block (`fix_no`: the fix's number there)."""
     head = Text.assemble((f" {LABEL[f.severity]} ", STYLE[f.severity]), " ", _text(f.code, "bold"), " ",
                          _text(f.title, "bold"))
     if f.cost_s > 0:
@@ -99,13 +103,14 @@ def _finding(f: Finding, verbose: bool) -> Padding:
         parts.append(Padding(_text(f"confidence {f.confidence['level']}: {f.confidence['reason']}", "dim"),
                              (0, 0, 0, 7)))
     if f.files:
-        shown = ", ".join(_short(printable(p), 70) for p in f.files[:MAX_FILES])
+        shown = ", ".join(fmt_middle(printable(p), 70) for p in f.files[:MAX_FILES])
         more = f" and {len(f.files) - MAX_FILES} more" if len(f.files) > MAX_FILES else ""
         parts.append(Padding(Text(f"files: {shown}{more}", style="dim"), (0, 0, 0, 7)))
     if f.ranks:
         parts.append(Padding(Text(f"ranks: {_ranks(f.ranks)}", style="dim"), (0, 0, 0, 7)))
     if verbose and f.evidence:
-        ev = "  ".join(f"{k}={_value(v)}" for k, v in list(f.evidence.items())[:MAX_EVIDENCE])
+        rows = evidence_rows(f.evidence, f.evidence_meta, MAX_EVIDENCE)
+        ev = "; ".join(f"{label}: {text}" for _, label, text in rows)
         parts.append(Padding(_text(f"evidence: {ev}", "dim"), (0, 0, 0, 7)))
     fix = Text.assemble(("fix: ", "green"), _text(f.recommendation.text))
     if warning := caution(f.verification):
@@ -113,20 +118,10 @@ def _finding(f: Finding, verbose: bool) -> Padding:
     parts.append(Padding(fix, (0, 0, 0, 7)))
     for command in f.recommendation.commands[: None if verbose else 2]:
         parts.append(Padding(Text(printable(command, multiline=True), style="bold"), (0, 0, 0, 12)))
-    if f.verification:
-        parts.append(Padding(_text(f"replayed: {f.verification.reason or f.verification.verdict}", "magenta"),
-                             (0, 0, 0, 7)))
-    if f.prediction and f.prediction.speedup:
-        parts.append(Padding(_text(_predicted(f.prediction), "magenta"), (0, 0, 0, 7)))
+    if fix_no is not None and (f.verification or (f.prediction and f.prediction.speedup)):
+        tested = " and ".join(w for w, done in (("replayed", f.verification), ("predicted", f.prediction)) if done)
+        parts.append(Padding(_text(f"{tested}: fix {fix_no} below", "magenta"), (0, 0, 0, 7)))
     return Padding(Group(*parts), (1, 0, 0, 0))
-
-
-def _predicted(p: Prediction) -> str:
-    """The learned model's prediction of a fix, in one line (advisor.models.predict)."""
-    text = "predicted: " + predicted_text(p.speedup, p.interval, p.time_saved_s)
-    if p.extrapolated:
-        text += " - outside the model's training data"
-    return text
 
 
 def _fixes(fixes: list[FixSummary]) -> Padding:
@@ -173,22 +168,8 @@ def _markup(text: Any) -> str:
     return escape(printable(text))
 
 
-def _short(text: str, limit: int) -> str:
-    return text if len(text) <= limit else "..." + text[-(limit - 3):]
-
-
 def _ranks(ranks: list[int]) -> str:
     return ", ".join(map(str, ranks[:8])) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
-
-
-def _value(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    if isinstance(v, list):
-        return f"[{len(v)} items]"
-    if isinstance(v, dict):
-        return "{...}"
-    return str(v)
 
 
 def _head(text: str, limit: int) -> str:

@@ -13,8 +13,8 @@ import numpy as np
 
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace, JobProfile
 from advisor.report.plots import WIDTH, Plot, with_table, x_axis
-from advisor.report.svg import Scale, Svg, nice_ticks
-from advisor.report.units import fmt_bytes, fmt_num, fmt_pct, fmt_secs, tick_seconds
+from advisor.report.svg import Scale, Svg, axis, text_width
+from advisor.report.units import fmt_bytes, fmt_num, fmt_pct, fmt_secs
 
 MAX_ROWS = 32
 BINS = 80
@@ -105,11 +105,14 @@ def timeline_plot(fig: dict) -> Plot:
     top = 26
     height = top + 2 * lane * len(rows) + 6 * len(rows) // 8 + 50
     svg = Svg(WIDTH, height, title, alt)
-    xs = Scale(0.0, t1, left, WIDTH - 16)
+    ax = axis("seconds", t1, 6)
+    xs = Scale(0.0, ax.end, left, WIDTH - 16)
     pitch = 2 * lane + (0.75 if len(rows) > 8 else 2)
     bottom = top + pitch * len(rows)
-    x_axis(svg, xs, bottom, "time since job start (s)", tick_seconds, nice_ticks(0, t1, 6))
-    svg.text(14, (top + bottom) / 2, "rank (writes above reads)", "label", "middle", rotate=True)
+    x_axis(svg, xs, bottom, "time since job start", ax, top)
+    ylabel = "rank (writes above reads)"  # rotated: it must fit the height of the rows
+    svg.text(14, (top + bottom) / 2, ylabel if text_width(ylabel, 11) < bottom - top else "rank", "label", "middle",
+             rotate=True)
     width = t1 / bins
     for r, row in enumerate(rows):
         y = top + r * pitch

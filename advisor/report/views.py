@@ -16,10 +16,11 @@ from markupsafe import escape
 
 from advisor.findings import Diagnosis, Finding, Prediction
 from advisor.verification import Verification
-from advisor.fixes import FixSummary, caution, predicted_text
-from advisor.formatting import printable
+from advisor.fixes import FixSummary, caution, fix_key, predicted_text
+from advisor.formatting import fmt_kind, fmt_speedup_range, printable
 from advisor.report.plots import Plot, verification_plot
-from advisor.report.units import fmt_bytes, fmt_num, fmt_pct, fmt_secs, fmt_value
+from advisor.ingest.ior.view import ior_tables
+from advisor.report.units import evidence_rows, fmt_bytes, fmt_num, fmt_pct, fmt_secs
 
 MAX_FILES = 20
 MAX_EVIDENCE = 40
@@ -29,8 +30,12 @@ _URL = re.compile(r"https?://[^\s<>\"'`]+")
 def job_view(d: Diagnosis, index: int) -> dict:
     """Header, summary rows, finding cards and plots of one diagnosed input."""
     runtime = _float(d.job.get("runtime_s"))
-    findings = [finding_view(f, i + 1, runtime, f"job{index}") for i, f in enumerate(d.sorted_findings())]
+    job_id = f"job{index}"
+    fixes = d.fixes()
+    numbered = {fix_key(s.fix): (i, s) for i, s in enumerate(fixes, 1)}
+    findings = [finding_view(f, i + 1, runtime, job_id, numbered) for i, f in enumerate(d.sorted_findings())]
     plots, tables, problems = figure_views(d.figures) if isinstance(d.figures, dict) else ([], [], [])
+    tables += result_tables(d.data)
     flag_rows(tables, d.findings)
     lost = max((f["cost_s"] for f in findings), default=0.0)  # findings overlap: their costs do not add up
     return {
@@ -38,9 +43,11 @@ def job_view(d: Diagnosis, index: int) -> dict:
         "name": _job_name(d),
         "exe": str(d.job.get("exe") or ""),
         "facts": _header_facts(d, runtime),
+        "expectation": _model_text(d.summary["model"]) if isinstance((d.summary or {}).get("model"), dict)
+        and d.summary["model"].get("model") else "",
         "error": d.error,
         "findings": findings,
-        "fixes": fixes_view(d.fixes(), findings),
+        "fixes": fixes_view(fixes, findings, d.sorted_findings(), job_id),
         "counts": {s: sum(f["severity"] == s for f in findings) for s in ("high", "warn", "info")},
         "lost": fmt_secs(lost) if lost else "",
         "lost_share": fmt_pct(lost / runtime) if lost and runtime else "",
@@ -83,11 +90,7 @@ def _header_facts(d: Diagnosis, runtime: float) -> list[tuple[str, str]]:
         facts.append(("counters not believed", str(note)))
     for key, label in (("files_accessed", "files"), ("interfaces", "interfaces"), ("modules", "modules")):
         if summary.get(key) not in (None, "", []):
-            facts.append((label, fmt_value(key, summary[key]) if not isinstance(summary[key], list)
-                          else ", ".join(str(x) for x in summary[key])))
-    model = summary.get("model")
-    if isinstance(model, dict) and model.get("model"):
-        facts.append(("bandwidth model", _model_text(model)))
+            facts.append((label, fmt_kind("count" if key == "files_accessed" else "enum", summary[key])))
     fmt = " ".join(str(source.get(k) or "") for k in ("format", "parser")).strip()
     if source.get("log_version"):
         fmt += f", log format {source['log_version']}"
@@ -99,17 +102,31 @@ def _header_facts(d: Diagnosis, runtime: float) -> list[tuple[str, str]]:
 
 
 def _model_text(model: dict) -> str:
-    """'measured 210 MiB/s, the model expects 350 MiB/s (250 to 480)' from a learned model's summary."""
-    text = str(model["model"])
+    """What a learned model of the file system expects of the job, as a sentence: 'This job's
+    pattern usually reaches 833-1,521 MiB/s on this file system; it reached 1,555 MiB/s, above
+    that range.' The model itself follows in brackets."""
     measured, expected = model.get("measured_mib_s"), model.get("expected_mib_s")
+    band = model.get("expected_interval_mib_s")
+    band = band if isinstance(band, list) and len(band) == 2 and all(isinstance(b, (int, float)) for b in band) \
+        else None
     if isinstance(measured, (int, float)) and isinstance(expected, (int, float)):
-        text += f": measured {fmt_num(measured)} MiB/s, expected {fmt_num(expected)} MiB/s"
-        band = model.get("expected_interval_mib_s")
-        if isinstance(band, list) and len(band) == 2:
-            text += f" ({fmt_num(band[0])} to {fmt_num(band[1])})"
-    elif model.get("expectation"):
-        text += f": {model['expectation']}"
-    return text + "".join(f"; {w}" for w in model.get("warnings") or [])
+        usual = f"{_mib(band[0])}-{_mib(band[1])} MiB/s" if band else f"about {_mib(expected)} MiB/s"
+        text = f"This job's pattern usually reaches {usual} on this file system; it reached {_mib(measured)} MiB/s"
+        if band and measured > band[1]:
+            text += ", above that range (faster than the model's runs of this pattern)."
+        elif band and measured < band[0]:
+            text += ", below that range: slower than this file system usually runs this pattern."
+        else:
+            text += ", within that range." if band else "."
+    else:
+        text = f"The model could not judge this job: {model.get('expectation') or 'no expectation'}."
+    text += f" (Model: {str(model.get('model', '?')).split(';')[0]}.)"
+    return text + "".join(f" {w}." for w in model.get("warnings") or [])
+
+
+def _mib(x: float) -> str:
+    """MiB/s as a whole number with separators ('1,521'), one decimal below 10."""
+    return f"{x:,.0f}" if abs(x) >= 10 else f"{x:.1f}"
 
 
 def _period(job: dict) -> str:
@@ -124,9 +141,13 @@ def _period(job: dict) -> str:
     return f", {a} to {b}"
 
 
-def finding_view(f: Finding, rank: int, runtime: float, job_id: str) -> dict:
+def finding_view(f: Finding, rank: int, runtime: float, job_id: str,
+                 numbered: dict[str, tuple[int, FixSummary]] | None = None) -> dict:
+    """A finding's row and card: its own cost and evidence; what its fix measured or is predicted
+    to save is the fix's, shown once in the fixes section (`fix_ref` links there)."""
     cost = _float(f.cost_s)
     files = [str(p) for p in f.files]
+    number, fix = (numbered or {}).get(fix_key(f.fix), (None, None)) if f.fix else (None, None)
     return {
         "id": f"{job_id}-f{rank}",
         "rank": rank,
@@ -139,7 +160,7 @@ def finding_view(f: Finding, rank: int, runtime: float, job_id: str) -> dict:
         "cost": fmt_secs(cost) if cost else "",
         "cost_share": fmt_pct(cost / runtime) if cost and runtime else "",
         "confidence": f"{f.confidence['level']}: {f.confidence['reason']}" if f.confidence else "",
-        "evidence": [(str(k), fmt_value(str(k), v)) for k, v in list(f.evidence.items())[:MAX_EVIDENCE]],
+        "evidence": evidence_rows(f.evidence, f.evidence_meta, MAX_EVIDENCE),  # (JSON key, label, value)
         "files": files[:MAX_FILES],
         "more_files": max(0, len(files) - MAX_FILES),
         "ranks": rank_ranges(f.ranks),
@@ -149,27 +170,50 @@ def finding_view(f: Finding, rank: int, runtime: float, job_id: str) -> dict:
         "commands": [escape(printable(c, multiline=True)) for c in f.recommendation.commands],
         "fix": json.dumps(f.fix, sort_keys=True) if f.fix else "",
         "caution": caution(f.verification),
-        "verification": verification_view(f.verification, f"{job_id}-f{rank}") if f.verification else None,
-        "prediction": _prediction(f.prediction),
-        "predicted": _predicted_speedup(f.prediction),
+        "fix_ref": _fix_ref(job_id, number, fix) if fix and (fix.verdict or fix.predicted_speedup) else None,
         "references": [reference(r) for r in f.references],
     }
 
 
-def fixes_view(fixes: list[FixSummary], findings: list[dict]) -> list[dict]:
-    """Rows of the 'Fixes, best first' table; each code links to its finding's card."""
+def _fix_ref(job_id: str, number: int, fix: FixSummary) -> dict:
+    """Where a finding's fix was measured and predicted: the fix's number, anchor and verdict."""
+    tested = " and ".join(w for w, done in (("replayed", fix.verdict), ("predicted", fix.predicted_speedup))
+                          if done)
+    return {"rank": number, "href": f"#{job_id}-fix{number}", "action": str(fix.action),
+            "verdict": str(fix.verdict or ""), "tested": tested}
+
+
+def fixes_view(fixes: list[FixSummary], cards: list[dict], findings: list[Finding], job_id: str) -> list[dict]:
+    """Rows of the 'Fixes, best first' table, each with what its replay measured and what a model
+    predicted (once per fix, whatever the number of findings proposing it); each code links to
+    its finding's card."""
     card = {}
-    for f in findings:
+    for f in cards:
         card.setdefault(f["code"], f["id"])
-    return [{
-        "rank": i,
-        "action": str(s.action),
-        "codes": [(str(code), card.get(code, "")) for code in s.codes],
-        "verdict": str(s.verdict or ""),
-        "slower": s.slower,
-        "outcome": s.outcome(),
-        "cost": fmt_secs(s.cost_s) if s.cost_s else "",
-    } for i, s in enumerate(fixes, 1)]
+    proposing: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.fix:
+            proposing.setdefault(fix_key(f.fix), []).append(f)
+    rows = []
+    for i, s in enumerate(fixes, 1):
+        who = proposing.get(fix_key(s.fix), [])
+        v = next((f.verification for f in who if f.verification), None)
+        p = next((f.prediction for f in who if f.prediction), None)
+        fid = f"{job_id}-fix{i}"
+        rows.append({
+            "rank": i,
+            "id": fid,
+            "action": str(s.action),
+            "codes": [(str(code), card.get(code, "")) for code in s.codes],
+            "verdict": str(s.verdict or ""),
+            "slower": s.slower,
+            "outcome": s.outcome(),
+            "cost": fmt_secs(s.cost_s) if s.cost_s else "",
+            "verification": verification_view(v, fid) if v else None,
+            "prediction": _prediction(p),
+            "predicted": _predicted_speedup(p),
+        })
+    return rows
 
 
 def first_sentence(text: str, most: int = 160) -> str:
@@ -233,7 +277,16 @@ def _predicted_speedup(p: Prediction | None) -> str:
 
 
 def _prediction(p: Prediction | None) -> list[tuple[str, str]]:
-    return [(name, fmt_value(name, v)) for name, v in p.shown()] if p else []
+    """A model's prediction of a fix, field by field (in the fix's section: the time saved is the fix's)."""
+    if p is None:
+        return []
+    rows = []
+    for label, kind, value in p.shown():
+        if label == "interval" and isinstance(value, list):
+            rows.append((label, fmt_speedup_range(value) or fmt_kind(kind, value)))
+        else:
+            rows.append((label, fmt_kind(kind, value)))
+    return rows
 
 
 def _plot_builders() -> list[tuple[str, object]]:
@@ -269,6 +322,19 @@ def figure_views(figures: dict) -> tuple[list[Plot], list[dict], list[str]]:
     return plots, tables, problems
 
 
+def result_tables(data: dict) -> list[dict]:
+    """An IOR run's tests (max/mean/min MiB/s per operation) from the diagnosis's typed data."""
+    if not isinstance(data, dict) or not isinstance(data.get("ior"), dict):
+        return []
+    try:
+        return [{**_given_table({"title": title, "columns": columns, "rows": rows}),
+                 "results": "One row per test and operation: the maximum, mean and minimum bandwidth over "
+                            "its repetitions, as IOR printed them (or computed from its result rows)."}
+                for title, columns, rows in ior_tables(data["ior"])]
+    except (KeyError, TypeError, AttributeError):  # a hand-edited saved file: the page goes on without it
+        return []
+
+
 def config_tables(snapshot: dict) -> list[dict]:
     """Configuration tables of a node snapshot, flagged values marked.
 
@@ -290,7 +356,7 @@ def _given_table(t: dict) -> dict:
     rows = [{"cells": [_cell(c) for c in row] if isinstance(row, list) else [_cell(row)], "flagged": i in flagged,
              "codes": []} for i, row in enumerate(t.get("rows", []))]
     return {"title": str(t.get("title", "configuration")), "columns": [str(c) for c in t.get("columns", [])],
-            "rows": rows}
+            "rows": rows, "results": ""}  # results: what a table of results (not settings) holds
 
 
 def _kv_table(title: str, mapping: dict) -> dict:
@@ -303,7 +369,7 @@ def _kv_table(title: str, mapping: dict) -> dict:
         else:
             cells = [str(key), _cell(value), ""]
         rows.append({"cells": cells, "flagged": flagged, "codes": []})
-    return {"title": title, "columns": ["setting", "value", "note"], "rows": rows}
+    return {"title": title, "columns": ["setting", "value", "note"], "rows": rows, "results": ""}
 
 
 def _cell(value) -> str:

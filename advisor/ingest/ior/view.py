@@ -1,15 +1,88 @@
-"""Tables of an IOR run and of a node snapshot for `ioadvisor show` (plain lists, JSON-ready)."""
+"""IOR runs and node snapshots as data (typed numbers, JSON-ready), and the tables `show` draws from it.
+
+:func:`results_data` is what ``show --json`` and ``diagnose --json`` carry for an input that is
+not Darshan-like: an IOR run's tests (parameters, per-operation summaries and every result row,
+in IOR's units: MiB/s, seconds, bytes) or a snapshot's settings (Lustre parameters as numbers
+where they are numbers). The display tables are built from that data, so the text and the
+JSON cannot disagree.
+"""
 
 from __future__ import annotations
 
+from dataclasses import asdict, fields
 from typing import Any
 
-from advisor.ingest.ior.model import FPP, SHARED, IorProfile, IorRun
+from advisor.ingest.ior.model import FPP, SHARED, IorIteration, IorProfile, IorRun, IorSummary, IorTest
 from advisor.ingest.snapshot import SnapshotProfile
 from advisor.profile import JobProfile
 
 Table = tuple[str, list[str], list[list[str]]]
 
+# JSON names of the model's fields whose unit the model's name does not say (IOR's units).
+_SUMMARY_NAMES = {"max_mib": "max_mib_s", "min_mib": "min_mib_s", "mean_mib": "mean_mib_s",
+                  "stddev_mib": "stddev_mib_s", "ops_max": "max_iops", "ops_min": "min_iops",
+                  "ops_mean": "mean_iops", "stonewall_mib": "stonewall_mib_s"}
+_ROW_NAMES = {"bw_mib": "bw_mib_s"}
+
+
+def results_data(profile: JobProfile) -> dict[str, Any]:
+    """``{"ior": ...}`` for an IOR run, ``{"snapshot": ...}`` for a node snapshot, else ``{}``."""
+    if isinstance(profile, IorProfile):
+        return {"ior": ior_data(profile.run)}
+    if isinstance(profile, SnapshotProfile):
+        return {"snapshot": snapshot_data(profile.settings)}
+    return {}
+
+
+def ior_data(run: IorRun) -> dict[str, Any]:
+    """The run: its header and per test the parameters (sizes in bytes, stonewall in seconds),
+    per operation the summary (MiB/s, IOPS, seconds; `source` says whether IOR printed it) and
+    its result rows, one per repetition (bandwidth, IOPS, latency, open/wr-rd/close/total times)."""
+    return {"format": run.format, "version": run.version, "command_line": run.command_line,
+            "machine": run.machine, "began": run.began, "finished": run.finished, "tasks": run.tasks,
+            "tests": [_test(t) for t in run.tests], "notes": list(run.notes)}
+
+
+def _test(test: IorTest) -> dict[str, Any]:
+    operations = {}
+    for op in test.operations():
+        summary = test.summaries.get(op)
+        operations[op] = {**(_renamed(summary, _SUMMARY_NAMES) if summary else {}),
+                          "iterations": [_renamed(it, _ROW_NAMES) for it in test.iterations if it.operation == op]}
+    return {"id": test.test_id, "command_line": test.command_line, "version": test.version,
+            "began": test.began, "finished": test.finished, "path": test.path, "hosts": test.hosts,
+            "params": asdict(test.params), "operations": operations,
+            "max_mib_s": dict(test.max_lines), "warnings": list(test.warnings), "errors": list(test.errors)}
+
+
+def _renamed(item: IorSummary | IorIteration, names: dict[str, str]) -> dict[str, Any]:
+    return {names.get(f.name, f.name): getattr(item, f.name) for f in fields(item) if f.name != "operation"}
+
+
+def snapshot_data(doc: dict[str, Any]) -> dict[str, Any]:
+    """Every setting the snapshot read (its document less the commands run), with Lustre
+    parameters as numbers where `lctl get_param` printed one number."""
+    out = {k: v for k, v in doc.items() if k not in ("schema", "tool", "commands")}
+    lustre = dict(doc.get("lustre") or {})
+    lustre["params"] = {k: _typed(v) for k, v in (lustre.get("params") or {}).items()}
+    out["lustre"] = lustre
+    return out
+
+
+def _typed(text: Any) -> Any:
+    """'8' -> 8, '0.5' -> 0.5; anything else (several lines, words) stays as printed."""
+    if not isinstance(text, str):
+        return text
+    value = text.strip()
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            continue
+    return text
+
+
+# ---- the tables `show` prints, from the data above -------------------------------------------
 
 def _size(n: int | None) -> str:
     if not n:
@@ -24,20 +97,22 @@ def _num(x: Any) -> str:
     return "-" if x is None else f"{x:,.2f}" if isinstance(x, float) else str(x)
 
 
-def ior_tables(run: IorRun) -> list[Table]:
+def ior_tables(data: dict[str, Any]) -> list[Table]:
     """One row per test and operation: parameters and max/mean/min MiB/s."""
     rows = []
-    for t in run.tests:
-        p = t.params
-        access = {FPP: "fpp", SHARED: "shared"}.get(p.access, "?")
-        for op, s in t.summaries.items():
-            rows.append([str(t.test_id), op, access, p.api or "?", _num(p.tasks), _num(p.nodes),
-                         _size(p.transfer_size), _size(p.block_size), _num(p.segments),
-                         _num(s.repetitions or p.repetitions), _num(s.max_mib), _num(s.mean_mib),
-                         _num(s.min_mib), s.source])
+    for t in data["tests"]:
+        p = t["params"]
+        access = {FPP: "fpp", SHARED: "shared"}.get(p["access"], "?")
+        for op, s in t["operations"].items():
+            if "max_mib_s" not in s:
+                continue
+            rows.append([str(t["id"]), op, access, p["api"] or "?", _num(p["tasks"]), _num(p["nodes"]),
+                         _size(p["transfer_size"]), _size(p["block_size"]), _num(p["segments"]),
+                         _num(s["repetitions"] or p["repetitions"]), _num(s["max_mib_s"]), _num(s["mean_mib_s"]),
+                         _num(s["min_mib_s"]), s["source"]])
     columns = ["test", "op", "access", "api", "tasks", "nodes", "xfer", "block", "segs", "reps",
                "max MiB/s", "mean MiB/s", "min MiB/s", "from"]
-    return [(f"IOR {run.version or '?'} tests", columns, rows)]
+    return [(f"IOR {data['version'] or '?'} tests", columns, rows)]
 
 
 def snapshot_tables(doc: dict[str, Any]) -> list[Table]:
@@ -51,7 +126,7 @@ def snapshot_tables(doc: dict[str, Any]) -> list[Table]:
                 _num(d["nr_requests"]), _num(d.get("queue_depth")), d.get("scheduler") or "-",
                 {True: "hdd", False: "ssd"}.get(d.get("rotational"), "?")]
                for d in doc["block_devices"] if not d.get("virtual")]
-    params = [[k, v.splitlines()[0] if v else ""] for k, v in sorted(doc["lustre"]["params"].items())]
+    params = [[k, (str(v).splitlines() or [""])[0]] for k, v in sorted(doc["lustre"]["params"].items())]
     return [t for t in (
         ("Node", ["item", "value"], node),
         ("Block devices", ["device", "read_ahead_kb", "max_sectors_kb", "max_hw_sectors_kb", "nr_requests",
@@ -59,10 +134,10 @@ def snapshot_tables(doc: dict[str, Any]) -> list[Table]:
         ("Lustre parameters", ["param", "value"], params)) if t[2]]
 
 
-def extra_tables(profile: JobProfile) -> list[Table]:
-    """Tables for the payloads `show` does not know itself (IOR runs, node snapshots)."""
-    if isinstance(profile, IorProfile):
-        return ior_tables(profile.run)
-    if isinstance(profile, SnapshotProfile):
-        return snapshot_tables(profile.settings)
+def extra_tables(data: dict[str, Any]) -> list[Table]:
+    """Tables of :func:`results_data` (IOR runs, node snapshots), for `show`."""
+    if "ior" in data:
+        return ior_tables(data["ior"])
+    if "snapshot" in data:
+        return snapshot_tables(data["snapshot"])
     return []
