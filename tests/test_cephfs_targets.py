@@ -16,7 +16,7 @@ from advisor.ingest import jsondoc
 pytestmark = [pytest.mark.xdist_group("cephfs"), pytest.mark.slow]
 
 SLOW_OSD = 1
-SLOW_MIB_S = 15  # the others do ~100-400 MiB/s here: 4x (slow_ost_factor) is far exceeded
+SLOW_MIB_S = 5  # the others do ~100-400 MiB/s here, a few tens under load 12: 4x (slow_ost_factor) exceeded
 FPP_1M = "traces/ior-good-fpp-1m.darshan"
 
 

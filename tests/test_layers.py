@@ -26,8 +26,8 @@ LAYERS = [
     ("analysis", ["advisor.campaign", "advisor.replay_plan"]),
     ("facts and replay", ["advisor.facts", "advisor.verify", "advisor.probe"]),
     ("engine, models, reports", ["advisor.engine", "advisor.models", "advisor.report"]),
-    # models.check puts the pipeline, the replayer and a model side by side: a use of all three
-    ("pipeline", ["advisor.pipeline", "advisor.api", "advisor.models.check"]),
+    # models.check and models.holdout put the pipeline, the replayer and a model side by side
+    ("pipeline", ["advisor.pipeline", "advisor.api", "advisor.models.check", "advisor.models.holdout"]),
     ("entry points", ["advisor.hooks", "advisor.fleet", "advisor.commands", "advisor.cli", "advisor.__main__"]),
 ]
 INDEPENDENT = {"advisor.models": ("advisor.engine", "advisor.facts")}  # learned models know no rules
