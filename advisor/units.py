@@ -95,8 +95,7 @@ class Field:
     def parse(cls, spec: str) -> Field:
         """'count', 'rate MiB/s', 'bytes KiB'; ValueError for an unknown kind or unit."""
         kind, _, unit = spec.partition(" ")
-        if kind not in KINDS:
-            raise ValueError(f"unknown unit kind {kind!r} (kinds: {', '.join(KINDS)})")
+        check_kind(kind)
         if unit and FIELD_UNITS.get(unit, ("",))[0] != kind:
             raise ValueError(f"unit {unit!r} is not one of kind {kind!r}")
         return cls(kind, unit)

@@ -78,11 +78,17 @@ def _score(a: np.ndarray, b: np.ndarray) -> float:
     return score(math.log10(a[0] / b[0]), a[1:], b[1:])
 
 
+def speedup_band(before, after) -> tuple[float, float]:
+    """(log10 speedup, log10 half-width) predicted for before -> after, each (seconds, fast, slow):
+    the ratio of the medians, the two bands' half-widths combined in quadrature."""
+    return (math.log10(before[0] / after[0]),
+            math.hypot(band_half_width(before[1], before[2]), band_half_width(after[1], after[2])))
+
+
 def score(y_log10: float, before: np.ndarray, after: np.ndarray) -> float:
     """max(low - y, y - high) in log10 of a measured speedup `y_log10` against the predicted band of
     before -> after, each (seconds, fast, slow) (positive: outside the band)."""
-    ratio = math.log10(before[0] / after[0])
-    half = math.hypot(band_half_width(before[1], before[2]), band_half_width(after[1], after[2]))
+    ratio, half = speedup_band(before, after)
     return max(ratio - half - y_log10, y_log10 - ratio - half)
 
 

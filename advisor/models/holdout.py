@@ -49,8 +49,7 @@ def leave_workload_out(comparisons: list[Comparison], data: list[str]) -> list[C
             if f.workload == workload:
                 before = replays.predicted_band(f.baseline, nbytes, bands)
                 after = replays.predicted_band(f.fixed, nbytes, bands)
-                predicted[i] = (math.log10(before[0] / after[0]), math.hypot(
-                    conformal.band_half_width(*before[1:]), conformal.band_half_width(*after[1:])))
+                predicted[i] = conformal.speedup_band(before, after)
                 scores[i] = conformal.score(math.log10(f.speedup), before, after)
                 beyond[i] = any(train.outside(model, collected.rows[r]) for r in f.baseline + f.fixed)
     return [_judged(comparisons, f, predicted[i], beyond[i], conformal.quantile(scores[[

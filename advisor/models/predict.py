@@ -28,7 +28,7 @@ from advisor.errors import AdvisorError, InputError
 from advisor.expectation import JobExpectation
 from advisor.findings import Diagnosis, Prediction
 from advisor.models import store
-from advisor.models.conformal import band_half_width
+from advisor.models.conformal import speedup_band
 from advisor.models.features import Part, features, matrix
 from advisor.models.train import Model, outside
 from advisor.profile import JobProfile
@@ -90,9 +90,9 @@ def speedup(before: Timing, after: Timing, widen_log10: float = 0.0) -> tuple[fl
     of both predictions in quadrature, widened by the model's conformal calibration
     (:mod:`advisor.models.conformal`: 80 % of the calibration's measured one-factor speedups fell
     inside the band so widened; never narrower than the point)."""
-    ratio = before.seconds / after.seconds
-    half = math.hypot(band_half_width(before.fast_s, before.slow_s), band_half_width(after.fast_s, after.slow_s))
-    half = max(half + widen_log10, 0.0)
+    _, half = speedup_band((before.seconds, before.fast_s, before.slow_s),
+                           (after.seconds, after.fast_s, after.slow_s))
+    ratio, half = before.seconds / after.seconds, max(half + widen_log10, 0.0)
     return ratio, ratio / 10 ** half, ratio * 10 ** half
 
 
