@@ -236,11 +236,13 @@ def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dic
     test = stats.sequential(d, policy, final=True)
     more_s = _more_seconds(test, base, fixed)
     stopped = fixed.get("stopped_why") or outcome["stop_reason"]
-    reason = sentence(test.verdict, test.speedup, list(test.ci), test.pairs, policy.margin,
+    # the sentence is written from the rounded numbers the JSON keeps, so that both say the same
+    # speedup (2.2849 would read 2.28x in words and 2.285 -> 2.29x from the JSON)
+    speedup, ci95 = _round(test.speedup), [_round(x) for x in test.ci] if all(map(math.isfinite, test.ci)) else None
+    reason = sentence(test.verdict, speedup, ci95 or list(test.ci), test.pairs, policy.margin,
                       test.more_pairs, more_s, stopped if not test.decided else "")
     return Verification(
-        verdict=test.verdict, reason=reason, speedup=_round(test.speedup),
-        ci95=[_round(x) for x in test.ci] if all(map(math.isfinite, test.ci)) else None,
+        verdict=test.verdict, reason=reason, speedup=speedup, ci95=ci95,
         pairs=test.pairs, repeat=test.pairs, margin=policy.margin, more_pairs=test.more_pairs,
         more_s=_round(more_s), stop_reason=stopped, baseline=_side(base), fixed=_side(fixed),
         min_sample_s=outcome.get("min_sample_s"), cache_policy=outcome["cache_policy"], layouts=layouts,

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from advisor.verification import Side, Verification, sentence
+from advisor.verify import Variant, _verification
 from replay import stats
 from replay.executor import _evict, parse_args
 from replay.launch import LaunchOptions
@@ -193,6 +194,24 @@ def test_verification_round_trip_and_legacy_verdicts():
     assert old.verdict == "inconclusive" and old.detail == "r"
     assert Verification.from_dict({"verdict": "maybe"}) is None and Verification.from_dict("x") is None
     assert Verification.not_verifiable("no room").reason == "not verifiable: no room"
+
+
+@given(st.floats(0.05, 20.0), st.floats(0.0, 0.3), st.integers(3, 40))
+def test_the_sentence_says_the_speedup_the_json_keeps(ratio, noise, pairs):
+    """Words and JSON come from one rounded number: 2.2849 is not '2.28x' beside a JSON 2.285."""
+    rng = np.random.default_rng(pairs)
+    base = [1.0 + noise * rng.random() for _ in range(pairs)]
+    fixed = [t / ratio * (1 + noise * rng.random()) for t in base]
+    v = _verification(Variant("coalesce", {}, plan=object()), {"runs": {
+        "baseline": _replayed_side(base), "coalesce": _replayed_side(fixed)},
+        "stop_reason": "", "cache_policy": "evict"}, {}, stats.Policy())
+    assert f"{v.speedup:.2f}x" in v.reason
+    assert v.ci95 is None or all(f"{x:.2f}x" in v.reason for x in v.ci95)
+
+
+def _replayed_side(times: list[float]) -> dict:
+    return {"runs": [{"time_s": t, "sample_s": t, "bytes_read": 0, "bytes_written": 1 << 20, "passes": 1,
+                      "data_ops": 16} for t in times]}
 
 
 # -- the launcher and the executor agree on the options -----------------------------------------
