@@ -8,6 +8,11 @@ category counts as found when a finding of that category is warn or high, a `mus
 category at high is a false alarm. Drishti's insight codes are mapped to our categories by
 labels.DRISHTI_CATEGORIES (its level HIGH is high, WARN is warn); the map is printed.
 
+Repeat runs: the generated IOR cases were run twice (the second run wrote IOR's JSON summary,
+`json-run.darshan`); the first run's labels are scored on the second run's log, which no threshold
+was set on, and each tool's categories are compared between the two runs: a high (or a warn-or-high)
+category present in one run and not the other is a verdict the next run reverses.
+
 Corpus alarm rate: `diagnose --json` over every Darshan log of the corpus, counting logs with at least
 one high finding and the high findings that cost under 1 s or under 5 % of the run (each listed with
 the reason the finding gives for its confidence, when it gives one).
@@ -23,6 +28,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -101,11 +107,11 @@ def score_cases(cases: list[labels.Case], exe: str | None, timeout: float) -> di
 
 def print_scores(scores: dict[str, list[labels.Score]]) -> None:
     tools = list(scores)
-    print(f"{'case':<38} {'must flag':<24} " + " ".join(f"{t + ': missed / false high':<44}" for t in tools))
+    print(f"{'case':<42} {'must flag':<24} " + " ".join(f"{t + ': missed / false high':<44}" for t in tools))
     for row in zip(*scores.values()):
         case = row[0].case
         cells = [_cell(s) for s in row]
-        print(f"{case.name:<38} {','.join(sorted(case.must_flag)) or '-':<24} "
+        print(f"{case.name:<42} {','.join(sorted(case.must_flag)) or '-':<24} "
               + " ".join(f"{c:<44}" for c in cells))
     print()
     for tool, rows in scores.items():
@@ -116,6 +122,26 @@ def print_scores(scores: dict[str, list[labels.Score]]) -> None:
         recall = 100.0 * found / must if must else 100.0
         print(f"{tool:<10} recall {found}/{must} ({recall:.0f} %), false highs {false_high}, "
               f"cases right {right}/{len(rows)}, failed {sum(bool(s.error) for s in rows)}")
+
+
+def repeat_runs(cases: list[labels.Case]) -> list[labels.Case]:
+    """The same labelled workloads' second runs (the IOR JSON run), where the corpus has one."""
+    second = [(c, c.log.with_name("json-run.darshan")) for c in cases]
+    return [replace(c, name=f"{c.name} (run 2)", log=log) for c, log in second if log.is_file()]
+
+
+def print_stability(first: dict[str, list[labels.Score]], second: dict[str, list[labels.Score]]) -> None:
+    """Categories each tool calls high (or warn-or-high) in one run of a workload and not the other."""
+    for tool in second:
+        by_name = {s.case.name: s for s in first[tool]}
+        pairs = [(by_name[s.case.name.removesuffix(" (run 2)")], s) for s in second[tool]]
+        high = [(a.case.name, a.high ^ b.high) for a, b in pairs if a.high != b.high]
+        flagged = [(a.case.name, a.flagged ^ b.flagged) for a, b in pairs if a.flagged != b.flagged]
+        print(f"{tool:<10} repeat runs: high categories the same in {len(pairs) - len(high)}/{len(pairs)}, "
+              f"warn-or-high the same in {len(pairs) - len(flagged)}/{len(pairs)}"
+              + "".join(f"; {name}: {','.join(sorted(d))} {kind}" for kind, rows in (("high", high),
+                                                                                     ("flagged", flagged))
+                        for name, d in rows))
 
 
 def _cell(s: labels.Score) -> str:
@@ -190,7 +216,13 @@ def main() -> int:
         print("Drishti not found (--drishti, $DRISHTI, /tmp/drishti-venv): scoring ioadvisor alone")
     print(f"{len(cases)} labelled cases from " + ", ".join(str(p) for p in labels.label_files(args.corpus)))
     print("Drishti codes as categories: " + ", ".join(f"{k}={v}" for k, v in labels.DRISHTI_CATEGORIES.items()))
-    print_scores(score_cases(cases, exe, args.timeout))
+    first = score_cases(cases, exe, args.timeout)
+    print_scores(first)
+    if repeats := repeat_runs(cases):
+        print(f"\n{len(repeats)} second runs of the same workloads, scored on the first runs' labels:")
+        second = score_cases(repeats, exe, args.timeout)
+        print_scores(second)
+        print_stability(first, second)
     if not args.no_alarm:
         alarm_rate(args.corpus, args.timeout)
     return 0
