@@ -234,7 +234,7 @@ def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dic
         return Verification.not_verifiable(missed, layouts=layouts, cache_policy=outcome["cache_policy"], **context)
     d = stats.log_ratios(_times(base), _times(fixed))
     test = stats.sequential(d, policy, final=True)
-    more_s = _more_seconds(test, base, fixed)
+    more_s = _round(_more_seconds(test, base, fixed))
     stopped = fixed.get("stopped_why") or outcome["stop_reason"]
     # the sentence is written from the rounded numbers the JSON keeps, so that both say the same
     # speedup (2.2849 would read 2.28x in words and 2.285 -> 2.29x from the JSON)
@@ -244,7 +244,7 @@ def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dic
     return Verification(
         verdict=test.verdict, reason=reason, speedup=speedup, ci95=ci95,
         pairs=test.pairs, repeat=test.pairs, margin=policy.margin, more_pairs=test.more_pairs,
-        more_s=_round(more_s), stop_reason=stopped, baseline=_side(base), fixed=_side(fixed),
+        more_s=more_s, stop_reason=stopped, baseline=_side(base), fixed=_side(fixed),
         min_sample_s=outcome.get("min_sample_s"), cache_policy=outcome["cache_policy"], layouts=layouts,
         **context)
 
