@@ -93,8 +93,11 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)  # name -> value, in its kind's base unit
     # name -> {label, kind, unit[, fields]}: how to read and show each evidence value (advisor.units.KINDS)
     evidence_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
-    files: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # the first of them, most telling first
     ranks: list[int] = field(default_factory=list)
+    # how many files (ranks) the finding concerns when `files` (`ranks`) lists only the first
+    files_total: int | None = None
+    ranks_total: int | None = None
     cost_s: float = 0.0
     recommendation: Recommendation = field(default_factory=lambda: Recommendation(""))
     fix: dict[str, Any] | None = None
@@ -106,6 +109,15 @@ class Finding:
     # values the finding rests on that neither the input nor the site config gave:
     # [{"value": what was assumed, "key": the site-config key that would make it exact, "how": else what would}]
     assumptions: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def file_count(self) -> int:
+        """How many files the finding concerns (more than `files` lists when files_total is set)."""
+        return self.files_total or len(self.files)
+
+    @property
+    def rank_count(self) -> int:
+        return self.ranks_total or len(self.ranks)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import pytest
 from advisor.config import from_dict
 from advisor.engine import chain
 from advisor.engine.rules import build_catalogue, load_file
-from tests.profiles import facts, job
+from tests.profiles import facts, job, module
 from tests.test_facts_access import RANKS, _posix
 
 RULES = """\
@@ -127,3 +127,32 @@ def test_json_ready_turns_numpy_and_tuples_into_plain_values():
 
     assert chain.json_ready({"a": np.int64(3), "b": (np.float32(0.5), [np.bool_(True)])}) == \
         {"a": 3, "b": [0.5, [True]]}
+
+
+LISTING = """\
+- code: TST006
+  name: many-small-files
+  title: Many small files
+  category: metadata
+  severity: warn
+  condition: len(small_files) > 0
+  files: small_files
+  message: "{{ files | length }} small files"
+  recommendation: {text: t, commands: []}
+  fix: null
+  docs: {what: w, why: y, how: h, example: e}
+"""
+
+
+def test_a_finding_lists_the_first_files_and_counts_them_all(tmp_path):
+    """8,000 small files: the message counts 8,000, the finding lists 50 and says 8,000 (mdtest: the
+    terminal said 'and 7 more' of a list cut at 10)."""
+    path = tmp_path / "t.yaml"
+    path.write_text(LISTING)
+    files = [(i, i % RANKS, {"POSIX_OPENS": 1, "POSIX_WRITES": 1, "POSIX_BYTES_WRITTEN": 100,
+                             "POSIX_F_META_TIME": 0.01}) for i in range(1, 8001)]
+    ctx = facts(job(module("POSIX", files), nprocs=RANKS, runtime_s=10.0))
+    (found,) = chain.run(build_catalogue(load_file(path)), ctx, "darshan", 10.0).findings
+    assert found.message == "8000 small files"
+    assert len(found.files) == chain.MAX_LISTED and found.files_total == found.file_count == 8000
+    assert found.ranks == [] and found.ranks_total is None and found.rank_count == 0

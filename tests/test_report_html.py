@@ -6,6 +6,7 @@ import base64
 import datetime
 import hashlib
 import html
+import io
 import json
 import re
 import subprocess
@@ -22,6 +23,7 @@ from advisor.report import figures as fig_mod
 from advisor.report.figures import figure_data, stragglers
 from advisor.report.html import render_html, write_html
 from advisor.report.plots import rank_plot
+from advisor.report.terminal import console, print_report
 from advisor.report.timeline import BINS, LONGEST, MAX_ROWS, timeline_data
 from advisor.report.views import figure_views, rank_ranges, reference
 from tests.helpers import require
@@ -257,6 +259,7 @@ def test_write_html_is_atomic(tmp_path):
 
 def test_helpers():
     assert rank_ranges([5, 0, 1, 2, 3, 7, 8]) == "0-3, 5, 7-8"
+    assert rank_ranges([0, 2, 4], total=300) == "0, 2, 4, ... (300 ranks)"  # the first of 300 listed
     assert reference("see https://doc.lustre.org/manual.html.")["href"] == "https://doc.lustre.org/manual.html"
     assert reference("javascript:alert(1)")["href"] == ""
 
@@ -355,3 +358,19 @@ def test_the_model_box_says_where_the_job_stands_against_the_usual_range(measure
     assert text.startswith(f"This job's pattern usually reaches 833-1,521 MiB/s on this file system; it reached "
                            f"{measured:,.0f} MiB/s, {says}")
     assert "R^2" not in text and "(Model: calibration of 6184 rows (ext4).)" in text
+
+
+def test_every_reporter_counts_the_files_and_ranks_a_finding_lists_only_the_first_of():
+    """A finding over 8,000 files and 300 ranks keeps 50 of each: every reporter says how many there are."""
+    listed = Finding(code="MD003", category="metadata", severity="warn", title="Many small files", message="m",
+                     files=[f"/scratch/f{i}" for i in range(50)], files_total=8000,
+                     ranks=list(range(0, 100, 2)), ranks_total=300, cost_s=1.0)
+    d = _diagnosis(findings=[listed])
+    buffer = io.StringIO()
+    print_report(d, console(buffer))
+    text = " ".join(buffer.getvalue().split())
+    assert "and 7,997 more" in text and "and 292 more" in text
+    page = render_html([d])
+    assert "and 7,980 more files" in page and "(300 ranks)" in page
+    again = Diagnosis.from_dict(json.loads(json.dumps(d.to_dict())))
+    assert again.findings[0].file_count == 8000 and again.findings[0].rank_count == 300

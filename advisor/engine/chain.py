@@ -23,7 +23,7 @@ from advisor.facts import PARAMS, Assumption, FactContext, Missing, NotApplicabl
 from advisor.formatting import fmt_num
 from advisor.findings import Finding, NotChecked, Recommendation
 
-MAX_LISTED = 50  # files/ranks listed in one finding
+MAX_LISTED = 50  # files/ranks listed in one finding; files_total/ranks_total count them all
 COST_SHARE = describe("share of the run lost", "fraction")  # the evidence every costed finding adds
 
 
@@ -135,7 +135,9 @@ def _finding(rule: Rule, scope: _RuleScope, ev: Evaluator, runtime_s: float) -> 
         code=rule.code, category=rule.category, severity=severity, title=rule.title,
         message=render.render(rule.message, values),
         evidence=json_ready(evidence), evidence_meta=_evidence_meta(evidence),
-        files=[str(f) for f in files], ranks=ranks,
+        files=[str(f) for f in files[:MAX_LISTED]], ranks=ranks[:MAX_LISTED],
+        files_total=len(files) if len(files) > MAX_LISTED else None,
+        ranks_total=len(ranks) if len(ranks) > MAX_LISTED else None,
         cost_s=round(cost_s, 6),
         recommendation=Recommendation(
             text=render.render(rule.recommendation["text"], values),
@@ -196,7 +198,7 @@ def _listed(value: Any) -> list[Any]:
     if value is None:
         return []
     if isinstance(value, (list, tuple)):
-        return list(value)[:MAX_LISTED]
+        return list(value)  # whole: a message counts them ("{{ ranks | length }} rank(s)")
     return [value]
 
 

@@ -115,7 +115,7 @@ def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str
     seconds = np.bincount(inv, weights=col(rec, t_col), minlength=len(uniq))
     extra = (moved - extent).clip(min=0)
     waste = np.divide(extra, moved, out=np.zeros_like(moved), where=moved > 0) * seconds
-    files = [ctx.profile.name_of(uniq[i]) for i in np.argsort(-extra)[:10] if extra[i] > 0]
+    files = [ctx.profile.name_of(uniq[i]) for i in np.argsort(-extra) if extra[i] > 0]
     return float(moved.sum()), float(np.minimum(extent, moved).sum()), float(waste.sum()) / nprocs(ctx), files
 
 

@@ -55,7 +55,7 @@ def aggregator_count(ctx: FactContext, record_id: int, posix) -> tuple[int, bool
       "aggregators' (rank balance is judged at the MPI-IO layer).", label="collectively accessed shared files")
 def aggregated_files(ctx: FactContext) -> list[str]:
     ids = collective_ids(ctx)
-    return [f.path for f in data_files(ctx) if f.record_id in ids and "POSIX" in f.by_module][:10]
+    return [f.path for f in data_files(ctx) if f.record_id in ids and "POSIX" in f.by_module]
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def amplification_cost_s(ctx: FactContext) -> float:
 @fact("amplified_files", "path", "Files whose POSIX traffic most exceeds their MPI-IO traffic.",
       label="amplified files")
 def amplified_files(ctx: FactContext) -> list[str]:
-    return [a.path for a in amplified(ctx)[:10]]
+    return [a.path for a in amplified(ctx)]
 
 
 @fact("amplified_collective", "flag", "The most amplified file was accessed with collective MPI-IO "

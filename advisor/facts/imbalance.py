@@ -117,7 +117,7 @@ def straggler_ranks(ctx: FactContext) -> list[int]:
     active, rates = _rates(ctx)
     slow = rates < np.median(rates) / ctx.param(SLOW)
     order = np.argsort(rates[slow])
-    return [int(r) for r in active[slow][order][:50]]
+    return [int(r) for r in active[slow][order]]
 
 
 @fact("median_rank_rate", "rate", "I/O rate of the median rank (bytes / busy seconds).", label="median rank's rate")
@@ -172,7 +172,7 @@ def heavy_ranks(ctx: FactContext) -> list[int]:
     t = table(ctx)
     moved = t.bytes
     median = np.median(moved[moved > 0]) if (moved > 0).any() else 0
-    return [int(r) for r in np.flatnonzero(moved > 2 * median)[:50]]
+    return [int(r) for r in np.flatnonzero(moved > 2 * median)]
 
 
 @fact("data_imbalance_cost_s", "seconds", "Seconds the busiest rank spends beyond the median rank.",
@@ -281,7 +281,7 @@ def shared_imbalance_cost_s(ctx: FactContext) -> float:
 @fact("shared_imbalance_files", "path", "Shared files with the largest slowest-rank excess time.",
       label="shared files with the largest imbalance")
 def shared_imbalance_files(ctx: FactContext) -> list[str]:
-    return [d["path"] for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx)) if d["excess_s"] > 0][:10]
+    return [d["path"] for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx)) if d["excess_s"] > 0]
 
 
 @fact("shared_bytes_imbalance", "fraction", "Worst shared file: (slowest - fastest rank bytes) / slowest rank bytes.",

@@ -34,7 +34,7 @@ def stdio_time_s(ctx: FactContext) -> float:
 def stdio_files(ctx: FactContext) -> list[str]:
     ranked = [f for f in data_files(ctx) if "STDIO" in f.by_module and f.by_module["STDIO"].bytes > 0]
     ranked.sort(key=lambda f: -f.by_module["STDIO"].bytes)
-    return [f.path for f in ranked[:10]]
+    return [f.path for f in ranked]
 
 
 @fact("uses_mpiio", "flag", "The job has MPI-IO records.", label="uses MPI-IO")
@@ -53,7 +53,7 @@ def posix_shared_bytes_without_mpiio(ctx: FactContext) -> int:
 @fact("posix_shared_files_without_mpiio", "path", "Shared files accessed with POSIX only.",
       label="shared files accessed with POSIX only")
 def posix_shared_files_without_mpiio(ctx: FactContext) -> list[str]:
-    return [f.path for f in _posix_only_shared(ctx)[:10]]
+    return [f.path for f in _posix_only_shared(ctx)]
 
 
 def _posix_only_shared(ctx: FactContext):

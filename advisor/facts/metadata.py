@@ -40,7 +40,7 @@ def max_rank_meta_time_s(ctx: FactContext) -> float:
 def slow_meta_ranks(ctx: FactContext) -> list[int]:
     per_rank = _rank_meta(ctx)
     limit = ctx.param(META_RANK)
-    return [int(r) for r in np.flatnonzero(per_rank > limit)[:50]]
+    return [int(r) for r in np.flatnonzero(per_rank > limit)]
 
 
 @fact("posix_opens", "ops", "POSIX open calls, all ranks.", label="POSIX opens")
@@ -72,10 +72,10 @@ def _size(f) -> int:
     return max(s.bytes_written, s.bytes_read)
 
 
-@fact("small_files", "path", "Some of the small files (paths).", label="small files")
+@fact("small_files", "path", "The small files (paths).", label="small files")
 def small_files(ctx: FactContext) -> list[str]:
     limit = ctx.param("small_request_bytes")
-    return [f.path for f in data_files(ctx) if not f.shared and _size(f) < limit][:10]
+    return [f.path for f in data_files(ctx) if not f.shared and _size(f) < limit]
 
 
 @fact("fsync_count", "ops", "fsync + fdatasync calls, all ranks.", label="fsync calls")

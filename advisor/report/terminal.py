@@ -23,7 +23,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from advisor.formatting import fmt_bytes, fmt_middle, fmt_pct, fmt_secs, printable
+from advisor.formatting import fmt_bytes, fmt_middle, fmt_num, fmt_pct, fmt_secs, printable
 from advisor.findings import Diagnosis, Finding
 from advisor.fixes import FixSummary, caution
 from advisor.report.units import evidence_rows
@@ -104,10 +104,10 @@ def _finding(f: Finding, verbose: bool, fix_no: int | None = None) -> Padding:
                              (0, 0, 0, 7)))
     if f.files:
         shown = ", ".join(fmt_middle(printable(p), 70) for p in f.files[:MAX_FILES])
-        more = f" and {len(f.files) - MAX_FILES} more" if len(f.files) > MAX_FILES else ""
+        more = f" and {fmt_num(f.file_count - MAX_FILES)} more" if f.file_count > MAX_FILES else ""
         parts.append(Padding(Text(f"files: {shown}{more}", style="dim"), (0, 0, 0, 7)))
     if f.ranks:
-        parts.append(Padding(Text(f"ranks: {_ranks(f.ranks)}", style="dim"), (0, 0, 0, 7)))
+        parts.append(Padding(Text(f"ranks: {_ranks(f.ranks, f.rank_count)}", style="dim"), (0, 0, 0, 7)))
     if verbose and f.evidence:
         rows = evidence_rows(f.evidence, f.evidence_meta, MAX_EVIDENCE)
         ev = "; ".join(f"{label}: {text}" for _, label, text in rows)
@@ -168,8 +168,8 @@ def _markup(text: Any) -> str:
     return escape(printable(text))
 
 
-def _ranks(ranks: list[int]) -> str:
-    return ", ".join(map(str, ranks[:8])) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
+def _ranks(ranks: list[int], total: int) -> str:
+    return ", ".join(map(str, ranks[:8])) + (f" and {fmt_num(total - 8)} more" if total > 8 else "")
 
 
 def _head(text: str, limit: int) -> str:

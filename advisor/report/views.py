@@ -162,8 +162,9 @@ def finding_view(f: Finding, rank: int, runtime: float, job_id: str,
         "confidence": f"{f.confidence['level']}: {f.confidence['reason']}" if f.confidence else "",
         "evidence": evidence_rows(f.evidence, f.evidence_meta, MAX_EVIDENCE),  # (JSON key, label, value)
         "files": files[:MAX_FILES],
-        "more_files": max(0, len(files) - MAX_FILES),
-        "ranks": rank_ranges(f.ranks),
+        "more_files": max(0, f.file_count - MAX_FILES),
+        "more_files_text": fmt_num(max(0, f.file_count - MAX_FILES)),
+        "ranks": rank_ranges(f.ranks, total=f.rank_count),
         "fix_text": str(f.recommendation.text),
         "fix_short": first_sentence(str(f.recommendation.text)),
         # escaped here with their lines kept (a heredoc): the page escapes a newline in any other value
@@ -224,8 +225,9 @@ def first_sentence(text: str, most: int = 160) -> str:
     return sentence if len(sentence) <= most else sentence[: most - 1] + "\u2026"
 
 
-def rank_ranges(ranks: list[int], most: int = 16) -> str:
-    """[0, 1, 2, 3, 7] -> '0-3, 7' (at most `most` ranges, then a count)."""
+def rank_ranges(ranks: list[int], most: int = 16, total: int = 0) -> str:
+    """[0, 1, 2, 3, 7] -> '0-3, 7' (at most `most` ranges, then a count; `total` when `ranks` lists
+    only the first of them)."""
     values = sorted({int(r) for r in ranks})
     spans: list[list[int]] = []
     for r in values:
@@ -234,8 +236,8 @@ def rank_ranges(ranks: list[int], most: int = 16) -> str:
         else:
             spans.append([r, r])
     text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans[:most])
-    if len(spans) > most:
-        text += f", ... ({len(values)} ranks)"
+    if len(spans) > most or total > len(values):
+        text += f", ... ({fmt_num(max(total, len(values)))} ranks)"
     return text
 
 
