@@ -122,7 +122,7 @@ def _catalogue_exprs() -> list[str]:
 
     found = []
     for rule in load_catalogue().rules:
-        found += [v for v in (rule.fix or {}).values() if isinstance(v, expr.Node)]
+        found += [v for alternative in rule.fix or [] for v in alternative.values() if isinstance(v, expr.Node)]
         found += [n for n in (rule.condition, rule.cost) if isinstance(n, expr.Node)]
     return found
 

@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 
+from advisor.engine.expr import Node
 from advisor.engine.rules import build_catalogue, load_catalogue, load_file
 from advisor.errors import ConfigError
 
@@ -56,6 +57,11 @@ def test_good_rule_loads(tmp_path):
     (("  fix: null", "  fix: {transform: coalesce, size: 4096}"), 13, "no parameter 'size'"),
     (("  fix: null", "  fix: {transform: coalesce, transfer_size: \"=nope(\"}"), 13, "bad fix expression"),
     (("  fix: null", "  fix: {transform: stripe, count: many}"), 13, "count must be int, got 'many'"),
+    (("  fix: null", "  fix: [{transform: sequential}, {transform: coalesce}]"), 13, "all but the last have a 'when'"),
+    (("  fix: null", "  fix: [{when: \"nope >\", transform: sequential}, {transform: coalesce}]"), 13,
+     "bad fix expression"),
+    (("  fix: null", "  fix: [{when: nope > 1, transform: sequential}, {transform: coalesce}]"), 13,
+     "unknown fact or threshold 'nope'"),
     (("  fix: null", "  fix: null\n  tests: {fires: traces/x.darshan}"), 14, "'tests' must be a mapping of fires"),
     (("  fix: null", "  fix: null\n  tests: {passes: [traces/x.darshan]}"), 14, "'tests' must be a mapping of fires"),
 ])
@@ -69,7 +75,14 @@ def test_mistakes_name_file_and_line(tmp_path, change, line, words):
 def test_a_fix_the_replayer_knows_loads(tmp_path):
     text = GOOD.replace("  fix: null", "  fix: {transform: coalesce, transfer_size: \"=min_count * 4096\"}")
     (rule,) = _load(tmp_path, text)
-    assert rule.fix["transform"] == "coalesce"
+    assert rule.fix[0]["transform"] == "coalesce"
+
+
+def test_a_fix_with_alternatives_loads_each_checked(tmp_path):
+    text = GOOD.replace("  fix: null", "  fix: [{when: small_write_count > min_count, transform: coalesce},\n"
+                                       "        {transform: align, boundary: 4096}]")
+    first, last = _load(tmp_path, text)[0].fix
+    assert first["transform"] == "coalesce" and isinstance(first["when"], Node) and "when" not in last
 
 
 def test_yaml_syntax_error_has_line(tmp_path):

@@ -114,11 +114,16 @@ def _evidence(rule) -> str:
     return ", ".join(f"{m['label']} (`{name}`, {m['kind']})" for m, name in items) or "none"
 
 
+def _alternative(fix: dict) -> str:
+    """'`layout: shared` when `own_file_meta_share >= 0.5`': one fix alternative as the docs show it."""
+    shown = ", ".join(f"{k}: {'=' + unparse(v) if isinstance(v, Node) else v}" for k, v in fix.items() if k != "when")
+    return f"`{shown}`" + (f" when `{unparse(fix['when'])}`" if "when" in fix else "")
+
+
 def markdown(rule) -> str:
     """The rule's documentation page (also used to build docs/rules.md)."""
     thresholds = ", ".join(f"`{k} = {v}`" for k, v in rule.thresholds.items()) or "none"
-    fix = "none (advice only)" if not rule.fix else "`" + ", ".join(
-        f"{k}: {'=' + unparse(v) if isinstance(v, Node) else v}" for k, v in rule.fix.items()) + "`"
+    fix = "; otherwise ".join(map(_alternative, rule.fix or [])) or "none (advice only)"
     return f"""# {_heading(rule)}
 
 Category `{rule.category}`, severity up to `{rule.severity}`

@@ -180,10 +180,18 @@ def _counted(rule: Rule, scope: _RuleScope) -> str:
 
 
 def _fix(rule: Rule, ev: Evaluator) -> dict[str, Any] | None:
-    if rule.fix is None:
-        return None
+    """The rule's first fix alternative whose `when` holds for this job, sized for it."""
+    for alternative in rule.fix or []:
+        if "when" not in alternative or ev.evaluate(alternative["when"]):
+            return _sized(alternative, ev)
+    return None
+
+
+def _sized(alternative: dict[str, Any], ev: Evaluator) -> dict[str, Any] | None:
     fix: dict[str, Any] = {}
-    for key, value in rule.fix.items():
+    for key, value in alternative.items():
+        if key == "when":
+            continue
         if isinstance(value, expr.Node):
             value = _plain(ev.evaluate(value))
             if value is None:

@@ -62,7 +62,8 @@ class Rule:
     evidence: list[str] = field(default_factory=list)  # fact names quoted in the finding
     files: expr.Node | None = None  # expression giving the file paths concerned
     ranks: expr.Node | None = None
-    fix: dict[str, Any] | None = None  # values: literals, or "=expr" evaluated per job
+    # the fix's alternatives, first whose `when` holds (none: the last): literals, or "=expr" per job
+    fix: list[dict[str, Any]] | None = None
     references: list[str] = field(default_factory=list)
     inputs: tuple[str, ...] = ("darshan",)
     cost_sets_severity: bool = True
@@ -75,8 +76,10 @@ class Rule:
 
     def expressions(self) -> list[expr.Node]:
         nodes = [self.condition, self.cost, self.files, self.ranks]
-        nodes += [v for v in (self.fix or {}).values() if isinstance(v, expr.Node)]
-        return [n for n in nodes if n is not None]
+        return [n for n in nodes if n is not None] + self.fix_expressions()
+
+    def fix_expressions(self) -> list[expr.Node]:
+        return [v for alternative in self.fix or [] for v in alternative.values() if isinstance(v, expr.Node)]
 
 
 # ---------------------------------------------------------------- YAML with line numbers
@@ -189,8 +192,11 @@ def _rule(node: yaml.Node, where: _Where) -> Rule:
          and all(isinstance(v, list) and all(isinstance(p, str) and p for p in v) for v in tests.values()),
          "a mapping of fires and silent to lists of input paths")
     fix = value.get("fix")
-    need("fix", fix is None or (isinstance(fix, dict) and isinstance(fix.get("transform"), str)),
-         "null or a mapping with 'transform'")
+    alternatives = fix if isinstance(fix, list) else [] if fix is None else [fix]
+    need("fix", (fix is None or bool(alternatives))
+         and all(isinstance(a, dict) and isinstance(a.get("transform"), str) for a in alternatives)
+         and all("when" in a for a in alternatives[:-1]),
+         "null, a mapping with 'transform', or a list of them where all but the last have a 'when' condition")
 
     def parse(key: str, text: Any) -> expr.Node | None:
         if text is None:
@@ -203,10 +209,10 @@ def _rule(node: yaml.Node, where: _Where) -> Rule:
         except expr.ExprError as exc:
             raise ConfigError(f"{at[key]}: bad {key} expression: {exc}") from None
 
-    if fix:
-        _check_fix(fix, at["fix"])
-        fix = {k: parse("fix", v[1:]) if isinstance(v, str) and v.startswith("=") else v
-               for k, v in fix.items()}
+    for alternative in alternatives:
+        _check_fix(alternative, at["fix"])
+    fix = [{k: parse("fix", v) if k == "when" else parse("fix", v[1:]) if isinstance(v, str) and v.startswith("=")
+            else v for k, v in alternative.items()} for alternative in alternatives] or None
     rule = Rule(
         code=code, name=value["name"], title=value["title"], category=value["category"],
         severity=value["severity"], condition=parse("condition", value["condition"]),
@@ -232,7 +238,7 @@ def _check_fix(fix: dict[str, Any], at: str) -> None:
         raise ConfigError(f"{at}: unknown fix transform '{name}' (the replayer's: {', '.join(FIXES)})")
     params = FIXES[name][1]
     for key, value in fix.items():
-        if key == "transform":
+        if key in ("transform", "when"):
             continue
         if key not in params:
             known = ", ".join(params) or "none"
@@ -254,7 +260,7 @@ def _check_names(rule: Rule, at: dict[str, str]) -> None:
     for key, node in (("condition", rule.condition), ("cost", rule.cost), ("files", rule.files),
                       ("ranks", rule.ranks)):
         _check_expr(rule, key, node, at)
-    for node in rule.expressions()[4:]:
+    for node in rule.fix_expressions():
         _check_expr(rule, "fix", node, at)
     for name in rule.evidence:
         if name not in facts and name not in PARAMS:  # facts and parameters declare their unit kind

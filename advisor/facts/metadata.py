@@ -43,6 +43,15 @@ def slow_meta_ranks(ctx: FactContext) -> list[int]:
     return [int(r) for r in np.flatnonzero(per_rank > limit)]
 
 
+@fact("own_file_meta_share", "fraction", "Share of the POSIX metadata time spent on files a single rank "
+      "opened (file per process); the rest went to shared files.", label="metadata time on per-process files")
+def own_file_meta_share(ctx: FactContext) -> float:
+    rec = records(ctx, "POSIX")
+    meta = col(rec, "F_META_TIME")
+    total = float(meta.sum())
+    return float(meta[~shared_mask(rec)].sum()) / total if total > 0 else 0.0
+
+
 @fact("posix_opens", "ops", "POSIX open calls, all ranks.", label="POSIX opens")
 def posix_opens(ctx: FactContext) -> int:
     return int(col(records(ctx, "POSIX"), "OPENS").sum())

@@ -1,0 +1,31 @@
+"""Metadata facts on hand-built POSIX records: where the metadata time went, small files."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.engine.chain import _fix
+from advisor.engine.evaluator import Evaluator
+from advisor.engine.rules import load_catalogue
+from tests.profiles import SHARED, facts, job, module
+
+
+def _meta(rows):
+    return facts(job(module("POSIX", [(rid, rank, {"POSIX_OPENS": 1, "POSIX_F_META_TIME": t})
+                                      for rid, rank, t in rows]), nprocs=4))
+
+
+def test_metadata_time_on_per_process_files_against_shared_ones():
+    # file 1 shared (reduced record), file 2 opened by ranks 0 and 1 (shared too), files 3-4 own
+    ctx = _meta([(1, SHARED, 1.0), (2, 0, 0.5), (2, 1, 0.5), (3, 2, 2.0), (4, 3, 4.0)])
+    assert ctx.get("own_file_meta_share") == pytest.approx(6.0 / 8.0)
+    assert _meta([(1, SHARED, 0.0)]).get("own_file_meta_share") == 0.0  # no metadata time: no share
+
+
+def test_the_metadata_rules_fix_follows_where_the_time_went():
+    """MD001 proposes one shared file for per-process files, aggregators for shared ones."""
+    md001 = load_catalogue().get("MD001")
+    own = _meta([(3, 2, 2.0), (4, 3, 4.0)])
+    shared = _meta([(1, SHARED, 3.0), (4, 3, 1.0)])
+    assert _fix(md001, Evaluator(own.get, lambda code: False)) == {"transform": "layout", "mode": "shared"}
+    assert _fix(md001, Evaluator(shared.get, lambda code: False)) == {"transform": "aggregate", "aggregators": 4}
