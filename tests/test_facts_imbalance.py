@@ -10,6 +10,7 @@ import pytest
 
 from advisor.facts import Missing
 from advisor.ingest.darshan_log import load
+from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace
 from tests.profiles import SHARED, facts, job, module
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
@@ -75,3 +76,23 @@ def test_real_fpp_log_per_rank_table_is_the_trace_or_the_records():
     assert len(ranks) == 4
     assert ctx.get("realised_rate") <= ctx.get("ideal_rate")
     assert set(ctx.get("straggler_ranks")) <= set(ranks.tolist())
+
+
+def test_a_tiny_write_to_a_helper_file_during_the_reads_does_not_stretch_a_ranks_write_phase():
+    """OMPIO's aggregator (rank 0 of e_mpiio_collective_256k) wrote 40 bytes to its shared-file-
+    pointer file in the read phase: its write span ran to the end of the reads, a false straggler."""
+    rows = []  # (rank, file, op, length, start, end): 256 x 256 KiB writes in 0-0.1 s, reads in 0.2-0.5 s
+    for r in range(4):
+        rows += [(r, 10, DXT_WRITE, MiB // 4, 0.1 * i / 256, 0.1 * (i + 1) / 256) for i in range(256)]
+        rows += [(r, 10, DXT_READ, MiB // 4, 0.2 + 0.3 * i / 256, 0.2 + 0.3 * (i + 1) / 256) for i in range(256)]
+    rows += [(0, 11, DXT_WRITE, 40, 0.45, 0.4501)]  # the helper file, among rank 0's reads
+    profile = job(module("POSIX", [(10, SHARED, {"POSIX_WRITES": 1024, "POSIX_READS": 1024,
+                                                  "POSIX_BYTES_WRITTEN": 64 * MiB, "POSIX_BYTES_READ": 64 * MiB}),
+                                   (11, 0, {"POSIX_WRITES": 1, "POSIX_BYTES_WRITTEN": 40})]), nprocs=4)
+    rank, rid, op, length, start, end = (np.array(c) for c in zip(*rows))
+    profile.dxt["DXT_POSIX"] = DxtTrace("DXT_POSIX", rank.astype(np.int32), rid.astype(np.uint64),
+                                        op.astype(np.int8), np.zeros(len(rows), np.int64),
+                                        length.astype(np.int64), start, end)
+    ctx = facts(profile)
+    assert ctx.get("rank_source") == "dxt" and ctx.get("straggler_ranks") == []
+    assert ctx.get("straggler_cost_s") == 0.0

@@ -16,6 +16,7 @@ import numpy as np
 from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import col, data_files, dxt, nprocs, records
 from advisor.facts.aggregation import aggregator_count, collective_ids
+from advisor.metrics import op_runs
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace
 
 SLOW = param("straggler_factor", 2.0, "a rank slower than the median rank by this factor is a straggler", kind="ratio")
@@ -54,8 +55,11 @@ def _rank_table(ctx: FactContext) -> RankTable:
     if trace is not None and len(trace) == 0:
         trace = None
     if trace is not None:
-        # one table per phase (writes, reads): a rank's span in one phase is its time in it
-        tables = [_dxt_phase(ctx, trace, trace.op == op) for op in (DXT_WRITE, DXT_READ)]
+        # one table per phase (writes, reads): a rank's span in one phase is its time in it, over
+        # the runs of requests that carry the rank's data (a 40-byte write to OMPIO's helper file
+        # during the reads stretched an aggregator's write span over the whole read phase)
+        major = _in_major_runs(trace)
+        tables = [_dxt_phase(ctx, trace, (trace.op == op) & major) for op in (DXT_WRITE, DXT_READ)]
         tables = [t for t in tables if t is not None]
         if tables:
             return max(tables, key=_spread)
@@ -67,6 +71,15 @@ def _rank_table(ctx: FactContext) -> RankTable:
     moved = np.bincount(rec.ranks[own], weights=(col(rec, "BYTES_READ") + col(rec, "BYTES_WRITTEN"))[own], minlength=n)
     busy = np.bincount(rec.ranks[own], weights=(col(rec, "F_READ_TIME") + col(rec, "F_WRITE_TIME"))[own], minlength=n)
     return RankTable(moved, busy, "counters")
+
+
+def _in_major_runs(trace: DxtTrace) -> np.ndarray:
+    """Per segment: whether it belongs to a major run of its rank (advisor.metrics.op_runs)."""
+    order = np.lexsort((trace.start, trace.rank))
+    run, major = op_runs(trace.rank[order], trace.op[order], trace.length[order])
+    out = np.empty(len(order), bool)
+    out[order] = major[run]
+    return out
 
 
 def _dxt_phase(ctx: FactContext, trace, sel: np.ndarray) -> RankTable | None:
