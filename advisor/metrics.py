@@ -442,23 +442,3 @@ def per_file(profile: JobProfile, limit: int | None = None) -> list[FileSummary]
                                by_module=by_module, layout=profile.lustre.get(rid),
                                fstype=profile.fstype_of_record(rid)))
     return out
-
-
-def op_runs(rank: np.ndarray, op: np.ndarray, length: np.ndarray, share: float = 0.01) -> tuple[np.ndarray, np.ndarray]:
-    """Runs of one rank's consecutive requests of one kind (reads, writes), over rows sorted by
-    rank then time: each row's run index, and per run whether it is major, i.e. carries at least
-    `share` of its rank's bytes or requests. A few tiny writes to an MPI library's helper file
-    between reads (OMPIO's shared file pointer) are a minor run: they neither start a phase nor
-    stretch one."""
-    n = len(op)
-    if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, bool)
-    new_rank = np.concatenate([[True], rank[1:] != rank[:-1]])
-    switch = np.concatenate([[False], op[1:] != op[:-1]]) | new_rank
-    run = np.cumsum(switch) - 1
-    run_rank = rank[np.flatnonzero(switch)]
-    run_bytes = np.bincount(run, weights=length)
-    run_ops = np.bincount(run)
-    rank_bytes = np.bincount(run_rank, weights=run_bytes)[run_rank]
-    rank_ops = np.bincount(run_rank, weights=run_ops)[run_rank]
-    return run, (run_bytes >= share * rank_bytes) | (run_ops >= share * rank_ops)

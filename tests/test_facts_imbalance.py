@@ -78,21 +78,36 @@ def test_real_fpp_log_per_rank_table_is_the_trace_or_the_records():
     assert set(ctx.get("straggler_ranks")) <= set(ranks.tolist())
 
 
-def test_a_tiny_write_to_a_helper_file_during_the_reads_does_not_stretch_a_ranks_write_phase():
-    """OMPIO's aggregator (rank 0 of e_mpiio_collective_256k) wrote 40 bytes to its shared-file-
-    pointer file in the read phase: its write span ran to the end of the reads, a false straggler."""
-    rows = []  # (rank, file, op, length, start, end): 256 x 256 KiB writes in 0-0.1 s, reads in 0.2-0.5 s
+def test_a_few_bytes_to_a_helper_file_do_not_stretch_a_ranks_phase():
+    """OMPIO's rank 0 writes 40 bytes to its shared-file-pointer file at the close, and again among
+    the reads (d_mpiio_independent_256k, e_mpiio_collective_256k): its write span ran to them, a false
+    straggler, though its data writes ended with the other ranks'."""
+    rows = []  # (rank, file, op, length, start, end): 16 x 1 MiB writes in 0-0.1 s, reads in 0.2-0.5 s
     for r in range(4):
-        rows += [(r, 10, DXT_WRITE, MiB // 4, 0.1 * i / 256, 0.1 * (i + 1) / 256) for i in range(256)]
-        rows += [(r, 10, DXT_READ, MiB // 4, 0.2 + 0.3 * i / 256, 0.2 + 0.3 * (i + 1) / 256) for i in range(256)]
-    rows += [(0, 11, DXT_WRITE, 40, 0.45, 0.4501)]  # the helper file, among rank 0's reads
-    profile = job(module("POSIX", [(10, SHARED, {"POSIX_WRITES": 1024, "POSIX_READS": 1024,
+        rows += [(r, 10, DXT_WRITE, MiB, 0.1 * i / 16, 0.1 * (i + 1) / 16) for i in range(16)]
+        rows += [(r, 10, DXT_READ, MiB, 0.2 + 0.3 * i / 16, 0.2 + 0.3 * (i + 1) / 16) for i in range(16)]
+    rows += [(0, 11, DXT_WRITE, 40, 0.15, 0.1501), (0, 11, DXT_WRITE, 40, 0.45, 0.4501)]  # the helper file
+    ctx = facts(_traced(rows))
+    assert ctx.get("rank_source") == "dxt" and ctx.get("straggler_ranks") == []
+    assert ctx.get("straggler_cost_s") == 0.0
+
+
+def test_a_rank_that_waits_between_its_writes_is_still_a_straggler():
+    """T05 and j2: the wait is between the rank's data requests, inside its span."""
+    rows = [(r, 10, DXT_WRITE, MiB, (0.1 if r == 3 else 0.01) * i, (0.1 if r == 3 else 0.01) * i + 0.005)
+            for r in range(4) for i in range(16)]
+    ctx = facts(_traced(rows))
+    assert ctx.get("straggler_ranks") == [3]
+    assert ctx.get("straggler_cost_s") == pytest.approx(1.505 - 0.155)
+
+
+def _traced(rows):
+    """A shared file 10 (and a rank-0 file 11) with the DXT trace `rows` (rank, file, op, length, start, end)."""
+    profile = job(module("POSIX", [(10, SHARED, {"POSIX_WRITES": 64, "POSIX_READS": 64,
                                                   "POSIX_BYTES_WRITTEN": 64 * MiB, "POSIX_BYTES_READ": 64 * MiB}),
-                                   (11, 0, {"POSIX_WRITES": 1, "POSIX_BYTES_WRITTEN": 40})]), nprocs=4)
+                                   (11, 0, {"POSIX_WRITES": 2, "POSIX_BYTES_WRITTEN": 80})]), nprocs=4)
     rank, rid, op, length, start, end = (np.array(c) for c in zip(*rows))
     profile.dxt["DXT_POSIX"] = DxtTrace("DXT_POSIX", rank.astype(np.int32), rid.astype(np.uint64),
                                         op.astype(np.int8), np.zeros(len(rows), np.int64),
-                                        length.astype(np.int64), start, end)
-    ctx = facts(profile)
-    assert ctx.get("rank_source") == "dxt" and ctx.get("straggler_ranks") == []
-    assert ctx.get("straggler_cost_s") == 0.0
+                                        length.astype(np.int64), start.astype(float), end.astype(float))
+    return profile

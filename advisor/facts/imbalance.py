@@ -16,9 +16,9 @@ import numpy as np
 from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import col, data_files, dxt, nprocs, records
 from advisor.facts.aggregation import aggregator_count, collective_ids
-from advisor.metrics import op_runs
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace
 
+SPAN_TRIM = 0.01  # a rank's phase span leaves out the requests of its first and last 1 % of bytes
 SLOW = param("straggler_factor", 2.0, "a rank slower than the median rank by this factor is a straggler", kind="ratio")
 
 
@@ -55,11 +55,8 @@ def _rank_table(ctx: FactContext) -> RankTable:
     if trace is not None and len(trace) == 0:
         trace = None
     if trace is not None:
-        # one table per phase (writes, reads): a rank's span in one phase is its time in it, over
-        # the runs of requests that carry the rank's data (a 40-byte write to OMPIO's helper file
-        # during the reads stretched an aggregator's write span over the whole read phase)
-        major = _in_major_runs(trace)
-        tables = [_dxt_phase(ctx, trace, (trace.op == op) & major) for op in (DXT_WRITE, DXT_READ)]
+        # one table per phase (writes, reads): a rank's span in one phase is its time in it
+        tables = [_dxt_phase(ctx, trace, trace.op == op) for op in (DXT_WRITE, DXT_READ)]
         tables = [t for t in tables if t is not None]
         if tables:
             return max(tables, key=_spread)
@@ -73,27 +70,37 @@ def _rank_table(ctx: FactContext) -> RankTable:
     return RankTable(moved, busy, "counters")
 
 
-def _in_major_runs(trace: DxtTrace) -> np.ndarray:
-    """Per segment: whether it belongs to a major run of its rank (advisor.metrics.op_runs)."""
-    order = np.lexsort((trace.start, trace.rank))
-    run, major = op_runs(trace.rank[order], trace.op[order], trace.length[order])
-    out = np.empty(len(order), bool)
-    out[order] = major[run]
-    return out
-
-
 def _dxt_phase(ctx: FactContext, trace, sel: np.ndarray) -> RankTable | None:
     if sel.sum() == 0:
         return None
     rank, length, start, end = trace.rank[sel], trace.length[sel], trace.start[sel], trace.end[sel]
     n = max(nprocs(ctx), int(rank.max()) + 1)
     moved = np.bincount(rank, weights=length, minlength=n)
-    first = np.full(n, np.inf)
-    last = np.full(n, -np.inf)
-    np.minimum.at(first, rank, start)
-    np.maximum.at(last, rank, end)
+    first, last = _byte_span(rank, length, start, end, n)
     span = np.where(np.isfinite(first), last - first, 0.0)
     return RankTable(moved, span, "dxt")
+
+
+def _byte_span(rank: np.ndarray, length: np.ndarray, start: np.ndarray, end: np.ndarray,
+               n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per rank, from the request that moves its first SPAN_TRIM of bytes to the one that moves
+    its last: the time over which it moved its data. A few bytes far from the rest do not stretch
+    it: OMPIO's aggregator writes 40 bytes to its shared-file-pointer file when the file is
+    closed, after the data, and its write span doubled (a false straggler). A rank that moved no
+    bytes keeps its whole span."""
+    order = np.lexsort((start, rank))
+    rank, length, start, end = rank[order], length[order].astype(np.float64), start[order], end[order]
+    total = np.bincount(rank, weights=length, minlength=n)
+    before = np.cumsum(length) - length  # bytes of the rank's earlier requests (and of lower ranks)
+    before -= np.concatenate([[0.0], np.cumsum(total)[:-1]])[rank]
+    share = np.divide(before, total[rank], out=np.zeros_like(before), where=total[rank] > 0)
+    upto = np.divide(before + length, total[rank], out=np.ones_like(before), where=total[rank] > 0)
+    carries = (upto > SPAN_TRIM) & (share < 1 - SPAN_TRIM)  # holds bytes inside the trimmed span
+    first = np.full(n, np.inf)
+    last = np.full(n, -np.inf)
+    np.minimum.at(first, rank[carries], start[carries])
+    np.maximum.at(last, rank[carries], end[carries])
+    return first, last
 
 
 def _spread(t: RankTable) -> float:

@@ -14,7 +14,6 @@ import posixpath
 
 import numpy as np
 
-from advisor.metrics import op_runs
 from replay.collective import frame_world
 from replay.plan import (CLOSE, COMM_WORLD, CREATE, DATA_OPS, FSYNC, MPIIO, MPIIO_COLL, OPEN, READ, STAT,
                          STDIO, UNLINK, WRITE, Plan, file_columns, op_columns)
@@ -213,12 +212,20 @@ def _data_phases(data: dict[str, np.ndarray]) -> np.ndarray:
     """Per rank, phase k = the k-th run of reads or of writes, counting only runs that carry at
     least 1 % of the rank's bytes or operations (a few small writes to a helper file between
     reads do not start a phase); capped at MAX_PHASES - 1."""
-    if len(data["op"]) == 0:
+    n = len(data["op"])
+    if n == 0:
         return np.zeros(0, np.int32)
     rank = data["rank"]
-    run, major = op_runs(rank, data["op"], data["length"])
-    starts = np.flatnonzero(np.concatenate([[True], run[1:] != run[:-1]]))
+    new_rank = np.concatenate([[True], rank[1:] != rank[:-1]])
+    switch = np.concatenate([[False], data["op"][1:] != data["op"][:-1]]) | new_rank
+    run = np.cumsum(switch) - 1
+    starts = np.flatnonzero(switch)
     run_rank = rank[starts]
+    run_bytes = np.bincount(run, weights=data["length"])
+    run_ops = np.bincount(run)
+    rank_bytes = np.bincount(run_rank, weights=run_bytes)[run_rank]
+    rank_ops = np.bincount(run_rank, weights=run_ops)[run_rank]
+    major = (run_bytes >= 0.01 * rank_bytes) | (run_ops >= 0.01 * rank_ops)
     kind = np.where(major, data["op"][starts], -1).astype(np.int64)
     kind = _fill_within(kind, run_rank)
     first_of_rank = np.concatenate([[True], run_rank[1:] != run_rank[:-1]])
