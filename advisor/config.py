@@ -71,6 +71,8 @@ class SystemConfig:
     default_stripe_count: int | None = None  # the file system's default layout
     default_stripe_size: int | None = None
     rpc_size: int | None = None  # Lustre's bulk RPC size (max_pages_per_rpc x page size); unset: 1 MiB, assumed
+    request_latency_s: float | None = None  # fixed cost of one request (an RPC round trip); unset: 100 us, assumed
+    stream_mib_s: float | None = None  # what one process moves per second in large requests; unset: 2,048, assumed
     lustre_version: str = ""
     pfl_default: bool | None = None  # a progressive file layout is the default
     peak_write_mib_s: float | None = None  # sustainable aggregate peaks of the file system

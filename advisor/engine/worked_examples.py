@@ -46,7 +46,7 @@ EXAMPLES = (
              "page_cache": False}),
     Example("traps/T03/case.darshan", "MPI001", "counts", "high", Impact(0.047675, 0.153492, 0.095351), None),
     Example("generated/b_small_io_shared_4k/case.darshan", "IO001", "counts", "high",
-            Impact(0.066172, 0.122244, 0.081861), None, "small_write_count 16,384"),
+            Impact(0.064933, 0.122244, 0.081861), None, "small_write_count 16,384"),
     Example("darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample-badost.darshan", "LUS010",
             "timing", "high", Impact(766.788363, 780.0, 34.187007),
             {"seconds": 10.826551, "why": "chance spread of 152 operations per rank over 2,048 ranks "

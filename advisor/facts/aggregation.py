@@ -197,8 +197,7 @@ def _register_indep_small(op: str) -> None:
         t = requests.table(ctx)
         if not rows.any() or t.small[op][rows].sum() <= 0:
             return 0.0
-        gain = max(0.0, 1.0 - ctx.get(f"small_{op}_mean_size") / ctx.get("rpc_size"))
-        return float(t.small_seconds[op][rows].sum()) * gain / nprocs(ctx)
+        return float(t.small_seconds[op][rows].sum()) * ctx.get(f"small_{op}_saving") / nprocs(ctx)
 
     cost.__name__ = f"mpiio_indep_small_{op}_cost_s"
 

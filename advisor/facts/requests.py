@@ -20,6 +20,10 @@ from advisor.profile import DXT_READ, DXT_WRITE, ModuleRecords, shared_mask
 
 SMALL = param("small_request_bytes", 1 << 20, "requests below this size are small (bytes)", kind="bytes")
 DEFAULT_RPC_SIZE = 1 << 20  # Lustre's bulk RPC (256 pages of 4 KiB) unless brw_size and max_pages_per_rpc raise it
+# A request costs a fixed latency plus its bytes at the streaming rate; merging requests saves
+# only latencies. Latency x rate = 200 KiB: below it a request is mostly latency, above mostly transfer.
+DEFAULT_REQUEST_LATENCY_S = 100e-6
+DEFAULT_STREAM_RATE = 2048.0 * (1 << 20)
 
 # Darshan's size bins: counter suffix and inclusive byte range.
 BINS = tuple((suffix, int(lo) + 1 if lo else 0, int(min(hi, 1 << 62)))
@@ -161,11 +165,20 @@ def _register(op: str) -> None:
         mean = np.divide(col(t.rec, b_col), t.ops[op], out=np.zeros(len(t.rec)), where=t.ops[op] > 0)
         return float(min((mean * t.small[op]).sum() / n, ctx.param(SMALL)))
 
+    @fact(f"small_{op}_saving", "fraction", f"Share of the small {op}s' time that rpc_size requests would save: "
+          "the requests' fixed latencies (each costs request_latency_s plus its bytes at stream_mib_s), less "
+          "the latencies of the rpc_size requests that would carry the same bytes.",
+          label=f"share of small {op} time coalescing saves")
+    def small_saving(ctx: FactContext) -> float:
+        size = ctx.get(f"small_{op}_mean_size")
+        latency = ctx.get("request_latency_s")
+        transfer = size / ctx.get("stream_rate")
+        return max(0.0, 1.0 - size / ctx.get("rpc_size")) * latency / (latency + transfer) if size > 0 else 0.0
+
     @fact(f"small_{op}_cost_s", "seconds", f"Seconds per process small {op}s lose against rpc_size requests.",
           label=f"time small {op}s lose per process")
     def small_cost(ctx: FactContext) -> float:
-        gain = max(0.0, 1.0 - ctx.get(f"small_{op}_mean_size") / ctx.get("rpc_size"))
-        return ctx.get(f"small_{op}_time_s") * gain
+        return ctx.get(f"small_{op}_time_s") * ctx.get(f"small_{op}_saving")
 
     @fact(f"small_{op}_files", "path", f"Files with the most small {op}s.", label=f"files with the most small {op}s")
     def small_files(ctx: FactContext) -> list[str]:
@@ -207,7 +220,7 @@ def _register(op: str) -> None:
             raise Missing("the file system of the shared files is unknown (no mount table)")
         return fstype
 
-    for fn in (ops, small_count, small_share, small_time, small_mean, small_cost, small_files,
+    for fn in (ops, small_count, small_share, small_time, small_mean, small_saving, small_cost, small_files,
                shared_ops, small_shared, small_shared_share, small_shared_time, small_shared_fstype):
         fn.__name__ = f"{fn.__name__}_{op}"
 
@@ -243,6 +256,24 @@ def rpc_size(ctx: FactContext) -> int:
         return int(ctx.config.system.rpc_size)
     ctx.assume("an RPC size of 1 MiB (Lustre's default)", "[system] rpc_size")
     return DEFAULT_RPC_SIZE
+
+
+@fact("request_latency_s", "seconds", "The fixed cost of one request, an RPC round trip: [system] "
+      "request_latency_s, else 100 us (a Lustre RPC over a fast network), assumed.", label="latency per request")
+def request_latency_s(ctx: FactContext) -> float:
+    if ctx.config.system.request_latency_s:
+        return float(ctx.config.system.request_latency_s)
+    ctx.assume("a latency of 100 us per request (a Lustre RPC round trip)", "[system] request_latency_s")
+    return DEFAULT_REQUEST_LATENCY_S
+
+
+@fact("stream_rate", "rate", "What one process moves per second in large requests: [system] stream_mib_s, else "
+      "2,048 MiB/s, assumed.", label="one process's streaming rate")
+def stream_rate(ctx: FactContext) -> float:
+    if ctx.config.system.stream_mib_s:
+        return float(ctx.config.system.stream_mib_s) * (1 << 20)
+    ctx.assume("a process streams 2,048 MiB/s in large requests", "[system] stream_mib_s")
+    return DEFAULT_STREAM_RATE
 
 
 @fact("coalesce_size", "bytes", "Transfer size to coalesce small requests into: 4 x rpc_size.",
