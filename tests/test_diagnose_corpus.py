@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from functools import cache
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from advisor import api
 from advisor.config import SiteConfig
 from advisor.findings import Diagnosis
+from advisor.report.terminal import console, print_report
 from tests.conftest import CORPUS
 from tests.helpers import require
 
@@ -135,4 +137,9 @@ def test_json_is_valid_against_the_schema():
 def test_unreadable_dxt_goes_to_not_checked_and_counters_still_work():
     d = diagnosis(case("x_dxt_v2_devel_darshan"))
     assert d.error is None and d.summary["bytes_written"] >= 268435456
+    (note,) = d.source["notes"]  # the trace is said to be unread, in every reporter
+    assert note.startswith("DXT_POSIX: trace data unreadable") and "counters of the other modules" in note
+    buffer = io.StringIO()
+    print_report(d, console(buffer))
+    assert "note: DXT_POSIX: trace data unreadable" in " ".join(buffer.getvalue().split())
     assert {f.code for f in d.findings if f.severity == "high"} == set()

@@ -143,6 +143,7 @@ def _read_module(log: DarshanLog, profile: JobProfile, name: str, meta: dict) ->
                 trace.note += (f" (module version {meta['ver']}, as written by the Darshan that "
                                "recorded the job); the counters of the other modules are still used")
                 info.supported, info.note = False, trace.note
+                profile.source.notes.append(f"{name}: {trace.note}")  # said in every report, not only missed
             return info
         if name == "LUSTRE":
             records, profile.lustre = darshan_records.read_lustre(log, meta["idx"])

@@ -75,6 +75,7 @@ def _header(d: Diagnosis) -> Panel:
             io += f" ({fmt_pct(s.get('io_share'))} of the run)"
         lines.append(io)
         lines.extend(f"[dim]note: {_markup(n)}[/]" for n in s.get("counter_notes") or [])
+    lines.extend(f"[dim]note: {_markup(n)}[/]" for n in d.source.get("notes") or [])
     counts = {sev: sum(f.severity == sev for f in d.findings) for sev in STYLE}
     title = "  ".join(f"[{STYLE[k]}]{v} {k}[/]" for k, v in counts.items() if v) or "no findings"
     return Panel("\n".join(lines), title="ioadvisor", subtitle=title, expand=True)
