@@ -69,3 +69,31 @@ def test_real_mpiio_log_counts_match_its_counters():
             assert ctx.get(f"mpiio_{kind.lower()}_{op.lower()}") == int(rec.get(f"MPIIO_{kind}_{op}").sum())
     indep, coll = int(rec.get("MPIIO_INDEP_WRITES").sum()), int(rec.get("MPIIO_COLL_WRITES").sum())
     assert ctx.get("mpiio_indep_write_share") == pytest.approx(indep / (indep + coll) if indep + coll else 0.0)
+
+
+def _independent(pieces: list[tuple[int, int, int]]):
+    """Independent MPI-IO writes to shared file 1 whose POSIX requests are `pieces` (rank, offset, length)."""
+    profile = job(_mpiio(len(pieces), 0), nprocs=4)
+    rank, offset, length = (np.array(c, np.int64) for c in zip(*pieces))
+    n = len(pieces)
+    profile.dxt["DXT_POSIX"] = DxtTrace("DXT_POSIX", rank=rank, record_id=np.full(n, 1, np.uint64),
+                                        op=np.full(n, DXT_WRITE), offset=offset, length=length,
+                                        start=np.arange(n) * 1e-3, end=np.arange(n) * 1e-3 + 5e-4)
+    return facts(profile)
+
+
+def test_ranks_writing_their_own_stripes_do_not_contend():
+    own = _independent([(r, r * 4 * MiB + i * MiB // 4, MiB // 4) for r in range(4) for i in range(16)])
+    assert own.get("mpiio_indep_stripe_sharing") == 0.0 and own.get("mpiio_indep_contention_s") == 0.0
+
+
+def test_ranks_interleaving_pieces_of_one_stripe_contend():
+    mixed = _independent([(r, i * MiB + r * MiB // 4, MiB // 4) for i in range(4) for r in range(4)])
+    assert mixed.get("mpiio_indep_stripe_sharing") == 1.0
+    assert mixed.get("mpiio_indep_contention_s") == pytest.approx(0.5 * mixed.get("mpiio_indep_time_s"))
+
+
+def test_without_dxt_stripes_are_assumed_shared():
+    ctx = facts(job(_mpiio(30, 0), nprocs=4))
+    assert ctx.get("mpiio_indep_contention_s") == pytest.approx(0.5 * ctx.get("mpiio_indep_time_s"))
+    assert [a.how for a in ctx.assumptions("mpiio_indep_contention_s")] == ["run with DXT"]

@@ -114,6 +114,47 @@ def mpiio_indep_time_s(ctx: FactContext) -> float:
     return float((seconds * share)[rec.ranks == -1].sum()) / nprocs(ctx)
 
 
+@fact("mpiio_indep_stripe_sharing", "fraction", "Share of the POSIX requests under independent MPI-IO on shared "
+      "files that touch a stripe another rank's requests touch too (DXT; the file's stripe size, else 1 MiB); "
+      "1 without DXT, assumed.", label="independent requests on stripes shared between ranks")
+def mpiio_indep_stripe_sharing(ctx: FactContext) -> float:
+    rec = records(ctx, "MPI-IO")
+    indep = rec.ids[(rec.ranks == -1) & ((col(rec, "INDEP_READS") + col(rec, "INDEP_WRITES")) > 0)]
+    try:
+        trace = dxt(ctx, "DXT_POSIX")
+    except Missing:
+        ctx.assume("requests of different ranks share stripes (no DXT trace to tell)", how="run with DXT")
+        return 1.0
+    sel = np.isin(trace.record_id, indep) & (trace.length > 0)
+    if not sel.any():
+        return 0.0
+    ids, rank, op = trace.record_id[sel].astype(np.int64), trace.rank[sel].astype(np.int64), trace.op[sel]
+    sizes = {i: _stripe_size(ctx, i) for i in np.unique(ids).tolist()}
+    stripe = np.array([sizes[i] for i in ids.tolist()], np.int64)
+    first, last = trace.offset[sel] // stripe, (trace.offset[sel] + trace.length[sel] - 1) // stripe
+    # a stripe is shared when two ranks' writes (or reads) start or end in it; a request's inner
+    # stripes are its own
+    keys = np.concatenate([np.stack([ids, op, first]), np.stack([ids, op, last])], axis=1)
+    stripes, which = np.unique(keys, axis=1, return_inverse=True)
+    owners = np.unique(np.stack([which.ravel(), np.concatenate([rank, rank])]), axis=1)[0]
+    shared = np.bincount(owners, minlength=stripes.shape[1]) > 1
+    n = len(rank)
+    return float((shared[which.ravel()[:n]] | shared[which.ravel()[n:]]).mean())
+
+
+def _stripe_size(ctx: FactContext, record_id: int) -> int:
+    layout = ctx.profile.lustre.get(record_id)
+    return (layout.stripe_size if layout and layout.stripe_size else
+            ctx.config.system.default_stripe_size or 1 << 20)
+
+
+@fact("mpiio_indep_contention_s", "seconds", "Seconds per process independent MPI-IO on shared files loses to "
+      "ranks contending for the same stripes (lock round trips): half its time, on the share of its requests "
+      "whose stripes another rank touches.", label="independent MPI-IO time lost to shared stripes per process")
+def mpiio_indep_contention_s(ctx: FactContext) -> float:
+    return ctx.get("mpiio_indep_time_s") * 0.5 * ctx.get("mpiio_indep_stripe_sharing")
+
+
 def _aggregators(ctx: FactContext) -> dict[int, str | None]:
     """Ranks (and their hosts) that did POSIX I/O on the files accessed with collective MPI-IO.
 

@@ -31,7 +31,6 @@ from advisor.report.units import evidence_rows
 STYLE = {"high": "bold red", "warn": "yellow", "info": "cyan"}
 LABEL = {"high": "HIGH", "warn": "WARN", "info": "INFO"}
 MAX_FILES = 3
-MAX_EVIDENCE = 6
 
 
 def console(file: IO[str] | None = None) -> Console:
@@ -110,7 +109,7 @@ def _finding(f: Finding, verbose: bool, fix_no: int | None = None) -> Padding:
     if f.ranks:
         parts.append(Padding(Text(f"ranks: {_ranks(f.ranks, f.rank_count)}", style="dim"), (0, 0, 0, 7)))
     if verbose and f.evidence:
-        rows = evidence_rows(f.evidence, f.evidence_meta, MAX_EVIDENCE)
+        rows = evidence_rows(f.evidence, f.evidence_meta)  # verbose: all of it, as the HTML
         ev = "; ".join(f"{label}: {text}" for _, label, text in rows)
         parts.append(Padding(_text(f"evidence: {ev}", "dim"), (0, 0, 0, 7)))
     fix = Text.assemble(("fix: ", "green"), _text(f.recommendation.text))

@@ -23,7 +23,6 @@ from advisor.ingest.ior.view import ior_tables
 from advisor.report.units import evidence_rows, fmt_bytes, fmt_num, fmt_pct, fmt_secs
 
 MAX_FILES = 20
-MAX_EVIDENCE = 40
 _URL = re.compile(r"https?://[^\s<>\"'`]+")
 
 
@@ -160,7 +159,7 @@ def finding_view(f: Finding, rank: int, runtime: float, job_id: str,
         "cost": fmt_secs(cost) if cost else "",
         "cost_share": fmt_pct(cost / runtime) if cost and runtime else "",
         "confidence": f"{f.confidence['level']}: {f.confidence['reason']}" if f.confidence else "",
-        "evidence": evidence_rows(f.evidence, f.evidence_meta, MAX_EVIDENCE),  # (JSON key, label, value)
+        "evidence": evidence_rows(f.evidence, f.evidence_meta),  # (JSON key, label, value)
         "files": files[:MAX_FILES],
         "more_files": max(0, f.file_count - MAX_FILES),
         "more_files_text": fmt_num(max(0, f.file_count - MAX_FILES)),
