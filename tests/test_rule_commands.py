@@ -11,6 +11,7 @@ import pytest
 
 from advisor import api
 from advisor.config import SiteConfig
+from advisor.facts import FactContext
 from advisor.engine import diagnose, render
 from advisor.engine.rules import load_catalogue
 from advisor.formatting import size_arg
@@ -114,10 +115,11 @@ def test_small_shared_writes_say_what_they_cost_on_the_file_system_they_hit():
     demo = {f.code: f for f in diagnose(demo_log, SiteConfig()).findings}
     assert demo["IO003"].evidence["small_shared_write_fstype"] == "ext4"
     assert "request of its own to ext4" in demo["IO003"].message and "extent locks" not in demo["IO003"].message
-    # E3SM-IO wrote /projects/..., a symbolic link into Lustre: the LUSTRE records say so, not the mount table
-    e3sm = {f.code: f for f in diagnose(api.load(E3SM), SiteConfig()).findings}
-    assert e3sm["IO003"].evidence["small_shared_write_fstype"] == "lustre"
-    assert "ranks on different nodes contend for the same Lustre extent locks" in e3sm["IO003"].message
+    # E3SM-IO wrote /projects/..., a symbolic link into Lustre: the LUSTRE records say so, not the mount
+    # table (its "small" writes average 970 KiB, too near the RPC size to cost anything: the fact is checked)
+    assert FactContext(api.load(E3SM), SiteConfig()).get("small_shared_write_fstype") == "lustre"
     rule = load_catalogue().get("IO003")
-    values = {name: 1 for name in rule.evidence} | {"small_shared_write_fstype": "lustre", "compute_nodes": 1}
+    values = {name: 1 for name in rule.evidence} | {"small_shared_write_fstype": "lustre", "compute_nodes": 2}
+    assert "ranks on different nodes contend for the same Lustre extent locks" in render.render(rule.message, values)
+    values["compute_nodes"] = 1
     assert "share one Lustre client's locks" in render.render(rule.message, values)
