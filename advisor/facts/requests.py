@@ -23,7 +23,7 @@ DEFAULT_RPC_SIZE = 1 << 20  # Lustre's bulk RPC (256 pages of 4 KiB) unless brw_
 # A request costs a fixed latency plus its bytes at the streaming rate; merging requests saves
 # only latencies. Latency x rate = 200 KiB: below it a request is mostly latency, above mostly transfer.
 DEFAULT_REQUEST_LATENCY_S = 100e-6
-DEFAULT_STREAM_RATE = 2048.0 * (1 << 20)
+DEFAULT_STREAM_MIB_S = 2048.0
 
 # Darshan's size bins: counter suffix and inclusive byte range.
 BINS = tuple((suffix, int(lo) + 1 if lo else 0, int(min(hi, 1 << 62)))
@@ -252,28 +252,31 @@ def common_access_size(ctx: FactContext) -> int:
 @fact("rpc_size", "bytes", "The file system's bulk RPC size: [system] rpc_size, else Lustre's default "
       "(1 MiB), assumed.", label="RPC size")
 def rpc_size(ctx: FactContext) -> int:
-    if ctx.config.system.rpc_size:
-        return int(ctx.config.system.rpc_size)
-    ctx.assume("an RPC size of 1 MiB (Lustre's default)", "[system] rpc_size")
-    return DEFAULT_RPC_SIZE
+    return int(_site_or_assumed(ctx, "rpc_size", DEFAULT_RPC_SIZE, "an RPC size of 1 MiB (Lustre's default)"))
 
 
 @fact("request_latency_s", "seconds", "The fixed cost of one request, an RPC round trip: [system] "
       "request_latency_s, else 100 us (a Lustre RPC over a fast network), assumed.", label="latency per request")
 def request_latency_s(ctx: FactContext) -> float:
-    if ctx.config.system.request_latency_s:
-        return float(ctx.config.system.request_latency_s)
-    ctx.assume("a latency of 100 us per request (a Lustre RPC round trip)", "[system] request_latency_s")
-    return DEFAULT_REQUEST_LATENCY_S
+    return float(_site_or_assumed(ctx, "request_latency_s", DEFAULT_REQUEST_LATENCY_S,
+                                  "a latency of 100 us per request (a Lustre RPC round trip)"))
 
 
 @fact("stream_rate", "rate", "What one process moves per second in large requests: [system] stream_mib_s, else "
       "2,048 MiB/s, assumed.", label="one process's streaming rate")
 def stream_rate(ctx: FactContext) -> float:
-    if ctx.config.system.stream_mib_s:
-        return float(ctx.config.system.stream_mib_s) * (1 << 20)
-    ctx.assume("a process streams 2,048 MiB/s in large requests", "[system] stream_mib_s")
-    return DEFAULT_STREAM_RATE
+    mib_s = _site_or_assumed(ctx, "stream_mib_s", DEFAULT_STREAM_MIB_S,
+                             "a process streams 2,048 MiB/s in large requests")
+    return float(mib_s) * (1 << 20)
+
+
+def _site_or_assumed(ctx: FactContext, key: str, default: float, assumed: str) -> float:
+    """The site config's `[system] key`, else `default`, recorded as assumed (`assumed` says what)."""
+    value = getattr(ctx.config.system, key)
+    if value:
+        return value
+    ctx.assume(assumed, f"[system] {key}")
+    return default
 
 
 @fact("coalesce_size", "bytes", "Transfer size to coalesce small requests into: 4 x rpc_size.",
