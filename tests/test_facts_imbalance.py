@@ -44,6 +44,7 @@ def test_balanced_ranks_have_no_straggler_and_no_cost():
 def test_a_rank_moving_most_of_the_data_is_heavy():
     ctx = facts(job(_fpp([1.0, 1.0, 1.0, 5.0], [MiB, MiB, MiB, 5 * MiB]), nprocs=4))
     assert ctx.get("rank_bytes_imbalance") == pytest.approx(5.0)
+    assert (ctx.get("busiest_rank_bytes"), ctx.get("median_rank_bytes")) == (5 * MiB, MiB)  # said in the message
     assert ctx.get("heavy_ranks") == [3]
     assert ctx.get("data_imbalance_cost_s") == pytest.approx(5.0 - 1.0)
     assert ctx.get("straggler_ranks") == []  # same rate as the others: more data, not slower

@@ -179,11 +179,26 @@ def straggler_cost_s(ctx: FactContext) -> float:
 @fact("rank_bytes_imbalance", "ratio", "Bytes of the busiest rank / the median active rank's.",
       label="busiest rank's bytes / median rank's")
 def rank_bytes_imbalance(ctx: FactContext) -> float:
-    t = table(ctx)
-    moved = t.bytes[t.bytes > 0]
+    return ctx.get("busiest_rank_bytes") / ctx.get("median_rank_bytes")
+
+
+@fact("busiest_rank_bytes", "bytes", "Bytes the busiest rank moved.", label="busiest rank's bytes")
+def busiest_rank_bytes(ctx: FactContext) -> float:
+    return float(_moved(ctx).max())
+
+
+@fact("median_rank_bytes", "bytes", "Bytes the median rank moved (of the ranks that moved any).",
+      label="median rank's bytes")
+def median_rank_bytes(ctx: FactContext) -> float:
+    return float(np.median(_moved(ctx)))
+
+
+def _moved(ctx: FactContext) -> np.ndarray:
+    moved = table(ctx).bytes
+    moved = moved[moved > 0]
     if len(moved) < 2:
         raise Missing("fewer than two ranks moved data")
-    return float(moved.max() / np.median(moved))
+    return moved
 
 
 @fact("heavy_ranks", "index", "Ranks that moved more than twice the median rank's bytes.",
