@@ -91,6 +91,8 @@ def test_ranks_interleaving_pieces_of_one_stripe_contend():
     mixed = _independent([(r, i * MiB + r * MiB // 4, MiB // 4) for i in range(4) for r in range(4)])
     assert mixed.get("mpiio_indep_stripe_sharing") == 1.0
     assert mixed.get("mpiio_indep_contention_s") == pytest.approx(0.5 * mixed.get("mpiio_indep_time_s"))
+    # no LUSTRE layout and no site default: the 1 MiB stripe is said to be assumed
+    assert [a.key for a in mixed.assumptions("mpiio_indep_stripe_sharing")] == ["[system] default_stripe_size"]
 
 
 def test_without_dxt_stripes_are_assumed_shared():

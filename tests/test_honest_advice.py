@@ -22,7 +22,8 @@ DXT_MPIIO = CORPUS / "generated" / "d_mpiio_independent_256k" / "case.darshan"
 DEMO = Path(__file__).resolve().parents[1] / "traces" / "ior-small-shared-4k.darshan"
 MARK = "Assumed, not read from the input or the site config"
 MiB = 1 << 20
-SITE = {"rpc_size": MiB, "request_latency_s": 1e-4, "stream_mib_s": 2048.0}  # all the request rules read
+SITE = {"rpc_size": MiB, "request_latency_s": 1e-4, "stream_mib_s": 2048.0,  # all the request rules read
+        "default_stripe_size": MiB}
 
 
 def _findings(path, config: SiteConfig | None = None) -> dict:

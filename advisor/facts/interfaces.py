@@ -129,8 +129,8 @@ def mpiio_indep_stripe_sharing(ctx: FactContext) -> float:
     if not sel.any():
         return 0.0
     ids, rank, op = trace.record_id[sel].astype(np.int64), trace.rank[sel].astype(np.int64), trace.op[sel]
-    sizes = {i: _stripe_size(ctx, i) for i in np.unique(ids).tolist()}
-    stripe = np.array([sizes[i] for i in ids.tolist()], np.int64)
+    files, file_of = np.unique(ids, return_inverse=True)
+    stripe = np.array([_stripe_size(ctx, int(i)) for i in files], np.int64)[file_of.ravel()]
     first, last = trace.offset[sel] // stripe, (trace.offset[sel] + trace.length[sel] - 1) // stripe
     # a stripe is shared when two ranks' writes (or reads) start or end in it; a request's inner
     # stripes are its own
@@ -143,9 +143,14 @@ def mpiio_indep_stripe_sharing(ctx: FactContext) -> float:
 
 
 def _stripe_size(ctx: FactContext, record_id: int) -> int:
+    """The file's stripe size (LUSTRE record), else the site's default, else 1 MiB, assumed."""
     layout = ctx.profile.lustre.get(record_id)
-    return (layout.stripe_size if layout and layout.stripe_size else
-            ctx.config.system.default_stripe_size or 1 << 20)
+    if layout and layout.stripe_size:
+        return layout.stripe_size
+    if ctx.config.system.default_stripe_size:
+        return ctx.config.system.default_stripe_size
+    ctx.assume("stripes of 1 MiB (Lustre's default) where the log has no layout", "[system] default_stripe_size")
+    return 1 << 20
 
 
 @fact("mpiio_indep_contention_s", "seconds", "Seconds per process independent MPI-IO on shared files loses to "

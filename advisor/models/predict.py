@@ -90,9 +90,9 @@ def speedup(before: Timing, after: Timing, widen_log10: float = 0.0) -> tuple[fl
     of both predictions in quadrature, widened by the model's conformal calibration
     (:mod:`advisor.models.conformal`: 80 % of the calibration's measured one-factor speedups fell
     inside the band so widened; never narrower than the point)."""
-    _, half = speedup_band((before.seconds, before.fast_s, before.slow_s),
-                           (after.seconds, after.fast_s, after.slow_s))
-    ratio, half = before.seconds / after.seconds, max(half + widen_log10, 0.0)
+    log_ratio, half = speedup_band((before.seconds, before.fast_s, before.slow_s),
+                                   (after.seconds, after.fast_s, after.slow_s))
+    ratio, half = 10 ** log_ratio, max(half + widen_log10, 0.0)
     return ratio, ratio / 10 ** half, ratio * 10 ** half
 
 
