@@ -18,6 +18,8 @@ interval settles the verdict, and measuring goes on for the speedup's sake:
 - ``equivalent``: the interval lies inside ``[1 / (1 + margin), 1 + margin]``;
 - ``inconclusive``: no look decided before the pairs or the budget ran out.
 
+The bounds are compared as they are reported: 4 significant digits, rounded outwards.
+
 ``not-verifiable`` is the fifth verdict, for fixes that could not be replayed at all.
 Only numpy and the standard library are used: the executor decides on compute nodes.
 """
@@ -34,6 +36,7 @@ IMPROVED, REGRESSED, EQUIVALENT, INCONCLUSIVE, NOT_VERIFIABLE = (
     "improved", "regressed", "equivalent", "inconclusive", "not-verifiable")
 VERDICTS = (IMPROVED, REGRESSED, EQUIVALENT, INCONCLUSIVE, NOT_VERIFIABLE)
 DECIDED = (IMPROVED, REGRESSED, EQUIVALENT)
+SIGNIFICANT = 4  # digits a reported speedup or bound keeps (advisor/verify.py)
 
 
 @dataclass(frozen=True)
@@ -104,18 +107,36 @@ def decide(log_ratios, policy: Policy, level_alpha: float | None = None) -> Deci
         return Decision(INCONCLUSIVE, n, s, (float("nan"), float("nan")), float("nan"), None)
     mean, sd = float(d.mean()), float(d.std(ddof=1))
     half = t_quantile(1.0 - alpha / 2.0, n - 1) * sd / math.sqrt(n)
-    lo, hi = mean - half, mean + half
-    band = math.log1p(policy.margin)
-    if lo > band:
+    lo, hi = outward(math.exp(mean - half), math.exp(mean + half))
+    top, bottom = 1.0 + policy.margin, 1.0 / (1.0 + policy.margin)
+    if lo > top:
         verdict = IMPROVED
-    elif hi < -band:
+    elif hi < bottom:
         verdict = REGRESSED
-    elif -band <= lo and hi <= band:
+    elif bottom <= lo and hi <= top:
         verdict = EQUIVALENT
     else:
         verdict = INCONCLUSIVE
+    band = math.log1p(policy.margin)
     more = None if verdict != INCONCLUSIVE else _pairs_to_decide(mean, sd, n, band, alpha)
-    return Decision(verdict, n, math.exp(mean), (math.exp(lo), math.exp(hi)), sd, more)
+    return Decision(verdict, n, math.exp(mean), (lo, hi), sd, more)
+
+
+def outward(lo: float, hi: float, digits: int = SIGNIFICANT) -> tuple[float, float]:
+    """The interval widened to the `digits` significant digits it is reported with: the verdict
+    is decided on the bounds a reader sees (an interval from 1.0502 decided "improved" over a
+    5 % margin but was reported from 1.05)."""
+    return _to_digits(lo, digits, down=True), _to_digits(hi, digits, down=False)
+
+
+def _to_digits(x: float, digits: int, down: bool) -> float:
+    if not math.isfinite(x) or x <= 0:
+        return x
+    step = 10.0 ** (math.floor(math.log10(x)) - digits + 1)
+    near = float(f"{x:.{digits}g}")  # the printed value; one step out when it rounded inwards
+    if (near > x) if down else (near < x):
+        near = float(f"{near - step if down else near + step:.{digits}g}")
+    return near
 
 
 def sequential(log_ratios, policy: Policy, *, final: bool = False) -> Decision:

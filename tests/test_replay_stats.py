@@ -209,6 +209,33 @@ def test_the_sentence_says_the_speedup_the_json_keeps(ratio, noise, pairs):
     assert v.ci95 is None or all(f"{x:.2f}x" in v.reason for x in v.ci95)
 
 
+def test_the_verdict_is_decided_on_the_interval_as_reported():
+    """An interval from 1.0502 is reported from 1.05 (4 digits), which does not clear a 5 % margin:
+    not improved (CI once printed 'improved ... CI 1.05x-1.59x' and the JSON said 1.05)."""
+    policy = stats.Policy()
+    unit = np.array([-2.0, -1.0, 0.0, 1.0, 2.0]) / math.sqrt(2.5)  # mean 0, sd 1
+    half = stats.t_quantile(1 - policy.look_alpha() / 2, 4) * 0.05 / math.sqrt(5)
+    look = stats.decide(math.log(1.0502) + half + 0.05 * unit, policy)
+    assert look.ci[0] == 1.05 and look.verdict == stats.INCONCLUSIVE
+    assert stats.outward(1.0502, 1.5913) == (1.05, 1.592) and stats.outward(0.99999, 1.0000001) == (0.9999, 1.001)
+
+
+@given(st.floats(0.85, 1.25), st.floats(0.0, 0.2), st.integers(3, 40))
+def test_the_reported_interval_supports_the_verdict(ratio, noise, pairs):
+    """Whatever the verdict, the interval the JSON keeps says it: above 1 + margin for improved,
+    below 1 / (1 + margin) for regressed, inside both for equivalent."""
+    rng = np.random.default_rng(pairs)
+    base = [1.0 + noise * rng.random() for _ in range(pairs)]
+    fixed = [t / ratio * (1 + noise * rng.random()) for t in base]
+    v = _verification(Variant("coalesce", {}, plan=object()), {"runs": {
+        "baseline": _replayed_side(base), "coalesce": _replayed_side(fixed)},
+        "stop_reason": "", "cache_policy": "evict"}, {}, stats.Policy())
+    lo, hi = v.ci95 or (math.nan, math.nan)
+    top, bottom = 1 + v.margin, 1 / (1 + v.margin)
+    assert {"improved": lo > top, "regressed": hi < bottom, "equivalent": bottom <= lo and hi <= top,
+            "inconclusive": True}[v.verdict], v
+
+
 def _replayed_side(times: list[float]) -> dict:
     return {"runs": [{"time_s": t, "sample_s": t, "bytes_read": 0, "bytes_written": 1 << 20, "passes": 1,
                       "data_ops": 16} for t in times]}
