@@ -115,6 +115,7 @@ class ReplayConfig:
 
     min_sample_s: float = 1.0  # a sample's timed passes add up to at least this (auto-ranging)
     margin: float = 0.05  # speedups within +-5 % are "equivalent"
+    reproducibility: float = 0.05  # sd of ln(speedup) between runs here (bench/verify_stability.py measures it)
     precision: float = 0.25  # a decided fix is measured on until its interval is within x/÷1.25
     min_pairs: int = 5  # the sequential test's first look
     max_pairs: int = 40  # ... and its last
@@ -129,6 +130,8 @@ class ReplayConfig:
         if not 2 <= self.min_pairs <= self.max_pairs:
             raise ValueError(f"keys 'min_pairs' ({self.min_pairs}) and 'max_pairs' ({self.max_pairs}) "
                              "need 2 <= min_pairs <= max_pairs")
+        if not 0 <= self.reproducibility < 1:
+            raise ValueError(f"key 'reproducibility' must lie in [0, 1), not {self.reproducibility!r}")
         for key in ("min_sample_s", "budget_s", "budget_gib"):
             if getattr(self, key) < 0:
                 raise ValueError(f"key '{key}' must not be negative")

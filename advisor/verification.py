@@ -12,12 +12,13 @@ Five verdicts, one meaning each (the test behind them: :mod:`replay.stats`):
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from advisor.formatting import fmt_secs, fmt_speedup, fmt_speedup_range
 from replay.stats import (DECIDED, EQUIVALENT, IMPROVED, INCONCLUSIVE, NOT_VERIFIABLE, REGRESSED,
-                          VERDICTS)
+                          VERDICTS, Z95)
 
 __all__ = ["DECIDED", "MEASURED", "VERDICTS", "Side", "Verification", "sentence"]
 
@@ -53,6 +54,7 @@ class Verification:
     pairs: int = 0  # rounds in which both variants ran
     repeat: int = 0  # v1 name of `pairs`
     margin: float = 0.05
+    reproducibility: float = 0.0  # sd of ln(speedup) between runs that widened the interval (0: none)
     more_pairs: int | None = None  # inconclusive: pairs that would likely decide
     more_s: float | None = None  # ... and about how long they would take
     stop_reason: str = ""  # decided, max-pairs, time budget, bytes budget
@@ -100,7 +102,7 @@ class Verification:
 
 def sentence(verdict: str, speedup: float | None = None, ci95: Any = None, pairs: int = 0,
              margin: float = 0.05, more_pairs: int | None = None, more_s: float | None = None,
-             stop_reason: str = "", why: str = "") -> str:
+             stop_reason: str = "", why: str = "", reproducibility: float = 0.0) -> str:
     """The verdict in words, the same in every reporter:
 
     'improved: 2.26x faster (95 % CI 1.72x-2.96x, 5 pairs)'."""
@@ -121,6 +123,9 @@ def sentence(verdict: str, speedup: float | None = None, ci95: Any = None, pairs
     if more_pairs:
         took = f", ~{fmt_secs(more_s)}" if more_s else ""
         return text + f"; about {more_pairs} pairs in all{took} would decide"
+    if reproducibility:
+        return text + (f"; more pairs would not decide: the effect is within this target's run-to-run "
+                       f"reproducibility (+-{math.expm1(Z95 * reproducibility):.0%}) of the +-{margin:.0%} margin")
     return text + f"; the effect sits at the +-{margin:.0%} margin: more pairs would not decide"
 
 

@@ -174,9 +174,9 @@ class _Launch:
     def __init__(self, base: Plan, target: Path, repeat: int | None, settings: ReplayConfig, **flags: Any):
         self.base, self.target, self.flags = base, target, flags
         self.settings, self.repeat = settings, repeat
-        self.policy = stats.Policy.fixed(repeat, settings.margin) if repeat else stats.Policy(
-            margin=settings.margin, precision=settings.precision, min_pairs=settings.min_pairs,
-            max_pairs=settings.max_pairs)
+        self.policy = stats.Policy.fixed(repeat, settings.margin, settings.reproducibility) if repeat else \
+            stats.Policy(margin=settings.margin, reproducibility=settings.reproducibility,
+                         precision=settings.precision, min_pairs=settings.min_pairs, max_pairs=settings.max_pairs)
         self.kept: str | None = None
         self.launcher: str | None = None
 
@@ -240,10 +240,12 @@ def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dic
     # speedup (2.2849 would read 2.28x in words and 2.285 -> 2.29x from the JSON)
     speedup, ci95 = _round(test.speedup), [_round(x) for x in test.ci] if all(map(math.isfinite, test.ci)) else None
     reason = sentence(test.verdict, speedup, ci95 or list(test.ci), test.pairs, policy.margin,
-                      test.more_pairs, more_s, stopped if not test.decided else "")
+                      test.more_pairs, more_s, stopped if not test.decided else "",
+                      reproducibility=policy.reproducibility)
     return Verification(
         verdict=test.verdict, reason=reason, speedup=speedup, ci95=ci95,
-        pairs=test.pairs, repeat=test.pairs, margin=policy.margin, more_pairs=test.more_pairs,
+        pairs=test.pairs, repeat=test.pairs, margin=policy.margin, reproducibility=policy.reproducibility,
+        more_pairs=test.more_pairs,
         more_s=more_s, stop_reason=stopped, baseline=_side(base), fixed=_side(fixed),
         min_sample_s=outcome.get("min_sample_s"), cache_policy=outcome["cache_policy"], layouts=layouts,
         **context)

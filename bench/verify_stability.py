@@ -6,8 +6,10 @@
 Runs ``ioadvisor diagnose CASE --verify`` --runs times on every case of the corpus's
 generated/ and traps/ folders whose diagnosis proposes a fix, one after the other, and prints
 per fix the verdicts of the runs, the median speedup and the largest deviation of a run's
-speedup from that median. The targets (issue 14): the same verdict in every run for every fix
-whose effect is over 20 % (median speedup above 1.2x or below 1/1.2x), and speedups within
+speedup from that median, and at the end the run-to-run reproducibility: the standard deviation
+of ln(speedup) between runs beyond what each run's pairs explain (replay.stats.between_run_sd),
+the value for the site's ``[replay] reproducibility``. The targets (issue 14): the same verdict
+in every run for every fix whose effect is over 20 % (median speedup above 1.2x or below 1/1.2x), and speedups within
 +-15 % of their median. The peer is the measurement itself: each run is checked against the
 others of the same session. --gluster starts a GlusterFS volume the way the tests do (root),
 --cephfs the tests' four-OSD CephFS cluster (tests/system/cephfs.sh).
@@ -64,7 +66,24 @@ def verify_once(log: Path, target: Path, args: argparse.Namespace) -> tuple[list
         if done.returncode not in (0, 1) or not out.exists():
             raise RuntimeError(f"{log}: diagnose --verify failed ({done.returncode}): {done.stderr.strip()[-300:]}")
         doc = json.loads(out.read_text())
-    return doc["summary"]["fixes"], wall
+    fixes = doc["summary"]["fixes"]
+    for fix in fixes:  # the pairs behind the summary: the finding's verification of the same fix
+        v = next((f["verification"] for f in doc["findings"] if f.get("fix") == fix["fix"] and f.get("verification")),
+                 None)
+        fix["pairs_mean_se"] = _mean_se(v)
+    return fixes, wall
+
+
+def _mean_se(v: dict | None) -> tuple[float, float] | None:
+    """A run's mean log-ratio and its standard error, from the pairs its verification kept."""
+    import numpy as np
+
+    from replay import stats
+
+    if not v or not v.get("baseline") or not v.get("fixed"):
+        return None
+    d = stats.log_ratios(v["baseline"]["runs_s"], v["fixed"]["runs_s"])
+    return (float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size))) if d.size >= 2 else None
 
 
 def judge(runs: list[dict]) -> dict:
@@ -75,7 +94,8 @@ def judge(runs: list[dict]) -> dict:
     spread = max(abs(s / median - 1) for s in speedups) if speedups and median else None
     large = median is not None and (median > EFFECT or median < 1 / EFFECT)
     return {"verdicts": verdicts, "median": median, "spread": spread, "large": large,
-            "same": len(set(verdicts)) == 1, "within": spread is not None and spread <= SPREAD}
+            "same": len(set(verdicts)) == 1, "within": spread is not None and spread <= SPREAD,
+            "pairs_mean_se": [r["pairs_mean_se"] for r in runs if r.get("pairs_mean_se")]}
 
 
 @contextlib.contextmanager
@@ -165,6 +185,12 @@ def report(rows: list[dict], target: Path) -> int:
           f"of the large effects {sum(r['same'] for r in large)} of {len(large)} (target: all)")
     print(f"  speedups within +-15 % of their median: {sum(r['within'] for r in measured)} of {len(measured)} "
           f"measured fixes; of the large effects {sum(r['within'] for r in large)} of {len(large)}")
+    from advisor.config import ReplayConfig
+    from replay import stats
+
+    groups = [r["pairs_mean_se"] for r in rows if len(r["pairs_mean_se"]) >= 2]
+    print(f"  run-to-run reproducibility (sd of ln speedup beyond each run's pairs, {len(groups)} fixes): "
+          f"{stats.between_run_sd(groups):.3f}; [replay] reproducibility in use: {ReplayConfig().reproducibility}")
     return 0
 
 

@@ -67,6 +67,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--adaptive", action="store_true",
                     help="the first plan is the baseline; rounds go on until the test decides every fix")
     ap.add_argument("--margin", type=float, default=stats.Policy.margin)
+    ap.add_argument("--reproducibility", type=float, default=stats.Policy.reproducibility)
     ap.add_argument("--precision", type=float, default=stats.Policy.precision)
     ap.add_argument("--min-pairs", type=int, default=stats.Policy.min_pairs)
     ap.add_argument("--max-pairs", type=int, default=stats.Policy.max_pairs)
@@ -154,8 +155,8 @@ class Session:
 
     def run(self) -> dict:
         args = self.args
-        policy = stats.Policy(margin=args.margin, precision=args.precision, min_pairs=args.min_pairs,
-                              max_pairs=args.max_pairs)
+        policy = stats.Policy(margin=args.margin, reproducibility=args.reproducibility, precision=args.precision,
+                              min_pairs=args.min_pairs, max_pairs=args.max_pairs)
         schedule = Schedule(len(self.plans), policy, adaptive=args.adaptive, repeat=max(args.repeat, 1),
                             budget=Budget(args.budget_s, args.budget_bytes))
         cache = self._cache_policy()
@@ -188,7 +189,8 @@ class Session:
             "nranks": self.comm.size, "nnodes": self.nnodes, "repeat": schedule.rounds,
             "cache_policy": cache, "odirect": args.odirect, "think_time": args.think_time,
             "min_sample_s": args.min_sample_s, "adaptive": args.adaptive,
-            "policy": {"margin": policy.margin, "precision": policy.precision, "alpha": policy.alpha,
+            "policy": {"margin": policy.margin, "reproducibility": policy.reproducibility,
+                       "precision": policy.precision, "alpha": policy.alpha,
                        "min_pairs": policy.min_pairs,
                        "max_pairs": policy.max_pairs, "looks": list(policy.looks())},
             "rounds": schedule.rounds, "stop_reason": schedule.stop_reason,

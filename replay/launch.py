@@ -41,7 +41,8 @@ class LaunchOptions:
         args = ["--repeat", str(self.repeat), "--cache", self.cache, "--min-sample-s", repr(self.min_sample_s)]
         if self.policy is not None:
             p = self.policy
-            args += ["--adaptive", "--margin", repr(p.margin), "--precision", repr(p.precision),
+            args += ["--adaptive", "--margin", repr(p.margin), "--reproducibility", repr(p.reproducibility),
+                     "--precision", repr(p.precision),
                      "--min-pairs", str(p.min_pairs), "--max-pairs", str(p.max_pairs)]
         if math.isfinite(self.budget_s):
             args += ["--budget-s", repr(self.budget_s)]

@@ -18,7 +18,15 @@ interval settles the verdict, and measuring goes on for the speedup's sake:
 - ``equivalent``: the interval lies inside ``[1 / (1 + margin), 1 + margin]``;
 - ``inconclusive``: no look decided before the pairs or the budget ran out.
 
-The bounds are compared as they are reported: 4 significant digits, rounded outwards.
+The pairs of one measurement share what differs from one measurement to the next (the
+machine's load and CPU steal, which a CPU-bound fix and an I/O-bound baseline feel
+differently; where the files landed): a demo's collective fix measured 0.89x in one run and
+0.99x with a +-4 % interval in the next. The interval therefore adds, in quadrature, the
+target's run-to-run reproducibility (``reproducibility``: the standard deviation of
+ln(speedup) between measurements, 0.05 by default, measured by bench/verify_stability.py) at
+95 %; no number of pairs narrows it below that floor, so a verdict that a rerun would reverse
+stays ``inconclusive``. The bounds are compared as they are reported: 4 significant digits,
+rounded outwards.
 
 ``not-verifiable`` is the fifth verdict, for fixes that could not be replayed at all.
 Only numpy and the standard library are used: the executor decides on compute nodes.
@@ -37,6 +45,7 @@ IMPROVED, REGRESSED, EQUIVALENT, INCONCLUSIVE, NOT_VERIFIABLE = (
 VERDICTS = (IMPROVED, REGRESSED, EQUIVALENT, INCONCLUSIVE, NOT_VERIFIABLE)
 DECIDED = (IMPROVED, REGRESSED, EQUIVALENT)
 SIGNIFICANT = 4  # digits a reported speedup or bound keeps (advisor/verify.py)
+Z95 = 1.959964  # the reproducibility is one draw per measurement: no correction for the looks
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,7 @@ class Policy:
     """When the sequential test looks, and what it calls a practical difference."""
 
     margin: float = 0.05  # a speedup within +-5 % is "equivalent"
+    reproducibility: float = 0.05  # sd of ln(speedup) between measurements, unseen by one measurement's pairs
     precision: float = 0.25  # a decided verdict stops the measurement once its interval is within x/÷1.25
     alpha: float = 0.05  # over all looks together
     min_pairs: int = 5
@@ -58,9 +68,14 @@ class Policy:
         return self.alpha / (len(self.looks()) + 1)
 
     @classmethod
-    def fixed(cls, pairs: int, margin: float = 0.05) -> Policy:
+    def fixed(cls, pairs: int, margin: float = 0.05, reproducibility: float = 0.05) -> Policy:
         """A single look after exactly `pairs` pairs (``--repeat N``)."""
-        return cls(margin=margin, min_pairs=pairs, max_pairs=pairs)
+        return cls(margin=margin, reproducibility=reproducibility, min_pairs=pairs, max_pairs=pairs)
+
+    def floor(self) -> float:
+        """The half-width, in ln(speedup), that no number of pairs narrows: the run-to-run
+        reproducibility at 95 %."""
+        return Z95 * self.reproducibility
 
     def precise(self, decision: Decision) -> bool:
         """Whether a decided interval is narrow enough for its speedup to be reported: the same
@@ -106,7 +121,7 @@ def decide(log_ratios, policy: Policy, level_alpha: float | None = None) -> Deci
         s = float(math.exp(d.mean())) if n else float("nan")
         return Decision(INCONCLUSIVE, n, s, (float("nan"), float("nan")), float("nan"), None)
     mean, sd = float(d.mean()), float(d.std(ddof=1))
-    half = t_quantile(1.0 - alpha / 2.0, n - 1) * sd / math.sqrt(n)
+    half = math.hypot(t_quantile(1.0 - alpha / 2.0, n - 1) * sd / math.sqrt(n), policy.floor())
     lo, hi = outward(math.exp(mean - half), math.exp(mean + half))
     top, bottom = 1.0 + policy.margin, 1.0 / (1.0 + policy.margin)
     if lo > top:
@@ -118,7 +133,7 @@ def decide(log_ratios, policy: Policy, level_alpha: float | None = None) -> Deci
     else:
         verdict = INCONCLUSIVE
     band = math.log1p(policy.margin)
-    more = None if verdict != INCONCLUSIVE else _pairs_to_decide(mean, sd, n, band, alpha)
+    more = None if verdict != INCONCLUSIVE else _pairs_to_decide(mean, sd, n, band, alpha, policy.floor())
     return Decision(verdict, n, math.exp(mean), (lo, hi), sd, more)
 
 
@@ -162,14 +177,16 @@ def sequential(log_ratios, policy: Policy, *, final: bool = False) -> Decision:
                     last.more_pairs if not last.decided else None)
 
 
-def _pairs_to_decide(mean: float, sd: float, n: int, band: float, alpha: float) -> int | None:
+def _pairs_to_decide(mean: float, sd: float, n: int, band: float, alpha: float, floor: float) -> int | None:
     """Pairs at which an interval of this spread around this mean would clear the nearest
-    boundary (the margin for improved/regressed, or fit the band for equivalent)."""
+    boundary (the margin for improved/regressed, or fit the band for equivalent); None when
+    the reproducibility floor alone is wider than the distance to it."""
     distance = abs(abs(mean) - band)
-    if sd <= 0 or distance < 1e-9:
+    room = distance * distance - floor * floor
+    if sd <= 0 or room <= 1e-12:
         return None
     z = t_quantile(1.0 - alpha / 2.0, max(n - 1, 30))
-    need = math.ceil((z * sd / distance) ** 2)
+    need = math.ceil((z * sd) ** 2 / room)
     return max(need, n + 1) if need < 100_000 else None
 
 
@@ -178,6 +195,24 @@ def log_ratios(baseline, fixed) -> np.ndarray:
     b, f = np.asarray(baseline, dtype=float), np.asarray(fixed, dtype=float)
     n = min(b.size, f.size)
     return np.log(np.maximum(b[:n], 1e-12) / np.maximum(f[:n], 1e-12))
+
+
+def between_run_sd(groups) -> float:
+    """The run-to-run reproducibility behind ``Policy.reproducibility``: the standard deviation of
+    ln(speedup) between measurements beyond what each one's pairs explain. `groups`: per fix,
+    its runs' (mean log-ratio, standard error of that mean). DerSimonian-Laird's moment estimate
+    of the between-run variance, one variance common to all the fixes: the sum over fixes of
+    (Q - (k - 1)) over the sum of their scaling terms, 0 when the runs agree within their errors."""
+    excess, scale = 0.0, 0.0
+    for runs in groups:
+        m = np.array([r[0] for r in runs], dtype=float)
+        w = 1.0 / np.maximum(np.array([r[1] for r in runs], dtype=float), 1e-9) ** 2
+        if m.size < 2:
+            continue
+        centre = float((w * m).sum() / w.sum())
+        excess += float((w * (m - centre) ** 2).sum()) - (m.size - 1)
+        scale += float(w.sum() - (w * w).sum() / w.sum())
+    return math.sqrt(max(0.0, excess / scale)) if scale > 0 else float("nan")
 
 
 def relative_spread(times) -> float:

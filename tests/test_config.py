@@ -41,6 +41,7 @@ def test_system_and_thresholds(tmp_path, monkeypatch):
     ("[sytem]\nosts = 4\n", "unknown section [sytem]"),
     ("[thresholds]\nsmall_request_bytes = 'big'\n", "[thresholds] key 'small_request_bytes'"),
     ("[system\n", "not valid TOML"),
+    ("[replay]\nreproducibility = 1.5\n", "key 'reproducibility' must lie in [0, 1)"),
 ])
 def test_bad_config_names_the_key(tmp_path, text, words):
     with pytest.raises(ConfigError) as err:

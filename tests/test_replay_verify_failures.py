@@ -47,7 +47,9 @@ def test_a_fix_whose_replay_fails_is_not_verifiable_alone(corpus, tmp_path, monk
     coalesce, collective = out.verifications
     assert jobs == [["baseline", "fix0-coalesce", "fix1-collective"], ["baseline", "fix0-coalesce"],
                     ["baseline", "fix1-collective"]]
-    assert coalesce.verdict == "equivalent" and coalesce.pairs == 5
+    # equal times: no effect, which the run-to-run reproducibility (+-10 %) cannot tell from +-5 %
+    assert coalesce.verdict == "inconclusive" and coalesce.pairs == 5
+    assert "more pairs would not decide" in coalesce.reason
     assert collective.verdict == "not-verifiable"
     assert collective.reason.startswith("not verifiable: its replay failed: replay on ")
     assert collective.reason.endswith("MPI_File_write_all: Other I/O error")
