@@ -296,8 +296,8 @@ def _replayed_side(times: list[float]) -> dict:
 # -- the launcher and the executor agree on the options -----------------------------------------
 def test_launch_options_reach_the_executor_unchanged():
     opts = LaunchOptions(np=2, repeat=3, cache="evict", odirect=True, min_sample_s=0.75,
-                         policy=stats.Policy(margin=0.1, reproducibility=0.02, min_pairs=4, max_pairs=12), budget_s=90.0,
-                         budget_bytes=5e9)
+                         policy=stats.Policy(margin=0.1, reproducibility=0.02, min_pairs=4, max_pairs=12),
+                         budget_s=90.0, budget_bytes=5e9)
     args = parse_args([*opts.executor_args(), "--plan", "p", "--scratch", "s", "--out", "o"])
     assert (args.repeat, args.cache, args.odirect, args.min_sample_s) == (3, "evict", True, 0.75)
     assert (args.adaptive, args.margin, args.min_pairs, args.max_pairs) == (True, 0.1, 4, 12)
