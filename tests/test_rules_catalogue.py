@@ -22,7 +22,7 @@ FIRES_ON = {
     "IO020": case("i_misaligned_1000000"), "IO021": f"{LOGS}/imbalanced_io/imbalanced-io.darshan",
     "IO030": f"{LOGS}/dlio_logs/snyder_python3_id3116902-2110483_12-19-66980-15861026832475351160_1.darshan",
     "IO031": case("h4_repetitions_i3"), "IO040": f"{PYDARSHAN}/sample-goodost.darshan",
-    "MPI001": f"{LOGS}/partial_data_stdio/partial_data_stdio.darshan", "MPI002": case("b_small_io_shared_4k"),
+    "MPI001": "traps/T03/case.darshan", "MPI002": case("b_small_io_shared_4k"),
     "MPI003": case("d_mpiio_independent_256k"), "MPI004": f"{LOGS}/imbalanced_io/imbalanced-io.darshan",
     "MPI005": f"{LOGS}/imbalanced_io/imbalanced-io.darshan", "MPI007": "traps/T02/case.darshan",
     "STD001": "traps/T03/case.darshan",

@@ -44,7 +44,7 @@ EXAMPLES = (
             {"seconds": 0.05616, "why": "chance spread of 4,022 operations per rank over 4 ranks "
                                             "(mean 532 us, no DXT)",
              "page_cache": False}),
-    Example("traps/T03/case.darshan", "MPI001", "counts", "high", Impact(0.047675, 0.153492, 0.095351), None),
+    Example("traps/T03/case.darshan", "MPI001", "counts", "high", Impact(0.093112, 0.153492, 0.095351), None),
     Example("generated/b_small_io_shared_4k/case.darshan", "IO001", "counts", "high",
             Impact(0.064933, 0.122244, 0.081861), None, "small_write_count 16,384"),
     Example("darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample-badost.darshan", "LUS010",

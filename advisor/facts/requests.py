@@ -170,10 +170,7 @@ def _register(op: str) -> None:
           "the latencies of the rpc_size requests that would carry the same bytes.",
           label=f"share of small {op} time coalescing saves")
     def small_saving(ctx: FactContext) -> float:
-        size = ctx.get(f"small_{op}_mean_size")
-        latency = ctx.get("request_latency_s")
-        transfer = size / ctx.get("stream_rate")
-        return max(0.0, 1.0 - size / ctx.get("rpc_size")) * latency / (latency + transfer) if size > 0 else 0.0
+        return coalescing_saving(ctx, ctx.get(f"small_{op}_mean_size"))
 
     @fact(f"small_{op}_cost_s", "seconds", f"Seconds per process small {op}s lose against rpc_size requests.",
           label=f"time small {op}s lose per process")
@@ -268,6 +265,16 @@ def stream_rate(ctx: FactContext) -> float:
     mib_s = _site_or_assumed(ctx, "stream_mib_s", DEFAULT_STREAM_MIB_S,
                              "a process streams 2,048 MiB/s in large requests")
     return float(mib_s) * (1 << 20)
+
+
+def coalescing_saving(ctx: FactContext, size: float) -> float:
+    """Share of the time of `size`-byte requests that rpc_size requests carrying the same bytes
+    would save: each request costs request_latency_s plus its bytes at stream_rate, and merging
+    saves only the latencies."""
+    if size <= 0:
+        return 0.0
+    latency = ctx.get("request_latency_s")
+    return max(0.0, 1.0 - size / ctx.get("rpc_size")) * latency / (latency + size / ctx.get("stream_rate"))
 
 
 def _site_or_assumed(ctx: FactContext, key: str, default: float, assumed: str) -> float:

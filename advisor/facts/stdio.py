@@ -14,7 +14,7 @@ import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import col, data_mask, records, top_files
-from advisor.facts.requests import SMALL
+from advisor.facts.requests import SMALL, coalescing_saving
 from advisor.facts.sanity import bounded
 
 STDIO_BUFFER = param("stdio_buffer_bytes", 4096, "a STDIO stream's default buffer (glibc: st_blksize, bytes)",
@@ -46,17 +46,24 @@ def _register(op: str) -> None:
         n = col(rec, calls_col)[keep].sum()
         return float(col(rec, bytes_col)[keep].sum() / n) if n else 0.0
 
-    @fact(f"stdio_small_{op}_cost_s", "seconds", f"Seconds per process small STDIO {op}s lose against rpc_size "
-          f"requests (their bounded {op} time x (1 - mean size / rpc_size); 0 when the calls are not small).",
+    @fact(f"stdio_{op}_request_size", "bytes", f"Bytes per file-system request of STDIO {op}s: the stream "
+          "buffer for calls smaller than it (they are copied into it), else the mean call.",
+          label=f"STDIO {op} request size")
+    def request_size(ctx: FactContext) -> float:
+        return max(ctx.get(f"stdio_{op}_mean_size"), float(ctx.get("stdio_buffer_bytes")))
+
+    @fact(f"stdio_small_{op}_cost_s", "seconds", f"Seconds per process STDIO {op}s lose against rpc_size "
+          f"requests: their bounded {op} time x the share that merging their file-system requests saves "
+          "(the same latency model as POSIX requests); 0 when those requests are not small.",
           label=f"time small STDIO {op}s lose per process")
     def small_cost(ctx: FactContext) -> float:
-        size = ctx.get(f"stdio_{op}_mean_size")
-        if not 0 < size < ctx.param(SMALL):
+        request = ctx.get(f"stdio_{op}_request_size")
+        if ctx.get(f"stdio_{op}_mean_size") <= 0 or request >= ctx.param(SMALL):
             return 0.0
         rec, keep = _data(ctx)
-        return bounded(ctx, "STDIO", keep).consistent(op) * max(0.0, 1.0 - size / ctx.get("rpc_size"))
+        return bounded(ctx, "STDIO", keep).consistent(op) * coalescing_saving(ctx, request)
 
-    for fn in (calls, mean_size, small_cost):
+    for fn in (calls, mean_size, request_size, small_cost):
         fn.__name__ = f"{fn.__name__}_{op}"
 
 
