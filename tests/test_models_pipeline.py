@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -75,10 +76,22 @@ def test_the_default_model_is_what_its_shipped_calibration_trains(tmp_path):
     gap = max(np.max(np.abs(a - b)) for a, b in zip(shipped.predict_log(x), rebuilt.predict_log(x)))
     if shipped.meta["versions"]["scikit-learn"] == sklearn.__version__:
         assert gap == 0.0  # the same library trains the same trees
-        # ... and calibrates the same interval, from the same replayed fixes
-        assert rebuilt.meta["speedup_interval"] == shipped.meta["speedup_interval"]
+        # ... and calibrates the same interval, from the same replayed fixes (to the last bits a
+        # CPU's vectorised sums may order differently: 0.6290662062033524 on one VM, ...523 on another)
+        assert _same(rebuilt.meta["speedup_interval"], shipped.meta["speedup_interval"])
     else:
         assert abs(rebuilt.meta["cv"]["mdape"] - shipped.meta["cv"]["mdape"]) < 0.03
+
+
+def _same(a, b) -> bool:
+    """Equal structures whose floats agree to 1e-12 relative."""
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-12)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
 
 
 def test_a_shipped_calibration_is_read_never_resumed(tmp_path):
