@@ -54,6 +54,7 @@ class FixSummary:
     ci95: list[float] | None = None
     target: str | None = None  # where it was measured
     fstype: str | None = None
+    load: dict[str, Any] | None = None  # the measuring node's load (Verification.load)
     reason: str | None = None  # the replay's verdict in words (advisor.verification.sentence)
     predicted_speedup: float | None = None
     predicted_interval: list[float] | None = None
@@ -84,7 +85,7 @@ class FixSummary:
 
 def measured_text(s: FixSummary) -> str:
     """The replay's verdict sentence and where it ran ('improved: 2.26x faster (...) on /t (ext4)')."""
-    where = f" on {place(s.target, s.fstype)}" if s.target and s.verdict != "not-verifiable" else ""
+    where = f" on {place(s.target, s.fstype, s.load)}" if s.target and s.verdict != "not-verifiable" else ""
     advice = ", do not apply as is" if s.slower else ""
     return f"{s.reason or s.verdict}{where}{advice}"
 
@@ -99,16 +100,22 @@ def predicted_text(speedup: float, interval: Any = None, time_saved_s: Any = Non
     return text
 
 
-def place(target: str | None, fstype: str | None) -> str:
-    """'/scratch/t (ext4)': where a replay ran."""
-    return f"{target} ({fstype})" if fstype else str(target)
+def place(target: str | None, fstype: str | None, load: Any = None) -> str:
+    """'/scratch/t (ext4, load 2.1-5.8 on 2 cores)': where a replay ran, and what ran beside it
+    (two measurements of one fix that differ in size usually differ in load)."""
+    notes = [fstype] if fstype else []
+    if isinstance(load, dict) and all(isinstance(load.get(k), (int, float)) for k in ("start", "end", "cores")):
+        lo, hi = sorted((load["start"], load["end"]))
+        span = f"{lo:.1f}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}-{hi:.1f}"
+        notes.append(f"load {span} on {load['cores']} core{'' if load['cores'] == 1 else 's'}")
+    return f"{target} ({', '.join(notes)})" if notes else str(target)
 
 
 def caution(verification: Verification | None) -> str:
     """The warning a finding's fix carries when its replay measured the job slower, else ''."""
     if verification is None or verification.verdict != "regressed":
         return ""
-    where = f" on {place(verification.target, verification.fstype)}" if verification.target else ""
+    where = f" on {place(verification.target, verification.fstype, verification.load)}" if verification.target else ""
     return f"measured slower{where}: do not apply as is"
 
 
@@ -137,7 +144,8 @@ def _summary(f: Finding) -> FixSummary:
         fix=dict(f.fix or {}), action=describe(f.fix or {}),
         verdict=v.verdict if v else None, speedup=_number(v.speedup) if v else None,
         ci95=v.ci95 if v and _pair(v.ci95) else None,
-        target=v.target if v else None, fstype=v.fstype if v else None, reason=v.reason if v else None,
+        target=v.target if v else None, fstype=v.fstype if v else None, load=v.load if v else None,
+        reason=v.reason if v else None,
         predicted_speedup=_number(p.speedup) if p else None,
         predicted_interval=p.interval if p and _pair(p.interval) else None,
         time_saved_s=_number(p.time_saved_s) if p else None)

@@ -69,6 +69,7 @@ class Verification:
     nprocs_source: int | None = None
     source: str | None = None
     layouts: dict[str, Any] | None = None  # layout fixes: {baseline, fixed} as read back after the run
+    load: dict[str, Any] | None = None  # rank 0's node: 1-minute load average at the start and the end, cores
 
     @property
     def measured(self) -> bool:

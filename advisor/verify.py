@@ -248,6 +248,7 @@ def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dic
         more_pairs=test.more_pairs,
         more_s=more_s, stop_reason=stopped, baseline=_side(base), fixed=_side(fixed),
         min_sample_s=outcome.get("min_sample_s"), cache_policy=outcome["cache_policy"], layouts=layouts,
+        load=outcome.get("load"),
         **context)
 
 

@@ -155,6 +155,7 @@ class Session:
 
     def run(self) -> dict:
         args = self.args
+        load_start = _load()
         policy = stats.Policy(margin=args.margin, reproducibility=args.reproducibility, precision=args.precision,
                               min_pairs=args.min_pairs, max_pairs=args.max_pairs)
         schedule = Schedule(len(self.plans), policy, adaptive=args.adaptive, repeat=max(args.repeat, 1),
@@ -195,6 +196,7 @@ class Session:
                        "max_pairs": policy.max_pairs, "looks": list(policy.looks())},
             "rounds": schedule.rounds, "stop_reason": schedule.stop_reason,
             "elapsed_s": time.monotonic() - self.started, "bytes_spent": schedule.spent_bytes,
+            "load": {"start": load_start, "end": _load(), "cores": os.cpu_count()},
             "budget": {"seconds": _finite(args.budget_s), "bytes": _finite(args.budget_bytes)},
             "variants": [{"label": label, "plan": self.plans[v].summary(), "passes": passes[v],
                           "warmup_s": warmups[v], "runs": samples[v], "stopped_at": schedule.stopped_at[v],
@@ -371,6 +373,14 @@ def _evict(path: str) -> None:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
+
+
+def _load() -> float | None:
+    """The 1-minute load average of this node (rank 0's): what ran beside the measurement."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def _finite(x: float) -> float | None:

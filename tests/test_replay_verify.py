@@ -56,6 +56,7 @@ def check_improved(v: Verification, target: Path, fstype: str) -> None:
     assert v.pairs >= 5 and v.np == NP and v.fstype == fstype
     assert v.baseline.passes * v.baseline.median_s >= 0.9 * v.min_sample_s  # auto-ranged samples
     assert v.cache_policy and v.target == str(target.resolve())
+    assert v.load["cores"] >= 1 and v.load["start"] >= 0 and v.load["end"] >= 0  # what ran beside it
     assert v.baseline.bytes > 0 and v.fixed.bytes > 0 and v.baseline.spread is not None
     assert v.reason.startswith("improved: ")
     assert not any(target.iterdir()), "the replay left files behind"

@@ -285,3 +285,14 @@ def _fix_rows(page: str) -> list[dict]:
     parser = _FixRows()
     parser.feed(page)
     return [r for r in parser.rows if r["cells"]]  # the header row has no <td>
+
+
+def test_a_measurement_says_the_load_it_ran_beside():
+    """Two measurements of one fix that differ in size usually differ in load: the place says it."""
+    from advisor.fixes import place
+
+    assert place("/s", "ext4", {"start": 2.13, "end": 5.81, "cores": 2}) == "/s (ext4, load 2.1-5.8 on 2 cores)"
+    assert place("/s", "ext4", {"start": 0.5, "end": 0.46, "cores": 1}) == "/s (ext4, load 0.5 on 1 core)"
+    assert place("/s", "ext4", {"start": None, "end": 1.0, "cores": 2}) == "/s (ext4)"  # unknown: not said
+    assert place("/s", None, "1.0") == "/s"
+    assert place("/s", None, {"start": 1, "end": 1, "cores": 4}) == "/s (load 1.0 on 4 cores)"
