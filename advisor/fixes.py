@@ -105,8 +105,8 @@ def place(target: str | None, fstype: str | None, load: Any = None) -> str:
     (two measurements of one fix that differ in size usually differ in load)."""
     notes = [fstype] if fstype else []
     if isinstance(load, dict) and all(isinstance(load.get(k), (int, float)) for k in ("start", "end", "cores")):
-        lo, hi = sorted((load["start"], load["end"]))
-        span = f"{lo:.1f}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}-{hi:.1f}"
+        lo, hi = (f"{x:.1f}" for x in sorted((load["start"], load["end"])))
+        span = lo if lo == hi else f"{lo}-{hi}"
         notes.append(f"load {span} on {load['cores']} core{'' if load['cores'] == 1 else 's'}")
     return f"{target} ({', '.join(notes)})" if notes else str(target)
 

@@ -174,9 +174,9 @@ class _Launch:
     def __init__(self, base: Plan, target: Path, repeat: int | None, settings: ReplayConfig, **flags: Any):
         self.base, self.target, self.flags = base, target, flags
         self.settings, self.repeat = settings, repeat
-        self.policy = stats.Policy.fixed(repeat, settings.margin, settings.reproducibility) if repeat else \
-            stats.Policy(margin=settings.margin, reproducibility=settings.reproducibility,
-                         precision=settings.precision, min_pairs=settings.min_pairs, max_pairs=settings.max_pairs)
+        knobs = {"margin": settings.margin, "reproducibility": settings.reproducibility}
+        self.policy = stats.Policy.fixed(repeat, **knobs) if repeat else stats.Policy(
+            precision=settings.precision, min_pairs=settings.min_pairs, max_pairs=settings.max_pairs, **knobs)
         self.kept: str | None = None
         self.launcher: str | None = None
 

@@ -68,9 +68,9 @@ class Policy:
         return self.alpha / (len(self.looks()) + 1)
 
     @classmethod
-    def fixed(cls, pairs: int, margin: float = 0.05, reproducibility: float = 0.05) -> Policy:
-        """A single look after exactly `pairs` pairs (``--repeat N``)."""
-        return cls(margin=margin, reproducibility=reproducibility, min_pairs=pairs, max_pairs=pairs)
+    def fixed(cls, pairs: int, **knobs: float) -> Policy:
+        """A single look after exactly `pairs` pairs (``--repeat N``); `knobs`: margin, reproducibility."""
+        return cls(min_pairs=pairs, max_pairs=pairs, **knobs)
 
     def floor(self) -> float:
         """The half-width, in ln(speedup), that no number of pairs narrows: the run-to-run

@@ -64,3 +64,14 @@ def test_threshold_names_checked_against_the_catalogue(tmp_path, text, words):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="no such config file"):
         load_config(tmp_path / "absent.toml")
+
+
+def test_replay_defaults_are_the_executors():
+    """The site file's [replay] defaults and the executor's (replay.stats.Policy) are one set:
+    `ioadvisor replay` and a bare `python -m replay.executor` decide alike."""
+    from advisor.config import ReplayConfig
+    from replay.stats import Policy
+
+    site, policy = ReplayConfig(), Policy()
+    for key in ("margin", "reproducibility", "precision", "min_pairs", "max_pairs"):
+        assert getattr(site, key) == getattr(policy, key), key
