@@ -81,22 +81,6 @@ def all_collective(ctx: FactContext, ids) -> bool:
     return bool(ids) and all(modes.get(i) is True for i in ids)
 
 
-def _register_below_collective(op: str) -> None:
-    @fact(f"small_{op}s_below_collective", "flag", f"Every file with small POSIX {op}s was moved with collective "
-          f"MPI-IO: those {op}s are the MPI-IO layer's below the collective calls (aggregators' file domains, "
-          f"read-modify-write of collective buffers), sized by cb_buffer_size, not by the application.",
-          label=f"small {op}s made below collective MPI-IO")
-    def below(ctx: FactContext) -> bool:
-        t = requests.table(ctx)
-        return all_collective(ctx, np.unique(t.rec.ids[t.small[op] > 0]))
-
-    below.__name__ = f"small_{op}s_below_collective"
-
-
-for _op in ("read", "write"):
-    _register_below_collective(_op)
-
-
 def aggregator_count(ctx: FactContext, record_id: int, posix) -> tuple[int, bool]:
     """Aggregators that did a collectively accessed file's POSIX I/O, and whether they were counted:
     the ranks with DXT segments on it, else estimated as its bytes over the slowest rank's bytes
@@ -248,7 +232,9 @@ def _indep_shared_rows(ctx: FactContext) -> np.ndarray:
     return shared_mask(t.rec) & np.isin(t.rec.ids, indep)
 
 
-def _register_indep_small(op: str) -> None:
+def _register_per_op(op: str) -> None:
+    """The facts of one direction: what small requests lose under independent MPI-IO, and whether
+    every small request is below collective MPI-IO."""
     @fact(f"mpiio_indep_small_{op}_cost_s", "seconds", f"Seconds per process small POSIX {op}s lose (against "
           f"rpc_size requests) on shared files MPI-IO accessed independently: what collective buffering "
           f"would merge away, whatever the request size class.",
@@ -262,6 +248,16 @@ def _register_indep_small(op: str) -> None:
 
     cost.__name__ = f"mpiio_indep_small_{op}_cost_s"
 
+    @fact(f"small_{op}s_below_collective", "flag", f"Every file with small POSIX {op}s was moved with collective "
+          f"MPI-IO: those {op}s are the MPI-IO layer's below the collective calls (aggregators' file domains, "
+          f"read-modify-write of collective buffers), sized by cb_buffer_size, not by the application.",
+          label=f"small {op}s made below collective MPI-IO")
+    def below(ctx: FactContext) -> bool:
+        t = requests.table(ctx)
+        return all_collective(ctx, np.unique(t.rec.ids[t.small[op] > 0]))
+
+    below.__name__ = f"small_{op}s_below_collective"
+
 
 for _op in ("read", "write"):
-    _register_indep_small(_op)
+    _register_per_op(_op)
