@@ -3,7 +3,7 @@
 Several findings often propose one fix (IO001 and IO002 both coalesce to 4 MiB). A fix is
 summarised once, with the codes that propose it, what its replay measured and what a
 learned model predicted. Only findings of warn or high propose a fix here: an info finding
-(or one of low severity because it costs little) keeps its advice on its card. A fix measured
+(often of low confidence, or of a small share of the run) keeps its advice on its card. A fix measured
 slower, or predicted slower (the model's interval below 1), is never ranked: it goes to the
 "do not apply as is" list with what said so. The others, best first: by the highest severity
 of the findings proposing them; within one severity the fixes with a speedup (measured when
