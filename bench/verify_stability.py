@@ -66,7 +66,7 @@ def verify_once(log: Path, target: Path, args: argparse.Namespace) -> tuple[list
         if done.returncode not in (0, 1) or not out.exists():
             raise RuntimeError(f"{log}: diagnose --verify failed ({done.returncode}): {done.stderr.strip()[-300:]}")
         doc = json.loads(out.read_text())
-    fixes = doc["summary"]["fixes"]
+    fixes = doc["summary"]["fixes"] + doc["summary"].get("fixes_not_to_apply", [])  # ranked, then slower
     for fix in fixes:  # the pairs behind the summary: the finding's verification of the same fix
         v = next((f["verification"] for f in doc["findings"] if f.get("fix") == fix["fix"] and f.get("verification")),
                  None)

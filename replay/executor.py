@@ -131,7 +131,7 @@ class Session:
         self.buffer = self._buffer(comm)
         self.started = time.monotonic()
         self.cache = "none"
-        self.last_record = None
+        self.last_record, self.last_hints = None, None
         self.layouts: dict[str, dict | None] = {}
         from mpi4py import MPI
 
@@ -214,7 +214,7 @@ class Session:
             rec = reduce_record(self.comm, self.last_record, np.asarray(plan.files["source"]))
             if self.comm.rank == 0:
                 self._save_pairs(label, rec.pop("pairs"))
-                records[label] = rec
+                records[label] = {**rec, "hints": self.last_hints or {}}  # rank 0's first MPI-IO open
                 times.append(entry["time_s"])
         return times, records
 
@@ -244,7 +244,7 @@ class Session:
                 self._cleanup(rundir)
             elapsed, phases = elapsed + took, phases + per_phase
             if keep_record:
-                self.last_record, keep_record = runner.record, False
+                self.last_record, self.last_hints, keep_record = runner.record, runner.applied_hints, False
         entry = self._run_entry(elapsed / passes, phases / passes, runner)
         if entry is not None:
             entry.update(passes=passes, sample_s=entry["time_s"] * passes)

@@ -38,7 +38,7 @@ def moved(p: Plan, op: int) -> int:
 
 def test_every_fix_of_the_catalogue_has_a_test_here():
     tested = {"coalesce", "sequential", "fsync", "align", "stripe", "layout", "collective", "aggregate",
-              "avoid-targets"}
+              "avoid-targets", "hints"}
     assert set(FIXES) == tested
 
 
@@ -242,6 +242,30 @@ def test_aggregate_needs_writes_to_a_shared_file():
         transforms.aggregate(plan([(0, READ, 0, 0, KiB), (1, READ, 0, 0, KiB)], nranks=2), 1)
     with pytest.raises(ValueError, match="aggregators must be positive"):
         transforms.aggregate(plan([(0, WRITE, 0, 0, KiB)]), 0)
+
+
+# -- hints --------------------------------------------------------------------------------
+def test_hints_set_romio_hints_for_the_mpiio_opens_and_keep_the_calls():
+    p = plan([(0, WRITE, 0, 0, KiB, MPIIO_COLL), (1, WRITE, 0, KiB, KiB, MPIIO_COLL)], nranks=2)
+    p = p.replace(hints={"cb_nodes": "2"})
+    out = apply_fix(p, {"transform": "hints", "romio_ds_write": "disable", "cb_buffer_size": 4 * MiB,
+                        "striping_unit": 4 * MiB})
+    assert out.hints == {"cb_nodes": "2", "romio_ds_write": "disable", "cb_buffer_size": str(4 * MiB),
+                         "striping_unit": str(4 * MiB)}
+    assert rows(out) == rows(p) and out.meta["transforms"][-1] == {
+        "transform": "hints", "cb_buffer_size": 4 * MiB, "romio_ds_write": "disable", "striping_unit": 4 * MiB}
+
+
+def test_hints_need_mpiio_calls_and_known_values():
+    with pytest.raises(ValueError, match="no MPI-IO call"):
+        transforms.hints(plan([(0, WRITE, 0, 0, KiB)]), cb_nodes=2)
+    mpi = plan([(0, WRITE, 0, 0, KiB, MPIIO)])
+    with pytest.raises(ValueError, match="no hint given"):
+        transforms.hints(mpi)
+    with pytest.raises(ValueError, match="cb_buffer_size must be positive"):
+        transforms.hints(mpi, cb_buffer_size=0)
+    with pytest.raises(ValueError, match="romio_ds_write must be one of enable, disable, automatic"):
+        apply_fix(mpi, {"transform": "hints", "romio_ds_write": "off"})
 
 
 # -- fix dicts ----------------------------------------------------------------------------

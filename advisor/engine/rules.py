@@ -23,7 +23,7 @@ from advisor.errors import ConfigError
 from advisor.facts import PARAMS, registry
 from advisor.findings import CATEGORIES, SEVERITIES
 from advisor.units import quantity
-from replay.transforms import FIXES
+from replay.transforms import FIXES, KINDS
 
 if TYPE_CHECKING:
     import yaml
@@ -248,7 +248,7 @@ def _check_fix(fix: dict[str, Any], at: str) -> None:
         try:
             params[key](value)
         except (TypeError, ValueError):
-            raise ConfigError(f"{at}: fix '{name}': {key} must be {params[key].__name__}, "
+            raise ConfigError(f"{at}: fix '{name}': {key} must be {KINDS.get(params[key], params[key].__name__)}, "
                               f"got {value!r}") from None
 
 

@@ -36,6 +36,51 @@ def collective_ids(ctx: FactContext) -> set[int]:
     return ctx.memo("aggregation.collective_ids", build)
 
 
+def mpiio_modes(ctx: FactContext) -> dict[int, bool]:
+    """Record id -> True when most of the file's MPI-IO data calls were collective, False when most
+    were independent (blocking or not); files without MPI-IO calls are absent. By calls, as the
+    counters have no bytes per mode: PnetCDF's few independent header writes do not make a file
+    written with 100,000 collective calls an independent one."""
+
+    def build() -> dict[int, bool]:
+        try:
+            rec = records(ctx, "MPI-IO")
+        except Missing:
+            return {}
+        coll = col(rec, "COLL_READS") + col(rec, "COLL_WRITES")
+        indep = sum(col(rec, n) for n in ("INDEP_READS", "INDEP_WRITES", "NB_READS", "NB_WRITES"))
+        ids, row = np.unique(rec.ids, return_inverse=True)
+        by_coll, by_indep = np.bincount(row, coll, len(ids)), np.bincount(row, indep, len(ids))
+        return {int(i): bool(c > n) for i, c, n in zip(ids, by_coll, by_indep) if c + n > 0}
+
+    return ctx.memo("aggregation.mpiio_modes", build)
+
+
+def _moded_files(ctx: FactContext, collective: bool) -> list[str]:
+    modes = mpiio_modes(ctx)
+    return [f.path for f in data_files(ctx) if modes.get(f.record_id) is collective]
+
+
+@fact("collective_files", "path", "Files most of whose MPI-IO calls were collective (MPIIO_COLL_READS + "
+      "COLL_WRITES against the independent and non-blocking ones): the POSIX requests on them are the "
+      "MPI-IO layer's (aggregators, read-modify-write), sized by its hints.", label="files moved collectively")
+def collective_files(ctx: FactContext) -> list[str]:
+    return _moded_files(ctx, True)
+
+
+@fact("independent_files", "path", "Files most of whose MPI-IO calls were independent (blocking or not): "
+      "what switching to collective calls would change.", label="files moved with independent MPI-IO")
+def independent_files(ctx: FactContext) -> list[str]:
+    return _moded_files(ctx, False)
+
+
+def all_collective(ctx: FactContext, ids) -> bool:
+    """Every record id of `ids` (there is one) belongs to a file MPI-IO moved collectively."""
+    modes = mpiio_modes(ctx)
+    ids = [int(i) for i in ids]
+    return bool(ids) and all(modes.get(i) is True for i in ids)
+
+
 def aggregator_count(ctx: FactContext, record_id: int, posix) -> tuple[int, bool]:
     """Aggregators that did a collectively accessed file's POSIX I/O, and whether they were counted:
     the ranks with DXT segments on it, else estimated as its bytes over the slowest rank's bytes
@@ -187,7 +232,9 @@ def _indep_shared_rows(ctx: FactContext) -> np.ndarray:
     return shared_mask(t.rec) & np.isin(t.rec.ids, indep)
 
 
-def _register_indep_small(op: str) -> None:
+def _register_per_op(op: str) -> None:
+    """The facts of one direction: what small requests lose under independent MPI-IO, and whether
+    every small request is below collective MPI-IO."""
     @fact(f"mpiio_indep_small_{op}_cost_s", "seconds", f"Seconds per process small POSIX {op}s lose (against "
           f"rpc_size requests) on shared files MPI-IO accessed independently: what collective buffering "
           f"would merge away, whatever the request size class.",
@@ -201,6 +248,16 @@ def _register_indep_small(op: str) -> None:
 
     cost.__name__ = f"mpiio_indep_small_{op}_cost_s"
 
+    @fact(f"small_{op}s_below_collective", "flag", f"Every file with small POSIX {op}s was moved with collective "
+          f"MPI-IO: those {op}s are the MPI-IO layer's below the collective calls (aggregators' file domains, "
+          f"read-modify-write of collective buffers), sized by cb_buffer_size, not by the application.",
+          label=f"small {op}s made below collective MPI-IO")
+    def below(ctx: FactContext) -> bool:
+        t = requests.table(ctx)
+        return all_collective(ctx, np.unique(t.rec.ids[t.small[op] > 0]))
+
+    below.__name__ = f"small_{op}s_below_collective"
+
 
 for _op in ("read", "write"):
-    _register_indep_small(_op)
+    _register_per_op(_op)
