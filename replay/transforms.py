@@ -14,6 +14,7 @@ import numpy as np
 
 from replay.collective import aggregate, collective
 from replay.edit import add_transform, collapse, data_mask, merge, ranks_per_file, stream_runs, take
+from replay.mpiio_calls import mpiio_calls
 from replay.plan import (CLOSE, COMM_SELF, CREATE, FLAG_PAD, FSYNC, LAYOUT_DIR, LAYOUT_FILE, MPIIO,
                          MPIIO_COLL, OPEN, Plan)
 
@@ -273,6 +274,7 @@ FIXES: dict[str, tuple[Callable[..., Plan], dict[str, type]]] = {
     "stripe": (stripe, {"count": int, "size": int, "object_size": int, "scope": str}),
     "sequential": (sequential, {}),
     "avoid-targets": (avoid_targets, {"targets": target_list}),
+    "mpiio_calls": (mpiio_calls, {"call_bytes": int}),
 }
 
 
@@ -303,4 +305,4 @@ def check_fix(fix: dict[str, Any]) -> tuple[Callable[..., Plan], dict[str, Any]]
 
 
 __all__ = ["FIXES", "aggregate", "align", "apply_fix", "avoid_targets", "check_fix", "coalesce", "collective",
-           "fsync_at_close", "layout", "sequential", "stripe", "target_list"]
+           "fsync_at_close", "layout", "mpiio_calls", "sequential", "stripe", "target_list"]
