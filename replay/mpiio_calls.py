@@ -56,7 +56,7 @@ def _merged(ops: dict[str, np.ndarray], run: np.ndarray, coll: np.ndarray) -> di
     follows = np.concatenate([[True], ops["offset"][1:] == ops["offset"][:-1] + ops["length"][:-1]])
     breaks = np.bincount(run, weights=~follows & (np.arange(n) != first[run]), minlength=len(first))
     scattered = ((breaks > 0) & coll[first])[run]
-    whole = collapse(take(ops, ~scattered), run[~scattered])
+    whole = collapse(take(ops, ~scattered), run[~scattered]) if not scattered.all() else take(ops, ~scattered)
     whole_pos = first[np.unique(run[~scattered])].astype(np.float64)
     rows = take(ops, scattered)
     rid = run[scattered]

@@ -83,13 +83,15 @@ def test_every_transform_is_described_in_words():
     samples = {"coalesce": COALESCE, "collective": COLLECTIVE, "fsync": FSYNC, "aggregate": AGGREGATE,
                "stripe": STRIPE, "sequential": SEQUENTIAL, "align": {"transform": "align", "boundary": 1 << 20},
                "layout": {"transform": "layout", "mode": "fpp"},
-               "avoid-targets": {"transform": "avoid-targets", "targets": [3]}}
+               "avoid-targets": {"transform": "avoid-targets", "targets": [3]},
+               "mpiio_calls": {"transform": "mpiio_calls", "call_bytes": 4 << 20}}
     assert set(samples) == set(FIXES)
     words = {name: describe(fix) for name, fix in samples.items()}
     assert words["coalesce"] == "coalesce requests to 4 MiB"
     assert words["stripe"] == "stripe over 8 OSTs in 4 MiB stripes"
     assert words["layout"] == "one file per process"
     assert words["avoid-targets"] == "keep new files off storage target 3"
+    assert words["mpiio_calls"] == "MPI-IO calls of up to 4 MiB per rank"
     assert all("=" not in text and text != name for name, text in words.items())
     assert describe({"transform": "new", "depth": 2}) == "new (depth=2)"
 
