@@ -40,6 +40,9 @@ class CallCost:
     largest_rank_bytes: float  # the most one rank moved collectively on one file in one direction
     files: tuple[str, ...]  # files with collective calls, most time above POSIX first
 
+    def per_call(self, value: float) -> float:
+        return value / self.calls if self.calls else 0.0
+
 
 def _posix_wall(ctx: FactContext, ids: np.ndarray, n: int) -> np.ndarray:
     """Per MPI-IO file, the seconds each rank waited for the POSIX calls below it: the mean
@@ -114,7 +117,7 @@ def mpiio_coll_calls_per_rank(ctx: FactContext) -> float:
       label="mean bytes per collective MPI-IO call")
 def mpiio_coll_call_size(ctx: FactContext) -> float:
     c = call_cost(ctx)
-    return c.bytes / c.calls if c.calls else 0.0
+    return c.per_call(c.bytes)
 
 
 @fact("mpiio_coll_above_posix_s", "seconds", "Seconds per process the collective MPI-IO calls spent above "
@@ -128,7 +131,7 @@ def mpiio_coll_above_posix_s(ctx: FactContext) -> float:
       "(the time above POSIX over the calls).", label="time above POSIX per collective call")
 def mpiio_coll_call_overhead_s(ctx: FactContext) -> float:
     c = call_cost(ctx)
-    return c.above_s / c.calls if c.calls else 0.0
+    return c.per_call(c.above_s)
 
 
 @fact("mpiio_coll_calls_after", "ops", "Collective MPI-IO calls per process if each rank moved up to "
@@ -143,7 +146,7 @@ def mpiio_coll_calls_after(ctx: FactContext) -> float:
       label="time larger MPI-IO calls would save per process")
 def mpiio_call_overhead_cost_s(ctx: FactContext) -> float:
     c = call_cost(ctx)
-    return c.above_s / c.calls * max(c.calls - c.calls_after, 0.0) if c.calls else 0.0
+    return c.per_call(c.above_s) * max(c.calls - c.calls_after, 0.0)
 
 
 @fact("mpiio_suggested_call_bytes", "bytes", "Bytes per rank and call to move instead: mpiio_call_bytes, or "
