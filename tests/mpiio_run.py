@@ -7,7 +7,8 @@ r * block), each call timed (MPI-IO F_WRITE_TIME), then issues the same pieces w
 to a file of its own layer below (POSIX F_WRITE_TIME, the slowest rank's time). The POSIX layer
 is measured apart because only Darshan can time ROMIO's own system calls; under these calls
 ROMIO issues the same pieces (ranks' blocks do not interleave, so collective buffering is not
-engaged and each rank writes its piece itself). The counters are put into a JobProfile with
+engaged and each rank writes its piece itself: strace shows one 4 KiB pwrite64 per rank and call).
+The counters are put into a JobProfile with
 tests/profiles.py, so the diagnosis and the replay read them as they read a log's.
 """
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from advisor.api import diagnose_profile, load
 from advisor.config import ReplayConfig
@@ -23,6 +24,7 @@ from advisor.verify import verify_findings
 from replay.plan import MPIIO, MPIIO_COLL
 from replay.transforms import apply_fix
 from tests import mpiio_run
+from tests.profiles import SHARED, facts, job, module
 
 NP = 2
 KiB = 1 << 10
@@ -48,6 +50,21 @@ def test_small_collective_calls_are_found_and_larger_calls_verified_faster(tmp_p
     assert v.baseline.data_ops == 512 and v.fixed.data_ops == NP  # the same bytes in one call per rank
     assert v.baseline.bytes == v.fixed.bytes == NP * 256 * 4 * KiB
     assert not any(tmp_path.iterdir()), "the replay left files behind"
+
+
+def test_time_above_posix_is_what_the_ranks_did_not_wait_for_below_on_the_collective_share():
+    calls, size = 4000, 4 * KiB  # 4 ranks: 1,000 writes each, half of them collective
+    mpiio = module("MPI-IO", [(1, SHARED, {"MPIIO_COLL_WRITES": calls // 2, "MPIIO_INDEP_WRITES": calls // 2,
+                                           "MPIIO_BYTES_WRITTEN": calls * size, "MPIIO_F_WRITE_TIME": 8.0})])
+    posix = module("POSIX", [(1, SHARED, {"POSIX_WRITES": calls, "POSIX_BYTES_WRITTEN": calls * size,
+                                          "POSIX_F_WRITE_TIME": 0.4, "POSIX_F_SLOWEST_RANK_TIME": 0.3})])
+    ctx = facts(job(mpiio, posix, nprocs=4, runtime_s=10.0))
+    # 2 s per process in MPI-IO, the slowest rank 0.3 s below it: 1.7 s above, half of it collective
+    assert ctx.get("mpiio_coll_above_posix_s") == pytest.approx(0.85)
+    assert ctx.get("mpiio_coll_calls_per_rank") == 500 and ctx.get("mpiio_coll_call_size") == size
+    assert ctx.get("mpiio_coll_calls_after") == 1  # 2 MiB per rank fits one 4 MiB call
+    assert ctx.get("mpiio_call_overhead_cost_s") == pytest.approx(0.85 * 499 / 500)
+    assert ctx.get("mpiio_suggested_call_bytes") == 500 * size
 
 
 def test_collective_calls_of_a_real_log_replay_as_collective_calls_and_merge_matched(corpus):
