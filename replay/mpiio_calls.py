@@ -25,8 +25,8 @@ def mpiio_calls(plan: Plan, call_bytes: int = 4 * MiB) -> Plan:
     if call_bytes <= 0:
         raise ValueError("mpiio_calls: call_bytes must be positive")
     ops = plan.ops
-    free = data_mask(ops) & (ops["batch"] < 0)
-    indep, coll = free & (ops["api"] == MPIIO), free & (ops["api"] == MPIIO_COLL)
+    data = data_mask(ops)  # a collective call may already be several pieces (a batch): merged too
+    indep, coll = data & (ops["api"] == MPIIO) & (ops["batch"] < 0), data & (ops["api"] == MPIIO_COLL)
     if not (indep.any() or coll.any()):
         raise ValueError("mpiio_calls: the plan has no MPI-IO data calls to merge")
     run = _calls(ops, indep, coll, int(call_bytes))
@@ -55,9 +55,11 @@ def _merged(ops: dict[str, np.ndarray], run: np.ndarray, coll: np.ndarray) -> di
     first = np.flatnonzero(np.concatenate([[True], run[1:] != run[:-1]]))
     follows = np.concatenate([[True], ops["offset"][1:] == ops["offset"][:-1] + ops["length"][:-1]])
     breaks = np.bincount(run, weights=~follows & (np.arange(n) != first[run]), minlength=len(first))
-    scattered = ((breaks > 0) & coll[first])[run]
+    view = (breaks > 0) & coll[first]  # per call: scattered collective pieces, written through a view
+    scattered = view[run]
     whole = collapse(take(ops, ~scattered), run[~scattered]) if not scattered.all() else take(ops, ~scattered)
-    whole_pos = first[np.unique(run[~scattered])].astype(np.float64)
+    whole["batch"] = np.where(coll[first][~view], -1, whole["batch"])  # one piece: a plain collective call
+    whole_pos = first[~view].astype(np.float64)
     rows = take(ops, scattered)
     rid = run[scattered]
     order = np.lexsort((rows["offset"], rid))
