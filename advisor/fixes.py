@@ -205,6 +205,8 @@ def describe(fix: dict[str, Any]) -> str:
             return LAYOUTS[str(fix["mode"])]
         case "sequential":
             return "access files sequentially"
+        case "mpiio_calls":
+            return f"MPI-IO calls of up to {_size(fix.get('call_bytes'))} per rank"
         case "avoid-targets" if fix.get("targets"):
             return f"keep new files off storage target{'s' if len(fix['targets']) > 1 else ''} " \
                    f"{', '.join(map(str, fix['targets']))}"

@@ -14,6 +14,7 @@ import numpy as np
 
 from replay.collective import aggregate, collective
 from replay.edit import add_transform, collapse, data_mask, merge, ranks_per_file, stream_runs, take
+from replay.mpiio_calls import mpiio_calls
 from replay.plan import (CLOSE, COMM_SELF, CREATE, FLAG_PAD, FSYNC, LAYOUT_DIR, LAYOUT_FILE, MPIIO,
                          MPIIO_COLL, OPEN, Plan)
 
@@ -303,6 +304,7 @@ FIXES: dict[str, tuple[Callable[..., Plan], dict[str, type]]] = {
     "hints": (hints, {"cb_nodes": int, "cb_buffer_size": int, "romio_cb_read": hint_switch,
                       "romio_cb_write": hint_switch, "romio_ds_read": hint_switch, "romio_ds_write": hint_switch,
                       "striping_unit": int, "striping_factor": int}),
+    "mpiio_calls": (mpiio_calls, {"call_bytes": int}),
 }
 
 
@@ -337,4 +339,5 @@ def check_fix(fix: dict[str, Any]) -> tuple[Callable[..., Plan], dict[str, Any]]
 
 
 __all__ = ["FIXES", "aggregate", "align", "apply_fix", "avoid_targets", "check_fix", "coalesce", "collective",
-           "fsync_at_close", "hint_switch", "hints", "layout", "sequential", "stripe", "target_list"]
+           "fsync_at_close", "hint_switch", "hints", "layout", "mpiio_calls", "sequential", "stripe",
+           "target_list"]

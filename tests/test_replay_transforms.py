@@ -38,7 +38,7 @@ def moved(p: Plan, op: int) -> int:
 
 def test_every_fix_of_the_catalogue_has_a_test_here():
     tested = {"coalesce", "sequential", "fsync", "align", "stripe", "layout", "collective", "aggregate",
-              "avoid-targets", "hints"}
+              "avoid-targets", "hints", "mpiio_calls"}
     assert set(FIXES) == tested
 
 
@@ -219,6 +219,45 @@ def test_collective_pads_a_rank_with_less_to_do():
 def test_collective_needs_a_shared_file():
     with pytest.raises(ValueError, match="no shared file with data"):
         transforms.collective(plan([(0, WRITE, 0, 0, KiB), (1, WRITE, 1, 0, KiB)], nranks=2, nfiles=2))
+
+
+# -- mpiio_calls --------------------------------------------------------------------------
+def test_mpiio_calls_merges_collective_calls_and_pads_the_rank_left_with_fewer():
+    p = plan([(r, op, 0, off, n, MPIIO_COLL) for r, ln in ((0, 4 * KiB), (1, 2 * KiB))
+              for op, off, n in [(OPEN, 0, 0)] + [(WRITE, r * 64 * KiB + i * ln, ln) for i in range(3)]
+              + [(CLOSE, 0, 0)]]
+             + [(0, WRITE, 1, off, KiB, MPIIO) for off in (0, KiB, 4 * KiB)],  # independent, one hole
+             nranks=2, nfiles=2)
+    fixed = apply_fix(p, {"transform": "mpiio_calls", "call_bytes": 8 * KiB})
+    fixed.validate()
+    assert rows(fixed, 0) == [(OPEN, 0, 0, 0), (WRITE, 0, 0, 8 * KiB), (WRITE, 0, 8 * KiB, 4 * KiB),
+                                               (CLOSE, 0, 0, 0), (WRITE, 1, 0, 2 * KiB), (WRITE, 1, 4 * KiB, KiB)]
+    assert rows(fixed, 1) == [(OPEN, 0, 0, 0), (WRITE, 0, 64 * KiB, 6 * KiB),
+                              (WRITE, 0, 0, 0),  # a zero-length write_at_all matches rank 0's second call
+                              (CLOSE, 0, 0, 0)]
+    ops = fixed.ops
+    assert ((ops["flags"] & FLAG_PAD) != 0).sum() == 1
+    assert set(ops["api"][ops["file"] == 0].tolist()) == {MPIIO_COLL} and (ops["batch"] < 0).all()
+    assert moved(fixed, WRITE) == moved(p, WRITE)
+    assert fixed.meta["transforms"] == [{"transform": "mpiio_calls", "call_bytes": 8 * KiB}]
+
+
+def test_mpiio_calls_sends_scattered_collective_pieces_through_one_file_view():
+    p = plan([(r, WRITE, 0, off, KiB, MPIIO_COLL) for r in range(2)
+              for off in (r * KiB + 8 * KiB, r * KiB)],  # each rank: two pieces, the later one first
+             nranks=2)
+    fixed = transforms.mpiio_calls(p, call_bytes=MiB)
+    fixed.validate()
+    for r in range(2):
+        ops = fixed.rank_ops(r)
+        assert ops["offset"].tolist() == [r * KiB, r * KiB + 8 * KiB]  # a file view names them in order
+        assert len(set(ops["batch"].tolist())) == 1 and ops["batch"][0] >= 0
+    assert fixed.max_request(mpi_only=True) == 2 * KiB
+
+
+def test_mpiio_calls_needs_mpiio_calls():
+    with pytest.raises(ValueError, match="no MPI-IO data calls"):
+        transforms.mpiio_calls(plan([(0, WRITE, 0, 0, KiB)]))
 
 
 # -- aggregate ----------------------------------------------------------------------------

@@ -116,7 +116,8 @@ def test_every_transform_is_described_in_words():
                "stripe": STRIPE, "sequential": SEQUENTIAL, "align": {"transform": "align", "boundary": 1 << 20},
                "layout": {"transform": "layout", "mode": "fpp"},
                "avoid-targets": {"transform": "avoid-targets", "targets": [3]},
-               "hints": {"transform": "hints", "romio_ds_write": "disable", "cb_buffer_size": 4 << 20}}
+               "hints": {"transform": "hints", "romio_ds_write": "disable", "cb_buffer_size": 4 << 20},
+               "mpiio_calls": {"transform": "mpiio_calls", "call_bytes": 4 << 20}}
     assert set(samples) == set(FIXES)
     words = {name: describe(fix) for name, fix in samples.items()}
     assert words["coalesce"] == "coalesce requests to 4 MiB"
@@ -124,6 +125,7 @@ def test_every_transform_is_described_in_words():
     assert words["layout"] == "one file per process"
     assert words["avoid-targets"] == "keep new files off storage target 3"
     assert words["hints"] == "ROMIO hints: romio_ds_write=disable, cb_buffer_size=4 MiB"
+    assert words["mpiio_calls"] == "MPI-IO calls of up to 4 MiB per rank"
     assert all("=" not in text and text != name for name, text in words.items() if name != "hints")
     assert describe({"transform": "new", "depth": 2}) == "new (depth=2)"
 
