@@ -1,12 +1,13 @@
-"""Darshan logs whose regions are bzip2-compressed, read through a zlib copy.
+"""Darshan logs whose regions are bzip2-compressed or uncompressed, read through a zlib copy.
 
 The libdarshan-util in PyPI's `darshan` wheel is built without bzip2, and production
-logs of some centres are bzip2 (`darshan-convert --bzip2`, or a runtime so built). Such
-a log is rewritten into an anonymous temporary file: every region (darshan_header)
-decompressed from bzip2 (one or more concatenated streams, as libdarshan-util reads
-them) and compressed again as one zlib stream; the header keeps everything but
-`comp_type` and the regions' offsets and lengths. No record is parsed here:
-libdarshan-util then reads the copy as it reads any zlib log.
+logs of some centres are bzip2 (`darshan-convert --bzip2`, or a runtime so built); its
+reader of uncompressed regions (3.5.0) loses its place past the first 1 MiB buffer of a
+region. Such a log is rewritten into an anonymous temporary file: every region
+(darshan_header) decompressed (bzip2: one or more concatenated streams, as
+libdarshan-util reads them) and compressed again as one zlib stream; the header keeps
+everything but `comp_type` and the regions' offsets and lengths. No record is parsed
+here: libdarshan-util then reads the copy as it reads any zlib log.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from advisor.errors import InputError
-from advisor.ingest.darshan_header import COMP_TYPE_AT, MAX_HEADER, ZLIB, Region, regions
+from advisor.ingest.darshan_header import (BZIP2, COMP_TYPE_AT, MAX_HEADER, NO_COMPRESSION, ZLIB, Region,
+                                           comp_type, regions)
 
 CHUNK = 1 << 20  # bytes read from the log, and given out by the decompressor, per step
 # The corpus' logs, their regions bzip2-compressed, unpack to at most 70 times their size
@@ -44,19 +46,26 @@ class _Budget:
     def spend(self, n: int, path: str) -> None:
         self.left -= n
         if self.left < 0:
-            raise InputError(path, f"its bzip2 regions unpack to more than {self.limit >> 20} MiB (over "
+            raise InputError(path, f"its regions unpack to more than {self.limit >> 20} MiB (over "
                              f"{MAX_EXPANSION} times the log's size): a decompression bomb, not a Darshan log")
 
 
-def _bz2_chunks(fh: BinaryIO, region: Region) -> Iterator[bytes]:
-    """The decompressed bytes of a region of one or more concatenated bzip2 streams."""
+def _stored_chunks(fh: BinaryIO, region: Region) -> Iterator[bytes]:
+    """The bytes of a region, as they are in the file."""
     fh.seek(region.off)
-    left, dec, fed = region.length, bz2.BZ2Decompressor(), False
+    left = region.length
     while left:
         data = fh.read(min(CHUNK, left))
         if not data:
             raise EOFError("the file ends inside it")
         left -= len(data)
+        yield data
+
+
+def _bz2_chunks(fh: BinaryIO, region: Region) -> Iterator[bytes]:
+    """The decompressed bytes of a region of one or more concatenated bzip2 streams."""
+    dec, fed = bz2.BZ2Decompressor(), False
+    for data in _stored_chunks(fh, region):
         while data or not (dec.eof or dec.needs_input):
             if dec.eof:  # a stream ended and more data follows: the next stream
                 dec, fed = bz2.BZ2Decompressor(), False
@@ -68,13 +77,17 @@ def _bz2_chunks(fh: BinaryIO, region: Region) -> Iterator[bytes]:
         raise EOFError("its last bzip2 stream is cut short")
 
 
-def _copy_region(src: BinaryIO, dst: BinaryIO, region: Region, budget: _Budget, path: str) -> int:
-    """Write `region` of `src` to `dst` as one zlib stream; its length in the copy."""
+_UNPACK = {BZIP2: _bz2_chunks, NO_COMPRESSION: _stored_chunks}
+
+
+def _copy_region(src: BinaryIO, dst: BinaryIO, region: Region,
+                 unpack: Callable[[BinaryIO, Region], Iterator[bytes]], budget: _Budget, path: str) -> int:
+    """Write `region` of `src`, unpacked by `unpack`, to `dst` as one zlib stream; its length in the copy."""
     if region.length == 0:
         return 0
     comp, start = zlib.compressobj(ZLIB_LEVEL), dst.tell()
     try:
-        for out in _bz2_chunks(src, region):
+        for out in unpack(src, region):
             budget.spend(len(out), path)
             dst.write(comp.compress(out))
     except (OSError, EOFError, ValueError) as exc:
@@ -86,7 +99,7 @@ def _copy_region(src: BinaryIO, dst: BinaryIO, region: Region, budget: _Budget, 
 
 
 def rewrite_as_zlib(path: Path, dst: BinaryIO) -> None:
-    """Write into `dst` the bzip2 log `path` with every region recompressed as zlib."""
+    """Write into `dst` the bzip2 or uncompressed log `path` with every region compressed as zlib."""
     with open(path, "rb") as src:
         size = os.fstat(src.fileno()).st_size
         head = src.read(MAX_HEADER)
@@ -94,11 +107,11 @@ def rewrite_as_zlib(path: Path, dst: BinaryIO) -> None:
         header = bytearray(head[:lay.size])
         header[COMP_TYPE_AT] = ZLIB
         limit = max(EXPANSION_FREE, MAX_EXPANSION * size)
-        budget = _Budget(limit, limit)
+        budget, unpack = _Budget(limit, limit), _UNPACK[comp_type(head)]
         dst.write(header)
         for region in parts:
             off = dst.tell()
-            length = _copy_region(src, dst, region, budget, str(path))
+            length = _copy_region(src, dst, region, unpack, budget, str(path))
             if region.slot is not None:
                 struct.pack_into(f"{lay.order}qq", header, lay.maps_at + 16 * region.slot, off, length)
     dst.seek(0)
@@ -108,7 +121,7 @@ def rewrite_as_zlib(path: Path, dst: BinaryIO) -> None:
 
 @contextmanager
 def zlib_copy(path: Path) -> Iterator[str]:
-    """A path libdarshan-util can open, holding the bzip2 log `path` recompressed as zlib.
+    """A path libdarshan-util can open, holding the log `path` with its regions as zlib.
 
     The copy is an anonymous temporary file (in TMPDIR, never beside the log, unlinked
     from the start) opened through /proc/self/fd: nothing is left behind, not even when
