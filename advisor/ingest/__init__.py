@@ -34,7 +34,7 @@ class InputFormat:
 
 
 FORMATS: list[InputFormat] = []
-_FORMAT_MODULES = ("darshan_log", "parser_dump", "ior", "snapshot")
+_FORMAT_MODULES = ("darshan_log", "parser_dump", "ior", "iozone", "snapshot")
 
 
 def register(fmt: InputFormat) -> InputFormat:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
+from advisor.ingest.iozone import IozoneProfile, IozoneRun
 from advisor.ingest.ior.model import FPP, SHARED, IorIteration, IorProfile, IorRun, IorSummary, IorTest
 from advisor.ingest.snapshot import SnapshotProfile
 from advisor.profile import JobProfile
@@ -31,7 +32,17 @@ def results_data(profile: JobProfile) -> dict[str, Any]:
         return {"ior": ior_data(profile.run)}
     if isinstance(profile, SnapshotProfile):
         return {"snapshot": snapshot_data(profile.settings)}
+    if isinstance(profile, IozoneProfile):
+        return iozone_data(profile.iozone)
     return {}
+
+
+def iozone_data(run: IozoneRun) -> dict[str, Any]:
+    """The run's header (``iozone``) and every number it printed (``measurements``: test as IOzone
+    names it, threads, file and record size in KiB, value and its unit; null where it does not apply)."""
+    return {"iozone": {"format": run.format, "version": run.version, "command_line": run.command_line,
+                       "mode": run.mode, "unit": run.unit, "notes": list(run.notes)},
+            "measurements": [asdict(m) for m in run.measurements]}
 
 
 def ior_data(run: IorRun) -> dict[str, Any]:
@@ -134,10 +145,37 @@ def snapshot_tables(doc: dict[str, Any]) -> list[Table]:
         ("Lustre parameters", ["param", "value"], params)) if t[2]]
 
 
+def iozone_tables(data: dict[str, Any]) -> list[Table]:
+    """Throughput mode: one row per test and thread count. Automatic mode: per test, the best value
+    and where it was reached, and the count of file/record size cells (the full surface is in the JSON)."""
+    unit = data["iozone"]["unit"]
+    rows, best = [], {}
+    for m in data["measurements"]:
+        if m["threads"] is not None:
+            rows.append([m["test"], str(m["threads"]), _size((m["file_kib"] or 0) * 1024),
+                         _size((m["record_kib"] or 0) * 1024), _num(m["value"]), _num(m["parent_value"]),
+                         _num(m["min_per_process"]), _num(m["max_per_process"])])
+        else:
+            count, top = best.get(m["test"], (0, None))
+            best[m["test"]] = (count + 1, m if top is None or m["value"] > top["value"] else top)
+    title = f"IOzone {data['iozone']['version'] or '?'}"
+    tables = []
+    if rows:
+        tables.append((f"{title} throughput ({unit})", ["test", "threads", "file", "record", "children",
+                                                        "parent", "min/process", "max/process"], rows))
+    if best:
+        tables.append((f"{title} automatic mode ({unit})", ["test", "cells", "best", "at file", "record"],
+                       [[test, str(n), _num(m["value"]), _size(m["file_kib"] * 1024), _size(m["record_kib"] * 1024)]
+                        for test, (n, m) in best.items()]))
+    return tables
+
+
 def extra_tables(data: dict[str, Any]) -> list[Table]:
-    """Tables of :func:`results_data` (IOR runs, node snapshots), for `show`."""
+    """Tables of :func:`results_data` (IOR runs, IOzone outputs, node snapshots), for `show`."""
     if "ior" in data:
         return ior_tables(data["ior"])
+    if "iozone" in data:
+        return iozone_tables(data)
     if "snapshot" in data:
         return snapshot_tables(data["snapshot"])
     return []
