@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from advisor.errors import InputError
 from advisor.ingest import InputFormat, register
@@ -99,6 +99,14 @@ class IozoneProfile(JobProfile):
             yield where + "threads", m.threads, 0, MAX_RANKS
             yield where + "file size (KiB)", m.file_kib, 0, MAX_COUNT
             yield where + "record size (KiB)", m.record_kib, 0, MAX_COUNT
+
+    def results_data(self) -> dict[str, Any]:
+        """The run's header (``iozone``) and every number it printed (``measurements``: test as IOzone
+        names it, threads, file and record size in KiB, value and its unit; null where it does not apply)."""
+        run = self.iozone
+        return {"iozone": {"format": run.format, "version": run.version, "command_line": run.command_line,
+                           "mode": run.mode, "unit": run.unit, "notes": list(run.notes)},
+                "measurements": [asdict(m) for m in run.measurements]}
 
 
 def parse_text(text: str) -> IozoneRun:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
-from advisor.ingest.iozone import IozoneProfile, IozoneRun
 from advisor.ingest.ior.model import FPP, SHARED, IorIteration, IorProfile, IorRun, IorSummary, IorTest
 from advisor.ingest.snapshot import SnapshotProfile
 from advisor.profile import JobProfile
@@ -27,22 +26,14 @@ _ROW_NAMES = {"bw_mib": "bw_mib_s"}
 
 
 def results_data(profile: JobProfile) -> dict[str, Any]:
-    """``{"ior": ...}`` for an IOR run, ``{"snapshot": ...}`` for a node snapshot, else ``{}``."""
+    """``{"ior": ...}`` for an IOR run, ``{"snapshot": ...}`` for a node snapshot, what a benchmark's
+    profile gives of itself (``{"iozone"|"fio"|"mdtest": ..., "measurements": [...]}``), else ``{}``."""
     if isinstance(profile, IorProfile):
         return {"ior": ior_data(profile.run)}
     if isinstance(profile, SnapshotProfile):
         return {"snapshot": snapshot_data(profile.settings)}
-    if isinstance(profile, IozoneProfile):
-        return iozone_data(profile.iozone)
-    return {}
-
-
-def iozone_data(run: IozoneRun) -> dict[str, Any]:
-    """The run's header (``iozone``) and every number it printed (``measurements``: test as IOzone
-    names it, threads, file and record size in KiB, value and its unit; null where it does not apply)."""
-    return {"iozone": {"format": run.format, "version": run.version, "command_line": run.command_line,
-                       "mode": run.mode, "unit": run.unit, "notes": list(run.notes)},
-            "measurements": [asdict(m) for m in run.measurements]}
+    own = getattr(profile, "results_data", None)  # an input kind that says its own (IOzone, fio, mdtest)
+    return own() if own is not None else {}
 
 
 def ior_data(run: IorRun) -> dict[str, Any]:
@@ -170,12 +161,33 @@ def iozone_tables(data: dict[str, Any]) -> list[Table]:
     return tables
 
 
+def fio_tables(data: dict[str, Any]) -> list[Table]:
+    """One row per job (or group) and direction: bandwidth, IOPS, completion latency percentiles."""
+    def pct(m: dict, p: str) -> str:
+        return _num(m["clat_percentiles_us"].get(p))
+
+    rows = [[m["job"], str(m["group"]), m["direction"], m["rw"] or "-", m["block_size"] or "-",
+             _num(m["bw_kib_s"] / 1024), _num(m["iops"]), _num(m["clat_mean_us"]), pct(m, "50.000000"),
+             pct(m, "99.000000"), pct(m, "99.990000")] for m in data["measurements"]]
+    return [(f"fio {data['fio']['version'] or '?'} jobs", ["job", "group", "dir", "rw", "bs", "MiB/s", "IOPS",
+                                                           "clat mean us", "p50 us", "p99 us", "p99.99 us"], rows)]
+
+
+def mdtest_tables(data: dict[str, Any]) -> list[Table]:
+    """One row per operation of each SUMMARY table."""
+    rows = [[m["operation"], m["unit"], _num(m["max"]), _num(m["min"]), _num(m["mean"]), _num(m["stddev"]),
+             str(m["iterations"])] for m in data["measurements"]]
+    return [(f"{data['mdtest']['version'] or 'mdtest'} summary", ["operation", "unit", "max", "min", "mean",
+                                                                  "std dev", "iterations"], rows)]
+
+
 def extra_tables(data: dict[str, Any]) -> list[Table]:
-    """Tables of :func:`results_data` (IOR runs, IOzone outputs, node snapshots), for `show`."""
+    """Tables of :func:`results_data` (IOR runs, IOzone, fio and mdtest outputs, node snapshots), for `show`."""
     if "ior" in data:
         return ior_tables(data["ior"])
-    if "iozone" in data:
-        return iozone_tables(data)
+    for kind, tables in (("iozone", iozone_tables), ("fio", fio_tables), ("mdtest", mdtest_tables)):
+        if kind in data:
+            return tables(data)
     if "snapshot" in data:
         return snapshot_tables(data["snapshot"])
     return []
