@@ -37,6 +37,7 @@ class FioMeasurement:
     rw: str = ""  # the job's rw option ("randwrite")
     numjobs: int | None = None
     iodepth: int | None = None
+    direct: bool = False  # direct=1: O_DIRECT, the page cache out of the way
     clat_mean_us: float | None = None
     clat_percentiles_us: dict[str, float] = field(default_factory=dict)  # "99.000000" -> us
     error: int = 0
@@ -109,6 +110,7 @@ def _job(job: dict[str, Any], global_options: dict[str, str]) -> list[FioMeasure
             runtime_ms=float(_number(d.get("runtime")) or 0), io_bytes=int(_number(d.get("io_bytes")) or 0),
             block_size=options.get("bs", ""), rw=options.get("rw", options.get("readwrite", "")),
             numjobs=_int(options.get("numjobs")), iodepth=_int(options.get("iodepth")),
+            direct=options.get("direct", "0") in ("1", "true"),
             clat_mean_us=_us(clat.get("mean")),
             clat_percentiles_us={p: _us(percentiles[p]) for p in PERCENTILES if _number(percentiles.get(p))},
             error=int(_number(job.get("error")) or 0)))
