@@ -52,8 +52,8 @@ def _iozone(profile: IozoneProfile) -> list[Result]:
                 threads = m.threads or 1
                 where = (f"{threads} thread{'s' if threads > 1 else ''}" if m.threads
                          else f"{fmt_bytes((m.record_kib or 0) * 1024)} records")
-                out.append(Result(f"IOzone {m.test} ({where}, {fmt_bytes(m.file_kib * 1024)} files)", op, m.value / 1024,
-                                  m.file_kib * 1024 * threads, direct))
+                label = f"IOzone {m.test} ({where}, {fmt_bytes(m.file_kib * 1024)} files)"
+                out.append(Result(label, op, m.value / 1024, m.file_kib * 1024 * threads, direct))
     return out
 
 
