@@ -257,7 +257,7 @@ def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dic
     # speedup (2.2849 would read 2.28x in words and 2.285 -> 2.29x from the JSON)
     speedup, ci95 = _round(test.speedup), [_round(x) for x in test.ci] if all(map(math.isfinite, test.ci)) else None
     reason = sentence(test.verdict, speedup, ci95, test.pairs, policy.margin,
-                      test.more_pairs, more_s, stopped if not test.decided else "",
+                      test.more_pairs, more_s, stopped if not (test.decided or moved) else "",
                       reproducibility=policy.reproducibility, load_moved=moved.text() if moved else "")
     return Verification(
         verdict=test.verdict, reason=reason, speedup=speedup, ci95=ci95,
