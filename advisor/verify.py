@@ -127,16 +127,17 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
         raise ReplayError(_no_room(target_path, base.planned_bytes(), room))
     variants = [_variant(i, fix, base, target_path, room) for i, fix in enumerate(fixes)]
     runnable = [v for v in variants if v.plan is not None]
-    launch = _Launch(base, target_path, repeat, settings, odirect=odirect, think_time=think_time, keep=keep)
+    history = History.of(target_path, settings.history, settings.history_dir)
+    past, workload = history.runs(), base.summary()
+    launch = _Launch(base, target_path, repeat, settings, odirect=odirect, think_time=think_time, keep=keep,
+                     prior=drift.prior(settings.reproducibility, past).sd)
     outcomes = launch.each(runnable) if runnable or not fixes else {}
     first = next(iter(outcomes.values()), None) if outcomes else None
-    out = Measurement(fixes=list(fixes), context=dict(context), plan=base.summary(),
+    out = Measurement(fixes=list(fixes), context=dict(context), plan=workload,
                       baseline=first["runs"]["baseline"] if isinstance(first, dict) else None,
                       scratch_kept=launch.kept, launcher=launch.launcher)
     out.context.update(cache_policy=first["cache_policy"] if isinstance(first, dict) else None,
                        repeat=first["rounds"] if isinstance(first, dict) else 0)
-    history = History.of(target_path, settings.history, settings.history_dir)
-    past, workload = history.runs(), base.summary()
     keys = [workload_key(workload, fix_key(v.fix or {})) for v in variants]
     out.verifications = [_verification(v, outcomes.get(v.label), context, launch.policy, past=past, key=key)
                          for v, key in zip(variants, keys)]
@@ -210,7 +211,7 @@ class _Launch:
         opts = LaunchOptions(np=self.base.nranks, repeat=self.repeat or self.settings.min_pairs, cache=cache,
                              odirect=self.flags["odirect"], think_time=self.flags["think_time"],
                              min_sample_s=self.settings.min_sample_s,
-                             policy=self.policy if adaptive else None,
+                             policy=replace(self.policy, reproducibility=self.flags["prior"]) if adaptive else None,
                              budget_s=budget_s if adaptive else math.inf,
                              budget_bytes=self.settings.budget_gib * GiB if adaptive else math.inf)
         try:

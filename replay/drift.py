@@ -79,13 +79,7 @@ def between_runs(site: float, log_ratios, history: dict[str, list[tuple[float, f
     per fix key; `fix`: this fix's key (this run joins its runs)."""
     here = mean_se(log_ratios)
     runs = [*history.get(fix, []), here] if math.isfinite(here[1]) else list(history.get(fix, []))
-    groups = [g for k, g in history.items() if k != fix and len(g) >= 2] + ([runs] if len(runs) >= 2 else [])
-    if history_df(groups) >= MIN_HISTORY_DF:
-        nruns = sum(len(g) for g in groups)
-        candidates = [Spread(stats.between_run_sd(groups),
-                             f"this target's history ({nruns} runs of {len(groups)} fixes)")]
-    else:
-        candidates = [Spread(site, "the site's [replay] reproducibility")]
+    candidates = [prior(site, {**history, fix: runs})]
     if len(runs) >= 2 and math.isfinite(here[1]):
         candidates.append(Spread(stats.between_run_sd([runs]), f"this fix's {len(runs)} runs on this target"))
     within, nblocks = block_sd(log_ratios)
@@ -93,6 +87,17 @@ def between_runs(site: float, log_ratios, history: dict[str, list[tuple[float, f
         candidates.append(Spread(within, f"this measurement's {nblocks} blocks of {BLOCK} pairs"))
     best = max(candidates, key=lambda s: s.sd if math.isfinite(s.sd) else -1.0)
     return Spread(min(best.sd, 0.99), best.source)  # the interval's check wants < 1; e^(1.96) says enough
+
+
+def prior(site: float, history: dict[str, list[tuple[float, float]]]) -> Spread:
+    """The target's run-to-run spread before this fix's measurement is looked at: its history's
+    pooled estimate once it has ``MIN_HISTORY_DF`` runs beyond each fix's first, else the site's
+    constant (the executor stops on it; the verdict adds the other two estimates)."""
+    groups = [g for g in history.values() if len(g) >= 2]
+    if history_df(groups) < MIN_HISTORY_DF:
+        return Spread(site, "the site's [replay] reproducibility")
+    nruns = sum(len(g) for g in groups)
+    return Spread(stats.between_run_sd(groups), f"this target's history ({nruns} runs of {len(groups)} fixes)")
 
 
 @dataclass(frozen=True)
