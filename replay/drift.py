@@ -13,8 +13,8 @@ standard deviation of ln(speedup), widen a verification's interval (:func:`betwe
   between whole measurements;
 - **the target's history** over all its fixes (one common variance, as
   :func:`replay.stats.between_run_sd` pools it), which replaces the site's constant
-  (``[replay] reproducibility``) once it rests on :data:`MIN_HISTORY_DF` runs beyond the first
-  of each fix; before that the constant stands.
+  (``[replay] reproducibility``) once it rests on :data:`MIN_HISTORY_DF` degrees of freedom
+  (runs beyond each fix's first, summed over the fixes); before that the constant stands.
 
 The largest of them is used, and the result says which.
 
@@ -36,7 +36,7 @@ import numpy as np
 from replay import stats
 
 BLOCK = 4  # rounds per block: two mirrored round pairs (replay.sampling), a linear drift cancels
-MIN_HISTORY_DF = 4  # runs beyond each fix's first before the target's history replaces the site constant
+MIN_HISTORY_DF = 4  # runs beyond each fix's first, in all, before the history replaces the site constant
 LOAD_MOVE = 0.5  # a load range of half the cores or more has moved (2 cores: 1.9 -> 2.9)
 
 
@@ -45,7 +45,7 @@ class Spread:
     """The run-to-run standard deviation of ln(speedup) a verification's interval adds, and why."""
 
     sd: float
-    source: str  # 'site constant', "this target's history (12 runs of 4 fixes)", ...
+    source: str  # "the site's [replay] reproducibility", "this target's history (12 runs of 4 fixes)", ...
 
 
 def block_sd(log_ratios, size: int = BLOCK) -> tuple[float, int]:
@@ -91,8 +91,8 @@ def between_runs(site: float, log_ratios, history: dict[str, list[tuple[float, f
 
 def prior(site: float, history: dict[str, list[tuple[float, float]]]) -> Spread:
     """The target's run-to-run spread before this fix's measurement is looked at: its history's
-    pooled estimate once it has ``MIN_HISTORY_DF`` runs beyond each fix's first, else the site's
-    constant (the executor stops on it; the verdict adds the other two estimates)."""
+    pooled estimate once it has ``MIN_HISTORY_DF`` runs beyond each fix's first (in all), else the
+    site's constant (the executor stops on it; the verdict adds the other two estimates)."""
     groups = [g for g in history.values() if len(g) >= 2]
     if history_df(groups) < MIN_HISTORY_DF:
         return Spread(site, "the site's [replay] reproducibility")
