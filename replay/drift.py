@@ -84,7 +84,7 @@ def between_runs(site: float, log_ratios, history: dict[str, list[tuple[float, f
         candidates.append(Spread(stats.between_run_sd([runs]), f"this fix's {len(runs)} runs on this target"))
     within, nblocks = block_sd(log_ratios)
     if math.isfinite(within):
-        candidates.append(Spread(within, f"this measurement's {nblocks} blocks of {BLOCK} pairs"))
+        candidates.append(Spread(within, f"this measurement's {len(log_ratios)} pairs in {nblocks} blocks"))
     best = max(candidates, key=lambda s: s.sd if math.isfinite(s.sd) else -1.0)
     return Spread(min(best.sd, 0.99), best.source)  # the interval's check wants < 1; e^(1.96) says enough
 
