@@ -123,7 +123,10 @@ def place(target: str | None, fstype: str | None, load: Any = None) -> str:
     (two measurements of one fix that differ in size usually differ in load)."""
     notes = [fstype] if fstype else []
     if isinstance(load, dict) and all(isinstance(load.get(k), (int, float)) for k in ("start", "end", "cores")):
-        lo, hi = (f"{x:.1f}" for x in sorted((load["start"], load["end"])))
+        # the range its samples saw (min, max) when recorded; older results: the start and the end
+        ends = (load["min"], load["max"]) if all(isinstance(load.get(k), (int, float)) for k in ("min", "max")) \
+            else (load["start"], load["end"])
+        lo, hi = (f"{x:.1f}" for x in sorted(ends))
         span = lo if lo == hi else f"{lo}-{hi}"
         notes.append(f"load {span} on {load['cores']} core{'' if load['cores'] == 1 else 's'}")
     return f"{target} ({', '.join(notes)})" if notes else str(target)

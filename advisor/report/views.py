@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import re
 from pathlib import PurePath
 
@@ -16,6 +17,7 @@ from markupsafe import escape
 
 from advisor.findings import Diagnosis, Finding, Prediction
 from advisor.verification import Verification
+from replay.stats import Z95
 from advisor.fixes import FixSummary, caution, fix_key, predicted_text
 from advisor.formatting import fmt_kind, fmt_speedup_range, printable
 from advisor.report.plots import Plot, verification_plot
@@ -259,6 +261,9 @@ def verification_view(v: Verification, fid: str) -> dict:
                        ("stop_reason", "stopped on")):
         if doc.get(key) not in (None, ""):
             details.append((label, str(doc[key])))
+    if v.reproducibility_source:
+        details.append(("run-to-run reproducibility", f"+-{math.expm1(Z95 * v.reproducibility):.0%} at 95 %, "
+                                                      f"from {v.reproducibility_source}"))
     for side, label in (("baseline", "as recorded"), ("fixed", "with the fix")):
         if isinstance(doc.get(side), dict):
             s = doc[side]
