@@ -5,6 +5,9 @@ bin includes exactly 1 MiB (1048576 bytes). The count is made exact from the DXT
 when there is a complete one, else from the four most common access sizes of each
 record (a frequent 1 MiB request size is always among them); only the part of the bin
 the common sizes do not explain is counted as small.
+
+POSIX reads of a file the application only writes through MPI-IO are ROMIO's read-modify-write
+(MPI007 counts and costs them), not the application's reads: they are left out here.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
-from advisor.facts._darshan import col, dxt, nprocs, records, top_files
+from advisor.facts._darshan import col, data_records, dxt, mpiio_write_only_ids, nprocs, top_files
 from advisor.metrics import SIZE_BINS
 from advisor.profile import DXT_READ, DXT_WRITE, ModuleRecords, shared_mask
 
@@ -79,16 +82,19 @@ def _histogram_small(rec: ModuleRecords, threshold: int) -> dict[str, np.ndarray
 
 
 def _table(ctx: FactContext) -> SmallTable:
-    rec = records(ctx, "POSIX")
+    rec = data_records(ctx, "POSIX")
     threshold = int(ctx.param(SMALL))
+    romio_reads = np.isin(rec.ids, mpiio_write_only_ids(ctx))
     ops = {op: col(rec, spec[0]) for op, spec in OPS.items()}
+    ops["read"] = np.where(romio_reads, 0.0, ops["read"])
     try:
         trace = dxt(ctx, "DXT_POSIX")
     except Missing:
         trace = None
     if trace is not None:
-        return _from_dxt(rec, trace, ops, threshold)
+        return _from_dxt(rec, trace, ops, threshold, romio_reads)
     small = _histogram_small(rec, threshold)
+    small["read"] = np.where(romio_reads, 0.0, small["read"])
     seconds = {}
     for op, (_n_col, _p, t_col, *_r) in OPS.items():
         frac = np.divide(small[op], ops[op], out=np.zeros(len(rec)), where=ops[op] > 0)
@@ -115,11 +121,15 @@ def segment_rows(rec: ModuleRecords, trace) -> np.ndarray:
     return lookup[inverse.ravel()]
 
 
-def _from_dxt(rec: ModuleRecords, trace, ops, threshold: int) -> SmallTable:
+def _from_dxt(rec: ModuleRecords, trace, ops, threshold: int, romio_reads: np.ndarray) -> SmallTable:
+    """`romio_reads`: rows whose reads are ROMIO's read-modify-write (not counted)."""
     small, seconds, small_bytes = {}, {}, {}
     rows = segment_rows(rec, trace)
+    known = rows >= 0
     for op, spec in OPS.items():
-        sel = (trace.op == spec[4]) & (trace.length < threshold) & (rows >= 0)
+        sel = (trace.op == spec[4]) & (trace.length < threshold) & known
+        if op == "read":
+            sel[known] &= ~romio_reads[rows[known]]
         small[op] = np.bincount(rows[sel], minlength=len(rec)).astype(np.float64)
         seconds[op] = np.bincount(rows[sel], weights=(trace.end - trace.start)[sel], minlength=len(rec))
         small_bytes[op] = float(trace.length[sel].sum())
@@ -235,7 +245,7 @@ def small_count_method(ctx: FactContext) -> str:
 @fact("common_access_size", "bytes", "The most frequent POSIX request size of the job.",
       label="most common request size")
 def common_access_size(ctx: FactContext) -> int:
-    rec = records(ctx, "POSIX")
+    rec = data_records(ctx, "POSIX")
     counts: dict[int, float] = {}
     for k in range(1, 5):
         for size, count in zip(col(rec, f"ACCESS{k}_ACCESS"), col(rec, f"ACCESS{k}_COUNT")):
