@@ -194,3 +194,15 @@ def mpiio_write_only_ids(ctx: FactContext) -> np.ndarray:
         return ids[(reads == 0) & (writes > 0)]
 
     return ctx.memo("darshan.mpiio_write_only_ids", build)
+
+
+def owner_files(ctx: FactContext, rec: ModuleRecords, key: str) -> np.ndarray:
+    """Per row of a dataset or variable module (H5D, PNETCDF_VAR), the record id of its file: the
+    `key` counter (H5D_FILE_REC_ID ...), else (older logs record 0 there) the file named before
+    the ':' of the dataset's or variable's name ('/out.h5:/grid/x', '/out.nc:temp')."""
+    files = np.asarray(rec.get(key, 0)).astype(np.uint64)
+    if (files != 0).all():
+        return files
+    by_name = {name: rid for rid, name in ctx.profile.names.items()}
+    named = [by_name.get(ctx.profile.name_of(i).rsplit(":", 1)[0], 0) for i in rec.ids]
+    return np.where(files != 0, files, np.asarray(named, np.uint64))

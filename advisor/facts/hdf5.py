@@ -1,0 +1,162 @@
+"""HDF5: what the application asked the library for (Darshan's H5F and H5D modules).
+
+An H5D record is one dataset on one rank (or reduced over all ranks, rank -1); its
+H5D_FILE_REC_ID names the HDF5 file, whose H5F record says whether the file was opened with
+the MPI-IO driver (H5F_USE_MPIIO). H5D_USE_MPIIO_COLLECTIVE is 1 when the dataset's transfers
+used a collective transfer property list. H5F_F_META_TIME is the time in H5Fcreate, H5Fopen,
+H5Fflush and H5Fclose: the file's metadata (superblock, object headers, B-trees), written
+independently by every rank unless the application asks for collective metadata I/O.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from advisor.facts import FactContext, fact
+from advisor.facts._darshan import col, maybe, nprocs, owner_files, records
+
+DATASET_OPS = ("READS", "WRITES")
+
+
+def _datasets(ctx: FactContext):
+    """H5D records; Missing when the log has none (no HDF5, or Darshan built without it)."""
+    return records(ctx, "H5D")
+
+
+def _collective(rec) -> np.ndarray:
+    """Per row: its dataset used collective transfers on some rank (the flag is per dataset and rank)."""
+    flag = col(rec, "USE_MPIIO_COLLECTIVE") > 0
+    ids = np.unique(rec.ids[flag])
+    return np.isin(rec.ids, ids)
+
+
+def _dataset_files(ctx: FactContext, rec) -> np.ndarray:
+    return owner_files(ctx, rec, "H5D_FILE_REC_ID")
+
+
+def _ops(rec) -> np.ndarray:
+    return sum(col(rec, op) for op in DATASET_OPS)
+
+
+@fact("hdf5_uses_mpiio", "flag", "Some HDF5 file was opened with the MPI-IO driver (H5Pset_fapl_mpio: H5F_USE_MPIIO).",
+      label="HDF5 over MPI-IO")
+def hdf5_uses_mpiio(ctx: FactContext) -> bool:
+    return bool((col(records(ctx, "H5F"), "USE_MPIIO") > 0).any())
+
+
+@fact("hdf5_dataset_ops", "ops", "HDF5 dataset reads and writes (H5Dread / H5Dwrite calls), all ranks.",
+      label="HDF5 dataset reads and writes")
+def hdf5_dataset_ops(ctx: FactContext) -> int:
+    return int(_ops(_datasets(ctx)).sum())
+
+
+@fact("hdf5_indep_ops", "ops", "HDF5 dataset reads and writes on datasets no rank accessed with a collective "
+      "transfer property list (H5D_USE_MPIIO_COLLECTIVE 0).", label="independent HDF5 dataset reads and writes")
+def hdf5_indep_ops(ctx: FactContext) -> int:
+    rec = _datasets(ctx)
+    return int(_ops(rec)[~_collective(rec)].sum())
+
+
+@fact("hdf5_indep_share", "fraction", "Share of the HDF5 dataset reads and writes that are independent.",
+      label="share of HDF5 dataset I/O that is independent")
+def hdf5_indep_share(ctx: FactContext) -> float:
+    n = ctx.get("hdf5_dataset_ops")
+    return ctx.get("hdf5_indep_ops") / n if n else 0.0
+
+
+@fact("hdf5_indep_datasets", "count", "Datasets read or written with independent transfers only.",
+      label="datasets with independent transfers")
+def hdf5_indep_datasets(ctx: FactContext) -> int:
+    rec = _datasets(ctx)
+    return len(np.unique(rec.ids[~_collective(rec) & (_ops(rec) > 0)]))
+
+
+@fact("hdf5_indep_files", "path", "HDF5 files holding the datasets with independent transfers, most operations first.",
+      label="HDF5 files with independent dataset I/O")
+def hdf5_indep_files(ctx: FactContext) -> list[str]:
+    rec = _datasets(ctx)
+    weight = np.where(_collective(rec), 0.0, _ops(rec))
+    return _files_by(ctx, rec, weight)
+
+
+def _files_by(ctx: FactContext, rec, weight: np.ndarray) -> list[str]:
+    """The HDF5 files of the dataset rows with the most `weight`, heaviest first."""
+    files = _dataset_files(ctx, rec)
+    uniq, inv = np.unique(files, return_inverse=True)
+    per_file = np.bincount(inv, weights=weight, minlength=len(uniq))
+    return [ctx.profile.name_of(uniq[i]) for i in np.argsort(-per_file, kind="stable") if per_file[i] > 0]
+
+
+def _meta_seconds(ctx: FactContext) -> float:
+    """H5F and H5D metadata seconds, summed over ranks."""
+    files = records(ctx, "H5F")
+    datasets = ctx.profile.records.get("H5D")
+    return float(col(files, "F_META_TIME").sum()) + (float(col(datasets, "F_META_TIME").sum()) if datasets else 0.0)
+
+
+@fact("hdf5_meta_time_s", "seconds", "Seconds per process in HDF5 file and dataset metadata: creating, opening, "
+      "flushing and closing files and datasets (H5F_F_META_TIME + H5D_F_META_TIME).",
+      label="time in HDF5 metadata per process")
+def hdf5_meta_time_s(ctx: FactContext) -> float:
+    return _meta_seconds(ctx) / nprocs(ctx)
+
+
+@fact("hdf5_meta_share", "fraction", "Share of the HDF5 time (metadata + dataset reads and writes) spent in "
+      "metadata.", label="share of HDF5 time in metadata")
+def hdf5_meta_share(ctx: FactContext) -> float:
+    meta = _meta_seconds(ctx)
+    datasets = ctx.profile.records.get("H5D")
+    data = float((col(datasets, "F_READ_TIME") + col(datasets, "F_WRITE_TIME")).sum()) if datasets else 0.0
+    return meta / (meta + data) if meta + data > 0 else 0.0
+
+
+@fact("hdf5_file_opens", "ops", "HDF5 file creates and opens (H5F_OPENS), all ranks.", label="HDF5 file opens")
+def hdf5_file_opens(ctx: FactContext) -> int:
+    return int(col(records(ctx, "H5F"), "OPENS").sum())
+
+
+@fact("hdf5_dataset_opens", "ops", "HDF5 dataset creates and opens (H5D_OPENS), all ranks.",
+      label="HDF5 dataset opens")
+def hdf5_dataset_opens(ctx: FactContext) -> int:
+    datasets = ctx.profile.records.get("H5D")
+    return int(col(datasets, "OPENS").sum()) if datasets else 0
+
+
+@fact("hdf5_flushes", "ops", "H5Fflush and H5Dflush calls, all ranks.", label="HDF5 flushes")
+def hdf5_flushes(ctx: FactContext) -> int:
+    datasets = ctx.profile.records.get("H5D")
+    return int(col(records(ctx, "H5F"), "FLUSHES").sum()) + (int(col(datasets, "FLUSHES").sum()) if datasets else 0)
+
+
+@fact("hdf5_meta_files", "path", "HDF5 files with the most metadata time.",
+      label="HDF5 files with the most metadata time")
+def hdf5_meta_files(ctx: FactContext) -> list[str]:
+    rec = records(ctx, "H5F")
+    meta = col(rec, "F_META_TIME")
+    uniq, inv = np.unique(rec.ids, return_inverse=True)
+    per_file = np.bincount(inv, weights=meta, minlength=len(uniq))
+    return [ctx.profile.name_of(uniq[i]) for i in np.argsort(-per_file, kind="stable") if per_file[i] > 0]
+
+
+def hdf5_file_ids(ctx: FactContext) -> np.ndarray:
+    """Record ids of the HDF5 files (H5F records, and the files H5D records name); empty without HDF5."""
+    ids = [np.zeros(0, np.uint64)]
+    files, datasets = ctx.profile.records.get("H5F"), ctx.profile.records.get("H5D")
+    if files is not None:
+        ids.append(files.ids.astype(np.uint64))
+    if datasets is not None and len(datasets):
+        ids.append(_dataset_files(ctx, datasets))
+    return np.unique(np.concatenate(ids))
+
+
+@fact("hdf5_meta_indep_writes", "ops", "Independent MPI-IO writes to HDF5 files whose dataset transfers are all "
+      "collective: HDF5's own metadata writes (0 without HDF5 over MPI-IO).",
+      label="independent MPI-IO writes of HDF5 metadata")
+def hdf5_meta_indep_writes(ctx: FactContext) -> int:
+    mpi, datasets = maybe(ctx, "MPI-IO"), ctx.profile.records.get("H5D")
+    if mpi is None or datasets is None or not len(datasets):
+        return 0
+    files = _dataset_files(ctx, datasets)
+    independent = np.unique(files[~_collective(datasets) & (_ops(datasets) > 0)])
+    collective = np.setdiff1d(np.unique(files[_collective(datasets)]), independent)
+    return int(col(mpi, "INDEP_WRITES")[np.isin(mpi.ids, collective)].sum())

@@ -1,0 +1,66 @@
+"""HDF5 and PnetCDF findings at the layer the application calls, on real logs: IOR's HDF5
+backend without and with -c (generated/f, f2), MACSio's parallel HDF5 (pydarshan's example log),
+IOR's PnetCDF backend (darshan-logs ior_pnetcdf_hdf5)."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.config import SiteConfig
+from advisor.engine import diagnose
+from advisor.facts import FactContext
+from advisor.ingest.darshan_log import load
+
+INDEPENDENT = "generated/f_hdf5_independent_256k/case.darshan"
+COLLECTIVE = "generated/f2_hdf5_collective_256k/case.darshan"
+MACSIO = ("darshan-repo-logs/darshan-util/pydarshan/darshan/examples/example_logs/"
+          "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan")
+PNETCDF = ("darshan-logs/darshan_logs/ior_pnetcdf_hdf5/"
+           "shane_ior-PNETCDF_id438100-438100_11-9-41525-10280033558448664385_1.darshan")
+
+
+def _found(corpus, path: str) -> dict:
+    return {f.code: f for f in diagnose(load(corpus / path), SiteConfig()).findings}
+
+
+def test_independent_hdf5_transfers_are_said_in_hdf5_terms_and_mpiio_stays_silent(corpus):
+    found = _found(corpus, INDEPENDENT)
+    hdf = found["HDF001"]
+    # 256 H5Dwrite + 256 H5Dread of one dataset, H5D_USE_MPIIO_COLLECTIVE 0, H5F_USE_MPIIO 1
+    assert hdf.evidence["hdf5_indep_ops"] == 512 and hdf.evidence["hdf5_indep_share"] == 1.0
+    assert hdf.files == ["/scratch/f_hdf5_independent_256k/testfile.h5"]
+    assert "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE)" in " ".join(hdf.recommendation.commands)
+    assert hdf.cost_s == pytest.approx(max(hdf.evidence["mpiio_indep_contention_s"],
+                                           hdf.evidence["mpiio_indep_small_write_cost_s"]
+                                           + hdf.evidence["mpiio_indep_small_read_cost_s"]))
+    assert not {"MPI003", "MPI004"} & set(found)  # the same 263 independent MPI-IO writes, said once
+    assert "H5Pset_alignment" in " ".join(found["IO020"].recommendation.commands)  # an HDF5 file is misaligned
+
+
+def test_collective_hdf5_transfers_are_not_flagged(corpus):
+    ctx = FactContext(load(corpus / COLLECTIVE), SiteConfig())
+    assert ctx.get("hdf5_uses_mpiio") and ctx.get("hdf5_indep_ops") == 0 and ctx.get("hdf5_dataset_ops") == 512
+    assert not {"HDF001", "HDF002"} & set(_found(corpus, COLLECTIVE))
+
+
+def test_macsio_metadata_time_and_its_independent_metadata_writes(corpus):
+    """MACSio, 16 ranks, collective dataset writes: H5F_F_META_TIME 13.68 s over the ranks, and the
+    7,695 independent MPI-IO writes below are HDF5's metadata (H5D_FILE_REC_ID is 0 in this log:
+    the dataset names its file)."""
+    found = _found(corpus, MACSIO)
+    meta = found["HDF002"]
+    assert meta.evidence["hdf5_meta_time_s"] == pytest.approx((13.6829 + 0.0019) / 16, rel=1e-3)
+    assert 0.30 < meta.evidence["hdf5_meta_share"] < 0.35
+    assert meta.evidence["hdf5_meta_indep_writes"] == 7695 and "7,695 independent MPI-IO writes" in meta.message
+    assert "H5Pset_coll_metadata_write" in " ".join(meta.recommendation.commands)
+    assert meta.files == ["/tmp/test/macsio_hdf5_000.h5"]
+    assert "MPI003" not in found and "HDF001" not in found
+
+
+def test_pnetcdf_independent_data_mode(corpus):
+    found = _found(corpus, PNETCDF)
+    pnc = found["PNC001"]
+    assert pnc.evidence["pnetcdf_indep_ops"] == 32 and pnc.evidence["pnetcdf_nb_ops"] == 0
+    assert pnc.files == ["/home/shane/software/ior/build/testFile"]
+    assert "ncmpi_wait_all" in " ".join(pnc.recommendation.commands)
+    assert not {"MPI003", "MPI004"} & set(found)
