@@ -87,11 +87,15 @@ def _files_by(ctx: FactContext, rec, weight: np.ndarray) -> list[str]:
     return [ctx.profile.name_of(uniq[i]) for i in np.argsort(-per_file, kind="stable") if per_file[i] > 0]
 
 
+def _dataset_total(ctx: FactContext, name: str) -> float:
+    """An H5D counter summed over the records; 0 without datasets (a job that only opens files)."""
+    datasets = ctx.profile.records.get("H5D")
+    return float(col(datasets, name).sum()) if datasets is not None else 0.0
+
+
 def _meta_seconds(ctx: FactContext) -> float:
     """H5F and H5D metadata seconds, summed over ranks."""
-    files = records(ctx, "H5F")
-    datasets = ctx.profile.records.get("H5D")
-    return float(col(files, "F_META_TIME").sum()) + (float(col(datasets, "F_META_TIME").sum()) if datasets else 0.0)
+    return float(col(records(ctx, "H5F"), "F_META_TIME").sum()) + _dataset_total(ctx, "F_META_TIME")
 
 
 @fact("hdf5_meta_time_s", "seconds", "Seconds per process in HDF5 file and dataset metadata: creating, opening, "
@@ -105,8 +109,7 @@ def hdf5_meta_time_s(ctx: FactContext) -> float:
       "metadata.", label="share of HDF5 time in metadata")
 def hdf5_meta_share(ctx: FactContext) -> float:
     meta = _meta_seconds(ctx)
-    datasets = ctx.profile.records.get("H5D")
-    data = float((col(datasets, "F_READ_TIME") + col(datasets, "F_WRITE_TIME")).sum()) if datasets else 0.0
+    data = _dataset_total(ctx, "F_READ_TIME") + _dataset_total(ctx, "F_WRITE_TIME")
     return meta / (meta + data) if meta + data > 0 else 0.0
 
 
@@ -118,14 +121,12 @@ def hdf5_file_opens(ctx: FactContext) -> int:
 @fact("hdf5_dataset_opens", "ops", "HDF5 dataset creates and opens (H5D_OPENS), all ranks.",
       label="HDF5 dataset opens")
 def hdf5_dataset_opens(ctx: FactContext) -> int:
-    datasets = ctx.profile.records.get("H5D")
-    return int(col(datasets, "OPENS").sum()) if datasets else 0
+    return int(_dataset_total(ctx, "OPENS"))
 
 
 @fact("hdf5_flushes", "ops", "H5Fflush and H5Dflush calls, all ranks.", label="HDF5 flushes")
 def hdf5_flushes(ctx: FactContext) -> int:
-    datasets = ctx.profile.records.get("H5D")
-    return int(col(records(ctx, "H5F"), "FLUSHES").sum()) + (int(col(datasets, "FLUSHES").sum()) if datasets else 0)
+    return int(col(records(ctx, "H5F"), "FLUSHES").sum() + _dataset_total(ctx, "FLUSHES"))
 
 
 @fact("hdf5_meta_files", "path", "HDF5 files with the most metadata time.",
