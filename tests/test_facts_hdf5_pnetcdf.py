@@ -64,3 +64,37 @@ def test_pnetcdf_independent_data_mode(corpus):
     assert pnc.files == ["/home/shane/software/ior/build/testFile"]
     assert "ncmpi_wait_all" in " ".join(pnc.recommendation.commands)
     assert not {"MPI003", "MPI004"} & set(found)
+
+
+# No corpus log selects points or re-enters define mode (every HDF5 log selects regular
+# hyperslabs, neither PnetCDF log calls ncmpi_redef): the rules' firing cases are hand-built.
+
+def test_point_selections_fire_hdf003_costed_as_small_requests():
+    from advisor.facts.requests import coalescing_saving
+    from tests.profiles import SHARED, facts, job, module
+
+    datasets = module("H5D", [(2, SHARED, {"H5D_POINT_SELECTS": 5000, "H5D_REGULAR_HYPERSLAB_SELECTS": 1000,
+                                           "H5D_WRITES": 6000, "H5D_BYTES_WRITTEN": 6000 * 8,
+                                           "H5D_FILE_REC_ID": 1, "H5D_F_WRITE_TIME": 48.0})])
+    profile = job(datasets, nprocs=4, runtime_s=100.0, names={1: "/scratch/out.h5", 2: "/scratch/out.h5:/particles"})
+    ctx = facts(profile)
+    assert ctx.get("hdf5_scattered_share") == pytest.approx(5 / 6)
+    assert ctx.get("hdf5_scattered_cost_s") == pytest.approx(48.0 * 5 / 6 / 4 * coalescing_saving(ctx, 8))
+    (finding,) = [f for f in diagnose(profile, SiteConfig()).findings if f.code == "HDF003"]
+    assert finding.files == ["/scratch/out.h5"] and "H5Sselect_hyperslab" in " ".join(finding.recommendation.commands)
+    regular = job(module("H5D", [(2, SHARED, {"H5D_REGULAR_HYPERSLAB_SELECTS": 6000, "H5D_WRITES": 6000,
+                                              "H5D_F_WRITE_TIME": 48.0})]), nprocs=4)
+    assert "HDF003" not in {f.code for f in diagnose(regular, SiteConfig()).findings}
+
+
+def test_define_mode_reentries_fire_pnc002():
+    from tests.profiles import SHARED, facts, job, module
+
+    files = module("PNETCDF_FILE", [(1, SHARED, {"PNETCDF_FILE_REDEFS": 400, "PNETCDF_FILE_CREATES": 4,
+                                                 "PNETCDF_FILE_F_META_TIME": 40.4})])
+    profile = job(files, nprocs=4, runtime_s=100.0)
+    ctx = facts(profile)
+    assert ctx.get("pnetcdf_redefs") == 100  # per rank: the reduced record sums the 4 ranks' calls
+    assert ctx.get("pnetcdf_redef_cost_s") == pytest.approx(40.4 * 400 / 404 / 4)
+    (finding,) = [f for f in diagnose(profile, SiteConfig()).findings if f.code == "PNC002"]
+    assert finding.files == ["/scratch/f1"] and "ncmpi__enddef" in " ".join(finding.recommendation.commands)

@@ -161,3 +161,53 @@ def hdf5_meta_indep_writes(ctx: FactContext) -> int:
     independent = np.unique(files[~_collective(datasets) & (_ops(datasets) > 0)])
     collective = np.setdiff1d(np.unique(files[_collective(datasets)]), independent)
     return int(col(mpi, "INDEP_WRITES")[np.isin(mpi.ids, collective)].sum())
+
+
+def _scattered(rec) -> np.ndarray:
+    return col(rec, "POINT_SELECTS") + col(rec, "IRREGULAR_HYPERSLAB_SELECTS")
+
+
+@fact("hdf5_selects", "ops", "HDF5 dataspace selections of the dataset reads and writes (regular and irregular "
+      "hyperslabs, point lists).", label="HDF5 selections")
+def hdf5_selects(ctx: FactContext) -> int:
+    rec = _datasets(ctx)
+    return int((col(rec, "REGULAR_HYPERSLAB_SELECTS") + _scattered(rec)).sum())
+
+
+@fact("hdf5_scattered_selects", "ops", "HDF5 selections that are point lists (H5Sselect_elements) or irregular "
+      "hyperslabs (unions of blocks).", label="point and irregular HDF5 selections")
+def hdf5_scattered_selects(ctx: FactContext) -> int:
+    return int(_scattered(_datasets(ctx)).sum())
+
+
+@fact("hdf5_scattered_share", "fraction", "Share of the HDF5 selections that are point lists or irregular hyperslabs.",
+      label="share of HDF5 selections that are scattered")
+def hdf5_scattered_share(ctx: FactContext) -> float:
+    n = ctx.get("hdf5_selects")
+    return ctx.get("hdf5_scattered_selects") / n if n else 0.0
+
+
+@fact("hdf5_scattered_cost_s", "seconds", "Seconds per process the dataset reads and writes with point or irregular "
+      "selections lose: their share of the datasets' read and write time, times what merging requests of their "
+      "mean size into rpc_size ones saves (request_latency_s each); a lower bound: a point list's pieces are "
+      "smaller than the call's mean size.", label="time scattered selections lose per process")
+def hdf5_scattered_cost_s(ctx: FactContext) -> float:
+    from advisor.facts.requests import coalescing_saving
+
+    rec = _datasets(ctx)
+    scattered = _scattered(rec)
+    selects = col(rec, "REGULAR_HYPERSLAB_SELECTS") + scattered
+    share = np.divide(scattered, selects, out=np.zeros(len(rec)), where=selects > 0)
+    seconds = float(((col(rec, "F_READ_TIME") + col(rec, "F_WRITE_TIME")) * share).sum())
+    ops = float((_ops(rec) * share).sum())
+    moved = float(((col(rec, "BYTES_READ") + col(rec, "BYTES_WRITTEN")) * share).sum())
+    if ops <= 0:
+        return 0.0
+    return seconds / nprocs(ctx) * coalescing_saving(ctx, moved / ops)
+
+
+@fact("hdf5_scattered_files", "path", "HDF5 files with the most point and irregular selections.",
+      label="HDF5 files with scattered selections")
+def hdf5_scattered_files(ctx: FactContext) -> list[str]:
+    rec = _datasets(ctx)
+    return _files_by(ctx, rec, _scattered(rec))

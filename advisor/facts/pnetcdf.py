@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.facts import FactContext, fact
-from advisor.facts._darshan import col, owner_files, records
+from advisor.facts._darshan import col, nprocs, owner_files, records, top_files
+from advisor.profile import SHARED_RANK
 
 MODES = {"indep": ("INDEP_READS", "INDEP_WRITES"), "coll": ("COLL_READS", "COLL_WRITES"),
          "nb": ("NB_READS", "NB_WRITES")}
@@ -57,3 +58,35 @@ def pnetcdf_indep_files(ctx: FactContext) -> list[str]:
     uniq, inv = np.unique(files, return_inverse=True)
     per_file = np.bincount(inv, weights=_ops(rec, "indep"), minlength=len(uniq))
     return [ctx.profile.name_of(uniq[i]) for i in np.argsort(-per_file, kind="stable") if per_file[i] > 0]
+
+
+def _per_file(ctx: FactContext, name: str) -> np.ndarray:
+    """A PNETCDF_FILE counter per file and opening rank: summed over the ranks (a reduced record
+    sums them), divided by the ranks that opened the file (every rank calls ncmpi_redef)."""
+    rec = records(ctx, "PNETCDF_FILE")
+    ranks = np.where(rec.ranks == SHARED_RANK, nprocs(ctx), 1)
+    return col(rec, name) / ranks
+
+
+@fact("pnetcdf_redefs", "ops", "Times a file re-entered define mode (ncmpi_redef), per rank, on the file with the "
+      "most.", label="define-mode re-entries per file")
+def pnetcdf_redefs(ctx: FactContext) -> int:
+    redefs = _per_file(ctx, "REDEFS")
+    return int(round(redefs.max())) if len(redefs) else 0
+
+
+@fact("pnetcdf_redef_cost_s", "seconds", "Seconds per process the re-entries into define mode take: their share "
+      "of the PnetCDF file calls (create, open, redef, sync) of the time in those calls (PNETCDF_FILE_F_META_TIME), "
+      "a share by count.", label="time define-mode re-entries take per process")
+def pnetcdf_redef_cost_s(ctx: FactContext) -> float:
+    rec = records(ctx, "PNETCDF_FILE")
+    calls = sum(col(rec, n) for n in ("CREATES", "OPENS", "REDEFS", "SYNCS"))
+    share = np.divide(col(rec, "REDEFS"), calls, out=np.zeros(len(rec)), where=calls > 0)
+    return float((col(rec, "F_META_TIME") * share).sum()) / nprocs(ctx)
+
+
+@fact("pnetcdf_redef_files", "path", "netCDF files that re-entered define mode, most re-entries first.",
+      label="files re-entering define mode")
+def pnetcdf_redef_files(ctx: FactContext) -> list[str]:
+    rec = records(ctx, "PNETCDF_FILE")
+    return top_files(ctx, rec, col(rec, "REDEFS"))
