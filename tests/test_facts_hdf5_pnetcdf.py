@@ -98,3 +98,27 @@ def test_define_mode_reentries_fire_pnc002():
     assert ctx.get("pnetcdf_redef_cost_s") == pytest.approx(40.4 * 400 / 404 / 4)
     (finding,) = [f for f in diagnose(profile, SiteConfig()).findings if f.code == "PNC002"]
     assert finding.files == ["/scratch/f1"] and "ncmpi__enddef" in " ".join(finding.recommendation.commands)
+
+
+def test_small_library_calls_fire_hdf004_and_pnc003_costed_as_small_requests():
+    from advisor.facts.requests import coalescing_saving
+    from tests.profiles import SHARED, facts, job, module
+
+    h5d = module("H5D", [(2, SHARED, {"H5D_WRITES": 4000, "H5D_BYTES_WRITTEN": 4000 * 4096,
+                                      "H5D_SIZE_WRITE_AGG_1K_10K": 4000, "H5D_F_WRITE_TIME": 40.0})])
+    var = module("PNETCDF_VAR", [(3, SHARED, {"PNETCDF_VAR_COLL_WRITES": 3000, "PNETCDF_VAR_NB_WRITES": 1000,
+                                              "PNETCDF_VAR_BYTES_WRITTEN": 4000 * 8192,
+                                              "PNETCDF_VAR_SIZE_WRITE_AGG_1K_10K": 4000,
+                                              "PNETCDF_VAR_F_WRITE_TIME": 40.0})])
+    profile = job(h5d, var, nprocs=4, runtime_s=100.0)
+    ctx = facts(profile)
+    assert ctx.get("hdf5_small_calls") == 4000 and ctx.get("hdf5_small_mean_size") == 4096
+    assert ctx.get("hdf5_small_cost_s") == pytest.approx(40.0 / 4 * coalescing_saving(ctx, 4096))
+    assert ctx.get("pnetcdf_small_share") == 1.0 and ctx.get("pnetcdf_nb_share") == 0.25
+    found = {f.code: f for f in diagnose(profile, SiteConfig()).findings}
+    assert "ncmpi_wait_all" in " ".join(found["PNC003"].recommendation.commands)
+    assert "H5Dwrite_multi" in " ".join(found["HDF004"].recommendation.commands)
+    nonblocking = job(module("PNETCDF_VAR", [(3, SHARED, {"PNETCDF_VAR_NB_WRITES": 4000,
+                                                          "PNETCDF_VAR_SIZE_WRITE_AGG_1K_10K": 4000,
+                                                          "PNETCDF_VAR_F_WRITE_TIME": 40.0})]), nprocs=4)
+    assert "PNC003" not in {f.code for f in diagnose(nonblocking, SiteConfig()).findings}

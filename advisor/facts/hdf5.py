@@ -14,6 +14,7 @@ import numpy as np
 
 from advisor.facts import FactContext, fact
 from advisor.facts._darshan import col, maybe, nprocs, owner_files, records
+from advisor.facts.requests import register_small_calls
 
 DATASET_OPS = ("READS", "WRITES")
 
@@ -211,3 +212,6 @@ def hdf5_scattered_cost_s(ctx: FactContext) -> float:
 def hdf5_scattered_files(ctx: FactContext) -> list[str]:
     rec = _datasets(ctx)
     return _files_by(ctx, rec, _scattered(rec))
+
+
+register_small_calls("hdf5", "H5D", "H5Dread/H5Dwrite calls")

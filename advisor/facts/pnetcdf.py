@@ -14,6 +14,7 @@ import numpy as np
 
 from advisor.facts import FactContext, fact
 from advisor.facts._darshan import col, nprocs, owner_files, records, top_files
+from advisor.facts.requests import register_small_calls
 from advisor.profile import SHARED_RANK
 
 MODES = {"indep": ("INDEP_READS", "INDEP_WRITES"), "coll": ("COLL_READS", "COLL_WRITES"),
@@ -90,3 +91,6 @@ def pnetcdf_redef_cost_s(ctx: FactContext) -> float:
 def pnetcdf_redef_files(ctx: FactContext) -> list[str]:
     rec = records(ctx, "PNETCDF_FILE")
     return top_files(ctx, rec, col(rec, "REDEFS"))
+
+
+register_small_calls("pnetcdf", "PNETCDF_VAR", "PnetCDF variable reads and writes")
