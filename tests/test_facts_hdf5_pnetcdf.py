@@ -122,3 +122,28 @@ def test_small_library_calls_fire_hdf004_and_pnc003_costed_as_small_requests():
                                                           "PNETCDF_VAR_SIZE_WRITE_AGG_1K_10K": 4000,
                                                           "PNETCDF_VAR_F_WRITE_TIME": 40.0})]), nprocs=4)
     assert "PNC003" not in {f.code for f in diagnose(nonblocking, SiteConfig()).findings}
+
+
+def test_chunks_that_straddle_stripes_fire_hdf005():
+    from advisor.facts.access import MISALIGNED_PENALTY
+    from advisor.profile import LustreComponent, LustreLayout
+    from tests.profiles import SHARED, facts, job, module
+
+    def profile(chunk_rows: int):
+        h5d = module("H5D", [(2, SHARED, {"H5D_CHUNK_SIZE_D1": chunk_rows, "H5D_CHUNK_SIZE_D2": 100,
+                                          "H5D_DATATYPE_SIZE": 8, "H5D_FILE_REC_ID": 1, "H5D_WRITES": 400,
+                                          "H5D_F_WRITE_TIME": 40.0})])
+        p = job(h5d, nprocs=4, runtime_s=100.0, names={1: "/lus/out.h5", 2: "/lus/out.h5:/t"})
+        p.lustre = {1: LustreLayout(1, [LustreComponent(stripe_size=1 << 20, stripe_count=4)])}
+        return p
+
+    ctx = facts(profile(100))  # 100 x 100 x 8 = 80,000 bytes on 1 MiB stripes
+    assert ctx.get("hdf5_chunk_bytes") == 80_000 and ctx.get("hdf5_chunk_stripe_size") == 1 << 20
+    assert ctx.get("hdf5_chunk_misfit_cost_s") == pytest.approx(40.0 / 4 * MISALIGNED_PENALTY)
+    (finding,) = [f for f in diagnose(profile(100), SiteConfig()).findings if f.code == "HDF005"]
+    assert finding.files == ["/lus/out.h5"]
+    assert "H5Pset_alignment(fapl, 1048576, 1048576);" in finding.recommendation.commands
+    # 1,024 x 128 x 8 bytes = 1 MiB: one chunk per stripe
+    fitting = profile(1024)
+    fitting.records["H5D"].counters["H5D_CHUNK_SIZE_D2"][:] = 128
+    assert "HDF005" not in {f.code for f in diagnose(fitting, SiteConfig()).findings}

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.facts import FactContext, fact
+from advisor.facts import FactContext, Missing, fact
+from advisor.facts.access import MISALIGNED_PENALTY  # a straddled stripe's share of a request's time
 from advisor.facts._darshan import col, maybe, nprocs, owner_files, records
 from advisor.facts.requests import register_small_calls
 
@@ -215,3 +216,73 @@ def hdf5_scattered_files(ctx: FactContext) -> list[str]:
 
 
 register_small_calls("hdf5", "H5D", "H5Dread/H5Dwrite calls")
+
+
+def _chunk_misfits(ctx: FactContext) -> list[tuple[int, int, int, float]]:
+    """(dataset row, chunk bytes, stripe size, read+write seconds) of the chunked datasets whose chunk is
+    neither a multiple nor a divisor of their file's Lustre stripe size; Missing without chunks or layouts."""
+    rec = _datasets(ctx)
+    dims = [col(rec, f"CHUNK_SIZE_D{d}") for d in range(1, 6)]
+    chunked = dims[0] > 0
+    if not chunked.any():
+        raise Missing("no chunked HDF5 dataset (H5D_CHUNK_SIZE_D1 0: contiguous layout)")
+    chunk = np.prod([np.where(d > 0, d, 1) for d in dims], axis=0) * np.maximum(col(rec, "DATATYPE_SIZE"), 1)
+    files = _dataset_files(ctx, rec)
+    seconds = col(rec, "F_READ_TIME") + col(rec, "F_WRITE_TIME")
+    out, known = [], False
+    for row in np.flatnonzero(chunked):
+        layout = ctx.profile.lustre.get(int(files[row]))
+        stripe = layout.stripe_size if layout is not None else 0
+        if not stripe:
+            continue
+        known = True
+        size = int(chunk[row])
+        if size % stripe and stripe % size:
+            out.append((int(row), size, stripe, float(seconds[row])))
+    if not known:
+        raise Missing("the stripe size of the HDF5 files is unknown (no LUSTRE records)")
+    return out
+
+
+def _misfits(ctx: FactContext):
+    return ctx.memo("hdf5.chunk_misfits", lambda: _chunk_misfits(ctx))
+
+
+@fact("hdf5_chunk_misfit_datasets", "count", "Chunked datasets whose chunk (H5D_CHUNK_SIZE_D* x DATATYPE_SIZE) is "
+      "neither a multiple nor a divisor of their file's Lustre stripe size.", label="datasets with misfit chunks")
+def hdf5_chunk_misfit_datasets(ctx: FactContext) -> int:
+    return len({int(_datasets(ctx).ids[row]) for row, *_ in _misfits(ctx)})
+
+
+@fact("hdf5_chunk_bytes", "bytes", "Chunk size of the misfit dataset with the most read and write time.",
+      label="chunk size")
+def hdf5_chunk_bytes(ctx: FactContext) -> int:
+    misfits = _misfits(ctx)
+    if not misfits:
+        raise Missing("every chunk fits the stripe size")
+    return max(misfits, key=lambda m: m[3])[1]
+
+
+@fact("hdf5_chunk_stripe_size", "bytes", "Stripe size of that dataset's file.", label="stripe size")
+def hdf5_chunk_stripe_size(ctx: FactContext) -> int:
+    misfits = _misfits(ctx)
+    if not misfits:
+        raise Missing("every chunk fits the stripe size")
+    return max(misfits, key=lambda m: m[3])[2]
+
+
+@fact("hdf5_chunk_misfit_cost_s", "seconds", "Seconds per process the misfit chunks lose to straddled stripes: "
+      "their datasets' read and write time times the misalignment penalty.",
+      label="time misfit chunks lose per process")
+def hdf5_chunk_misfit_cost_s(ctx: FactContext) -> float:
+    return sum(m[3] for m in _misfits(ctx)) / nprocs(ctx) * MISALIGNED_PENALTY
+
+
+@fact("hdf5_chunk_misfit_files", "path", "HDF5 files of the datasets with misfit chunks.",
+      label="HDF5 files with misfit chunks")
+def hdf5_chunk_misfit_files(ctx: FactContext) -> list[str]:
+    rec = _datasets(ctx)
+    weight = np.zeros(len(rec))
+    for row, _size, _stripe, seconds in _misfits(ctx):
+        weight[row] = seconds + 1e-12
+    return _files_by(ctx, rec, weight)
