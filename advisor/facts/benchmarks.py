@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.facts import FactContext, Missing, NotApplicable, fact
-from advisor.facts.ior import MB_PER_MIB, PEAK, sustainable_limits
+from advisor.facts.ior import PEAK, peak_record, sustainable_limits
 from advisor.formatting import fmt_bytes
 from advisor.ingest.fio import FioProfile
 from advisor.ingest.iozone import KBS, IozoneProfile
@@ -84,13 +84,8 @@ def bench_peak_results(ctx: FactContext) -> list[dict]:
         raise Missing("no sequential bandwidth result (random tests and ops/s do not measure streaming)")
     for op in ("write", "read"):
         best = max((r for r in results(ctx) if r.operation == op), key=lambda r: r.mib_s, default=None)
-        limits = sustainable_limits(ctx, op, nodes=1, osts_used=None) if best else []
-        if not limits:
-            continue
-        name, limit = min(limits, key=lambda pair: pair[1])
-        out.append({"operation": op, "test": best.label, "best_mib_s": best.mib_s, "best_mb_s": best.mib_s * MB_PER_MIB,
-                    "limit_name": name, "limit_mib_s": limit, "limit_mb_s": limit * MB_PER_MIB,
-                    "share": best.mib_s / limit})
+        if best and (limits := sustainable_limits(ctx, op, nodes=1, osts_used=None)):
+            out.append(peak_record(op, best.label, best.mib_s, limits))
     if not out:
         raise Missing("no sustainable peak in the site config ([system] peak_write_mib_s, peak_read_mib_s, "
                       "oss_peak_mib_s or client_peak_mib_s)")

@@ -79,6 +79,18 @@ def detect(path: str | Path) -> InputFormat:
                      "output, or ioadvisor snapshot)")
 
 
+def read_bounded(path: Path, max_bytes: int, what: str) -> bytes:
+    """The whole of a text input that must not exceed `max_bytes`; InputError (one line) when it
+    does or cannot be read. `what` names the input kind in the message ("an IOR output file")."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise InputError(str(path), f"{size} bytes is too large for {what}")
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+
+
 def read_head(path: Path) -> bytes:
     """The first bytes of a regular file; InputError for anything else.
 

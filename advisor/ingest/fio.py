@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from advisor.errors import InputError
-from advisor.ingest import InputFormat, register
+from advisor.ingest import InputFormat, read_bounded, register
 from advisor.ingest.plausible import MAX_COUNT, MAX_TOTAL
 from advisor.profile import JobInfo, JobProfile, Provenance
 
@@ -137,12 +137,7 @@ def _sniff(path: Path, head: bytes) -> bool:
 def load(path: Path) -> JobProfile:
     """Read one fio JSON output; InputError (one line) when unusable."""
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise InputError(str(path), f"{size} bytes is too large for a fio output")
-        run = parse(path.read_bytes().decode("utf-8", "replace"))
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+        run = parse(read_bounded(path, MAX_BYTES, "a fio output").decode("utf-8", "replace"))
     except ValueError as exc:
         raise InputError(str(path), str(exc)) from None
     if not run.measurements:

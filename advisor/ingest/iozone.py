@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from advisor.errors import InputError
-from advisor.ingest import InputFormat, register
+from advisor.ingest import InputFormat, read_bounded, register
 from advisor.ingest.plausible import MAX_COUNT, MAX_RANKS, MAX_TOTAL
 from advisor.profile import JobInfo, JobProfile, Provenance
 
@@ -252,13 +252,7 @@ def _sniff(path: Path, head: bytes) -> bool:
 
 def load(path: Path) -> JobProfile:
     """Read one IOzone output; InputError (one line) when it holds no measurement."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise InputError(str(path), f"{size} bytes is too large for an IOzone output")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    data = read_bounded(path, MAX_BYTES, "an IOzone output")
     try:
         run = parse_workbook(data) if data[:2] in _BIFF_BOF else parse_text(data.decode("utf-8", "replace"))
     except ValueError as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from advisor.errors import InputError
-from advisor.ingest import InputFormat, register
+from advisor.ingest import InputFormat, read_bounded, register
 from advisor.ingest.plausible import MAX_RANKS, MAX_TOTAL
 from advisor.profile import JobInfo, JobProfile, Provenance
 
@@ -106,13 +106,7 @@ def _sniff(path: Path, head: bytes) -> bool:
 
 def load(path: Path) -> JobProfile:
     """Read one mdtest output; InputError (one line) when it holds no SUMMARY table."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise InputError(str(path), f"{size} bytes is too large for an mdtest output")
-        run = parse(path.read_bytes().decode("utf-8", "replace"))
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    run = parse(read_bounded(path, MAX_BYTES, "an mdtest output").decode("utf-8", "replace"))
     if not run.measurements:
         raise InputError(str(path), "an mdtest output with no SUMMARY table (an interrupted or failed run?)")
     job = JobInfo(nprocs=run.tasks or 0, exe=run.command_line, library_version=run.version,
