@@ -14,6 +14,7 @@ from advisor.engine.rules import Catalogue, load_catalogue
 from advisor.errors import ConfigError
 from advisor.expectation import JobExpectation
 from advisor.facts import PARAMS, FactContext, registry
+from advisor.facts.layers import layer_section
 from advisor.findings import Diagnosis, NotChecked
 from advisor.ingest.ior.view import results_data
 from advisor.profile import JobProfile
@@ -78,6 +79,9 @@ def _summary(ctx: FactContext) -> dict:
             value = ctx.value(name)
             if value is not None:
                 summary[name] = json_ready(value)
+    layers = layer_section(ctx)
+    if layers is not None:
+        summary["layers"] = json_ready(layers)
     return summary
 
 

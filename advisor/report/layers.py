@@ -1,0 +1,95 @@
+"""The layer account as every reporter prints it: lines, tables and the HTML picture.
+
+All of it reads the summary's ``layers`` section (:meth:`advisor.facts.layers.LayerAccount.to_dict`,
+plain JSON values), so `show`, the terminal header and the HTML page state the same figures from
+the same numbers, and a saved diagnosis re-renders without the log.
+"""
+
+from __future__ import annotations
+
+from advisor.formatting import fmt_bytes, fmt_num, fmt_pct, fmt_ratio, fmt_secs
+from advisor.report.plots import Plot, stacked_hbars, with_table
+
+BASIS = "seconds per process: summed over ranks / processes, bounded by what a process could spend"
+AMPLIFIED = 1.05  # below this, the layer below moved what was asked (rounding, headers)
+
+
+def _share(section: dict, seconds: float | None) -> str:
+    runtime = float(section.get("runtime_s") or 0.0)
+    return f" ({fmt_pct(min(seconds / runtime, 1.0))} of the run)" if seconds is not None and runtime > 0 else ""
+
+
+def layer_line(section: dict, row: dict) -> str:
+    """One layer in a sentence: 'MPI-IO: 11.4 min per process (94.3% of the run), 11.0 min of it above
+    POSIX (...); POSIX moved 3.93x its bytes in 5.60x its operations'."""
+    name = str(row["layer"])
+    if row.get("time_s") is None:
+        text = f"{name}: not timed in this log ({fmt_num(row.get('files', 0))} files)"
+    else:
+        text = f"{name}: {fmt_secs(row['time_s'])} per process{_share(section, row['time_s'])}"
+    if row.get("own_time_s") is not None:
+        text += f", {fmt_secs(row['own_time_s'])} of it above {row['below']} ({row.get('own') or 'its own work'})"
+    amp, ops = row.get("byte_amplification"), row.get("op_amplification")
+    if row.get("below") and ((amp or 0) >= AMPLIFIED or (ops or 0) >= AMPLIFIED):
+        text += f"; {row['below']} moved {fmt_ratio(amp)} its bytes in {fmt_ratio(ops)} its operations"
+    notes = [str(n) for n in row.get("notes") or [] if not str(n).startswith("not timed")]
+    return text + "".join(f"; {n}" for n in notes)
+
+
+def layer_lines(section: dict | None) -> list[str]:
+    """Every layer of the account, top first, one line each ([] without an account)."""
+    if not isinstance(section, dict):
+        return []
+    return [layer_line(section, row) for row in section.get("rows") or []]
+
+
+def layer_table(section: dict) -> tuple[str, list[str], list[list[str]]]:
+    """(title, columns, rows): each layer's figures, top first."""
+    rows = []
+    for r in section.get("rows") or []:
+        rows.append([str(r["layer"]), fmt_secs(r["time_s"]) if r.get("time_s") is not None else "not timed",
+                     _share(section, r.get("time_s")).strip(" ()").replace(" of the run", "") or "-",
+                     fmt_secs(r["own_time_s"]) if r.get("own_time_s") is not None else "-",
+                     str(r.get("below") or "-"), fmt_bytes(r["bytes_read"]), fmt_bytes(r["bytes_written"]),
+                     fmt_num(r["reads"] + r["writes"]), fmt_num(r["meta_ops"]), fmt_num(r["files"]),
+                     fmt_ratio(r["byte_amplification"]) if r.get("byte_amplification") is not None else "-",
+                     fmt_ratio(r["op_amplification"]) if r.get("op_amplification") is not None else "-"])
+    return (f"I/O layers ({BASIS})",
+            ["layer", "time", "of run", "above below", "below", "read", "written", "ops", "meta ops", "files",
+             "bytes below/here", "ops below/here"], rows)
+
+
+def file_table(section: dict) -> tuple[str, list[str], list[list[str]]]:
+    """(title, columns, rows): each listed file's layers, its name on its first row."""
+    rows = []
+    for f in section.get("files") or []:
+        for i, cell in enumerate(f.get("layers") or []):
+            rows.append([str(f["path"]) if i == 0 else "", str(cell["layer"]),
+                         fmt_secs(cell["time_s"]) if cell.get("time_s") is not None else "not timed",
+                         fmt_secs(cell["own_time_s"]) if cell.get("own_time_s") is not None else "-",
+                         str(cell.get("below") or "-"), fmt_bytes(cell["bytes"]), fmt_num(cell["ops"])])
+    title = f"I/O layers per file: top {len(section.get('files') or [])} of {section.get('files_total', 0)} by time"
+    return title, ["file", "layer", "time", "above below", "below", "bytes", "ops"], rows
+
+
+def layer_plot(section: dict) -> Plot | None:
+    """Where the I/O time went, layer by layer: each timed layer's bar split into the time its calls
+    spent in the layer below and its own time above it (a base layer's bar: its system calls)."""
+    rows = [r for r in section.get("rows") or [] if r.get("time_s") is not None]
+    if not rows or not any(float(r["time_s"]) > 0 for r in rows):
+        return None
+    carried, own, base = [], [], []
+    for r in rows:
+        total = float(r["time_s"])
+        mine = float(r["own_time_s"]) if r.get("own_time_s") is not None else None
+        carried.append(total - mine if mine is not None else 0.0)
+        own.append(mine or 0.0)
+        base.append(total if mine is None else 0.0)
+    labels = [str(r["layer"]) for r in rows]
+    title = "Where the I/O time went, layer by layer (per process)"
+    alt = " ".join(f"{line}." for line in layer_lines(section))
+    stacks = [("in the layer below", "c-read", carried), ("above the layer below (own)", "c-meta", own),
+              ("in its own calls (no layer below)", "c-write", base)]
+    svg = stacked_hbars("io-layers", title, labels, labels, stacks, "time ({unit}), per process", alt)
+    _, columns, table = layer_table(section)
+    return with_table(Plot("io-layers", title, svg.markup("io-layers"), alt), columns, table)
