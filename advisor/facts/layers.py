@@ -27,6 +27,7 @@ from advisor.metrics import SPECS, Columns
 from advisor.profile import SHARED_RANK, STD_STREAMS
 
 FILE_ROWS = 10  # files listed in the account, most time first
+NO_FILE = 0  # the file id of dataset/variable records that name none (H5D before Darshan 3.4.?)
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ def _build(ctx: FactContext) -> LayerAccount:
     views = {m: _module(ctx, m, runtime) for layer in present for m in layer.modules if _has(ctx, m)}
     per_file = {layer.name: _layer_files(layer, views, runtime) for layer in present}
     rows = [_row(ctx, layer, views, per_file, runtime) for layer in present]
-    seen = set().union(*(set(f) for f in per_file.values()))
+    seen = {k for files in per_file.values() for k in files if _listed(ctx, k)}
     return LayerAccount(nprocs(ctx), runtime, _maybe(job_time, ctx), _maybe(base_time, ctx), rows,
                         _file_rows(ctx, present, views, per_file), len(seen))
 
@@ -275,7 +276,7 @@ def _ids(files: set[int]) -> np.ndarray:
 def _below(layer: Layer, per_file: dict[str, dict[int, _FileFigures]]) -> tuple[str, set[int], bool]:
     """The layer that carried `layer`'s calls, the files both saw, and whether they name the same
     files (DAOS records objects, not DFS's files: then the whole layers are compared)."""
-    mine = set(per_file[layer.name])
+    mine = set(per_file[layer.name]) - {NO_FILE}
     for name in layer.below:
         if name in per_file and mine & set(per_file[name]):
             return name, mine & set(per_file[name]), True
@@ -292,7 +293,7 @@ def _row(ctx: FactContext, layer: Layer, views: dict[str, _Module],
     totals = [sum(getattr(f, a) for f in files.values()) for a in
               ("bytes_read", "bytes_written", "reads", "writes", "meta_ops")]
     row = LayerRow(layer.name, [m for m in layer.modules if m in views], t and t.total, t and t.summed,
-                   t and t.read, t and t.write, t and t.meta, *totals, files=len(files))
+                   t and t.read, t and t.write, t and t.meta, *totals, files=len(set(files) - {NO_FILE}))
     if t is None:
         row.notes.append("not timed in this log: its time counters hold -1 (not monitored by this Darshan)")
     below, same, matched = _below(layer, per_file)
@@ -305,11 +306,12 @@ def _compare(ctx: FactContext, row: LayerRow, layer: Layer, below: str, same: se
              views: dict[str, _Module], per_file: dict[str, dict[int, _FileFigures]], runtime: float) -> None:
     """The layer's time above `below` and the amplification, on the files both saw."""
     row.below, row.own = below, layer.own
-    lower = _time(ctx, BY_NAME[below], views, same, runtime)
-    upper = _time(ctx, layer, views, same, runtime) if matched else None
-    row.below_time_s = lower and lower.total
     here, there = per_file[layer.name], per_file[below]
-    mine = same if matched else set(here)
+    unplaced = NO_FILE in here  # then its whole time and bytes are compared with the files it names
+    lower = _time(ctx, BY_NAME[below], views, same, runtime)
+    upper = _time(ctx, layer, views, same, runtime) if matched and not unplaced else None
+    row.below_time_s = lower and lower.total
+    mine = (same if matched else set(here)) | ({NO_FILE} if unplaced else set())
     if row.time_s is not None and lower is not None:
         top = upper.total if upper is not None else row.time_s
         row.own_time_s = max(0.0, top - lower.total)
@@ -320,10 +322,18 @@ def _compare(ctx: FactContext, row: LayerRow, layer: Layer, below: str, same: se
     up_ops, down_ops = sum(here[k].ops for k in mine), sum(there[k].ops for k in same)
     row.byte_amplification = down_bytes / up_bytes if up_bytes else None
     row.op_amplification = down_ops / up_ops if up_ops else None
+    if unplaced:
+        row.notes.append(f"some of its records name no file (this Darshan's {'/'.join(row.modules)}): its whole "
+                         f"time is compared with {below}'s on the files it names")
     if not matched:
         row.notes.append(f"{below} records name other objects than {layer.name}'s files: the whole layers are compared")
-    elif len(same) < len(here):
-        row.notes.append(f"{len(here) - len(same)} of its {len(here)} files were not seen by {below}")
+    elif len(same) < row.files:
+        row.notes.append(f"{row.files - len(same)} of its {row.files} files were not seen by {below}")
+
+
+def _listed(ctx: FactContext, key: int) -> bool:
+    """A file of the per-file account: named by a record, not a standard stream."""
+    return key != NO_FILE and ctx.profile.name_of(key) not in STD_STREAMS
 
 
 def _file_rows(ctx: FactContext, present: list[Layer], views: dict[str, _Module],
@@ -335,7 +345,7 @@ def _file_rows(ctx: FactContext, present: list[Layer], views: dict[str, _Module]
         for key, figs in files.items():
             busiest[key] = max(busiest.get(key, 0.0), figs.time_s if name in timed else 0.0)
     ranked = [k for k in sorted(busiest, key=lambda k: (-busiest[k], ctx.profile.name_of(k)))
-              if ctx.profile.name_of(k) not in STD_STREAMS][:FILE_ROWS]
+              if _listed(ctx, k)][:FILE_ROWS]
     rows = []
     for key in ranked:
         cells = []

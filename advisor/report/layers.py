@@ -7,7 +7,7 @@ the same numbers, and a saved diagnosis re-renders without the log.
 
 from __future__ import annotations
 
-from advisor.formatting import fmt_bytes, fmt_num, fmt_pct, fmt_ratio, fmt_secs
+from advisor.formatting import fmt_bytes, fmt_num, fmt_pct, fmt_ratio, fmt_secs, printable
 from advisor.report.plots import Plot, stacked_hbars, with_table
 
 BASIS = "seconds per process: summed over ranks / processes, bounded by what a process could spend"
@@ -44,19 +44,25 @@ def layer_lines(section: dict | None) -> list[str]:
 
 
 def layer_table(section: dict) -> tuple[str, list[str], list[list[str]]]:
-    """(title, columns, rows): each layer's figures, top first."""
+    """(title, columns, rows): each layer's figures, top first ('own': its time above the layer
+    below, 'x bytes' and 'x ops': what the layer below moved per byte and operation asked)."""
     rows = []
     for r in section.get("rows") or []:
-        rows.append([str(r["layer"]), fmt_secs(r["time_s"]) if r.get("time_s") is not None else "not timed",
+        rows.append([str(r["layer"]), _secs(r.get("time_s"), "not timed"),
                      _share(section, r.get("time_s")).strip(" ()").replace(" of the run", "") or "-",
-                     fmt_secs(r["own_time_s"]) if r.get("own_time_s") is not None else "-",
-                     str(r.get("below") or "-"), fmt_bytes(r["bytes_read"]), fmt_bytes(r["bytes_written"]),
-                     fmt_num(r["reads"] + r["writes"]), fmt_num(r["meta_ops"]), fmt_num(r["files"]),
-                     fmt_ratio(r["byte_amplification"]) if r.get("byte_amplification") is not None else "-",
-                     fmt_ratio(r["op_amplification"]) if r.get("op_amplification") is not None else "-"])
-    return (f"I/O layers ({BASIS})",
-            ["layer", "time", "of run", "above below", "below", "read", "written", "ops", "meta ops", "files",
-             "bytes below/here", "ops below/here"], rows)
+                     _secs(r.get("own_time_s")), str(r.get("below") or "-"),
+                     fmt_bytes(r["bytes_read"] + r["bytes_written"]), fmt_num(r["reads"] + r["writes"]),
+                     fmt_num(r["files"]), _ratio(r.get("byte_amplification")), _ratio(r.get("op_amplification"))])
+    return ("I/O layers (time per process, bounded)",
+            ["layer", "time", "of run", "own", "above", "bytes", "ops", "files", "x bytes", "x ops"], rows)
+
+
+def _secs(value, missing: str = "-") -> str:
+    return fmt_secs(value) if value is not None else missing
+
+
+def _ratio(value) -> str:
+    return fmt_ratio(value) if value is not None else "-"
 
 
 def file_table(section: dict) -> tuple[str, list[str], list[list[str]]]:
@@ -64,12 +70,11 @@ def file_table(section: dict) -> tuple[str, list[str], list[list[str]]]:
     rows = []
     for f in section.get("files") or []:
         for i, cell in enumerate(f.get("layers") or []):
-            rows.append([str(f["path"]) if i == 0 else "", str(cell["layer"]),
-                         fmt_secs(cell["time_s"]) if cell.get("time_s") is not None else "not timed",
-                         fmt_secs(cell["own_time_s"]) if cell.get("own_time_s") is not None else "-",
+            rows.append([printable(f["path"]) if i == 0 else "", str(cell["layer"]),
+                         _secs(cell.get("time_s"), "not timed"), _secs(cell.get("own_time_s")),
                          str(cell.get("below") or "-"), fmt_bytes(cell["bytes"]), fmt_num(cell["ops"])])
     title = f"I/O layers per file: top {len(section.get('files') or [])} of {section.get('files_total', 0)} by time"
-    return title, ["file", "layer", "time", "above below", "below", "bytes", "ops"], rows
+    return title, ["file", "layer", "time", "own", "above", "bytes", "ops"], rows
 
 
 def layer_plot(section: dict) -> Plot | None:
