@@ -40,7 +40,10 @@ def layer_lines(section: dict | None) -> list[str]:
     """Every layer of the account, top first, one line each ([] without an account)."""
     if not isinstance(section, dict):
         return []
-    return [layer_line(section, row) for row in section.get("rows") or []]
+    try:
+        return [layer_line(section, row) for row in section.get("rows") or []]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a hand-edited saved diagnosis
+        return [f"layers: not shown, malformed summary data ({type(exc).__name__})"]
 
 
 def layer_table(section: dict) -> tuple[str, list[str], list[list[str]]]:
