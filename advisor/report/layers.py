@@ -83,21 +83,21 @@ def file_table(section: dict) -> tuple[str, list[str], list[list[str]]]:
 def layer_plot(section: dict) -> Plot | None:
     """Where the I/O time went, layer by layer: each timed layer's bar split into the time its calls
     spent in the layer below and its own time above it (a base layer's bar: its system calls)."""
-    rows = [r for r in section.get("rows") or [] if r.get("time_s") is not None]
-    if not rows or not any(float(r["time_s"]) > 0 for r in rows):
+    rows = list(section.get("rows") or [])
+    if not any(float(r.get("time_s") or 0) > 0 for r in rows):
         return None
     carried, own, base = [], [], []
-    for r in rows:
-        total = float(r["time_s"])
+    for r in rows:  # a layer the log does not time keeps its row, named so, without a bar
+        total = float(r.get("time_s") or 0.0)
         mine = float(r["own_time_s"]) if r.get("own_time_s") is not None else None
         carried.append(total - mine if mine is not None else 0.0)
         own.append(mine or 0.0)
         base.append(total if mine is None else 0.0)
-    labels = [str(r["layer"]) for r in rows]
+    labels = [str(r["layer"]) + (" (not timed)" if r.get("time_s") is None else "") for r in rows]
     title = "Where the I/O time went, layer by layer (per process)"
     alt = " ".join(f"{line}." for line in layer_lines(section))
-    stacks = [("in the layer below", "c-read", carried), ("above the layer below (own)", "c-meta", own),
-              ("in its own calls (no layer below)", "c-write", base)]
+    stacks = [("in the layer below", "c-read", carried), ("own time above the layer below", "c-meta", own),
+              ("lowest layer Darshan sees", "c-write", base)]
     svg = stacked_hbars("io-layers", title, labels, labels, stacks, "time ({unit}), per process", alt)
     _, columns, table = layer_table(section)
     return with_table(Plot("io-layers", title, svg.markup("io-layers"), alt), columns, table)
