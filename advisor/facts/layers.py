@@ -141,32 +141,37 @@ class _Module:
     n: int  # processes the sums are divided by
 
 
-@dataclass
-class _FileFigures:
-    """One layer on one file: seconds per process (bounded by the file's records' lives), bytes, ops."""
+_FIELDS = ("time", "bytes_read", "bytes_written", "reads", "writes", "meta_ops")
 
-    time_s: float
-    bytes_read: int
-    bytes_written: int
-    reads: int
-    writes: int
-    meta_ops: int
+
+@dataclass
+class _Files:
+    """One layer's figures per file, as arrays aligned with `keys` (sorted file ids): seconds per
+    process (bounded by the file's records' lives), bytes and operations."""
+
+    keys: np.ndarray
+    time: np.ndarray
+    bytes_read: np.ndarray
+    bytes_written: np.ndarray
+    reads: np.ndarray
+    writes: np.ndarray
+    meta_ops: np.ndarray
 
     @property
-    def bytes(self) -> int:
+    def bytes(self) -> np.ndarray:
         return self.bytes_read + self.bytes_written
 
     @property
-    def ops(self) -> int:
+    def ops(self) -> np.ndarray:
         return self.reads + self.writes
 
-    def add(self, other: _FileFigures) -> None:
-        """Another module of the same layer on the same file: its bytes if it saw more, its ops and time too."""
-        self.time_s += other.time_s
-        if other.bytes > self.bytes:
-            self.bytes_read, self.bytes_written = other.bytes_read, other.bytes_written
-        self.reads, self.writes, self.meta_ops = (self.reads + other.reads, self.writes + other.writes,
-                                                  self.meta_ops + other.meta_ops)
+    def on(self, files: np.ndarray) -> np.ndarray:
+        """Which of the layer's files are in `files`."""
+        return np.isin(self.keys, files, assume_unique=True, kind="sort")
+
+    def index(self, key: int) -> int | None:
+        i = int(np.searchsorted(self.keys, np.uint64(key)))
+        return i if i < len(self.keys) and self.keys[i] == key else None
 
 
 def account(ctx: FactContext) -> LayerAccount:
@@ -190,9 +195,9 @@ def _build(ctx: FactContext) -> LayerAccount:
     views = {m: _module(ctx, m, runtime) for layer in present for m in layer.modules if _has(ctx, m)}
     per_file = {layer.name: _layer_files(layer, views, runtime) for layer in present}
     rows = [_row(ctx, layer, views, per_file, runtime) for layer in present]
-    seen = {k for files in per_file.values() for k in files if _listed(ctx, k)}
+    listed = _listed_files(ctx, per_file)[0]
     return LayerAccount(nprocs(ctx), runtime, _maybe(job_time, ctx), _maybe(base_time, ctx), rows,
-                        _file_rows(ctx, present, views, per_file), len(seen))
+                        _file_rows(ctx, present, views, per_file), len(listed))
 
 
 def _has(ctx: FactContext, module: str) -> bool:
@@ -223,77 +228,100 @@ def _module(ctx: FactContext, module: str, runtime: float) -> _Module:
     return _Module(np.asarray(keys).astype(np.uint64), seconds, life, rec.ranks == SHARED_RANK, cols, timed, n)
 
 
-def _layer_files(layer: Layer, views: dict[str, _Module], runtime: float) -> dict[int, _FileFigures]:
-    """File id -> the layer's figures on it. Bytes: the module that saw the most of them (PnetCDF's
-    file record counts the header besides the variables' bytes); operations and seconds: summed."""
-    out: dict[int, _FileFigures] = {}
-    for module in layer.modules:
-        view = views.get(module)
-        if view is None:
-            continue
-        uniq, inv = np.unique(view.keys, return_inverse=True)
-        n = len(uniq)
-        summed = np.bincount(inv, weights=sum(view.seconds.values()), minlength=n) / view.n
-        if view.life is not None:  # a rank's calls on a file lie within its records' lives
-            own = ~view.shared
-            bound = (np.bincount(inv[own], weights=view.life[own], minlength=n) / view.n
-                     + np.bincount(inv[view.shared], weights=view.life[view.shared], minlength=n))
-            summed = np.minimum(summed, bound)
-        c = view.cols
-        sums = np.rint([np.bincount(inv, weights=w, minlength=n) for w in
-                        (c.bytes_read, c.bytes_written, c.reads, c.writes, c.meta_ops)]).astype(np.int64)
-        for key, t, figs in zip(uniq.tolist(), summed.tolist(), sums.T.tolist()):
-            if key in out:
-                out[key].add(_FileFigures(t, *figs))
-            else:
-                out[key] = _FileFigures(t, *figs)
+def _layer_files(layer: Layer, views: dict[str, _Module], runtime: float) -> _Files:
+    """The layer's figures per file. Bytes: the module that saw the most of them (PnetCDF's file
+    record counts the header besides the variables' bytes); operations and seconds: summed."""
+    parts = [_module_files(views[m]) for m in layer.modules if m in views]
+    keys = _group(np.concatenate([k for k, _ in parts]))[0]
+    out = _Files(keys, *(np.zeros(len(keys), np.float64 if f == "time" else np.int64) for f in _FIELDS))
+    for uniq, figs in parts:
+        at = np.searchsorted(keys, uniq)
+        out.time[at] += figs["time"]
+        for f in ("reads", "writes", "meta_ops"):
+            getattr(out, f)[at] += figs[f]
+        more = figs["bytes_read"] + figs["bytes_written"] > out.bytes[at]
+        out.bytes_read[at[more]], out.bytes_written[at[more]] = figs["bytes_read"][more], figs["bytes_written"][more]
     if runtime:
-        for figs in out.values():
-            figs.time_s = min(figs.time_s, runtime)
+        np.minimum(out.time, runtime, out=out.time)
     return out
 
 
-def _time(ctx: FactContext, layer: Layer, views: dict[str, _Module], files: set[int] | None,
+def _group(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct keys, index of each key among them), by sorting: numpy's hashing unique is
+    several times slower on random 64-bit record ids."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    first = np.concatenate(([True], ordered[1:] != ordered[:-1])) if len(keys) else np.zeros(0, bool)
+    inv = np.empty(len(keys), np.int64)
+    inv[order] = np.cumsum(first) - 1
+    return ordered[first], inv
+
+
+def _module_files(view: _Module) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(file ids, field -> value per file) of one module's records."""
+    uniq, inv = _group(view.keys)
+    n = len(uniq)
+    time = np.bincount(inv, weights=sum(view.seconds.values()), minlength=n) / view.n
+    if view.life is not None:  # a rank's calls on a file lie within its records' lives
+        own = ~view.shared
+        bound = (np.bincount(inv[own], weights=view.life[own], minlength=n) / view.n
+                 + np.bincount(inv[view.shared], weights=view.life[view.shared], minlength=n))
+        time = np.minimum(time, bound)
+    c = view.cols
+    figs = {f: np.rint(np.bincount(inv, weights=getattr(c, f), minlength=n)).astype(np.int64) for f in _FIELDS[1:]}
+    return uniq, {"time": time, **figs}
+
+
+def _time(ctx: FactContext, layer: Layer, views: dict[str, _Module], files: np.ndarray | None,
           runtime: float) -> LayerTime | None:
     """The layer's seconds per process on `files` (None: all of them), bounded; None when untimed."""
+    keeps = {m: None if files is None else np.isin(views[m].keys, files, kind="sort")
+             for m in layer.modules if m in views and views[m].timed}
+    if not keeps:
+        return None
+    if all(keep is None or keep.all() for keep in keeps.values()):  # every file: computed once
+        return ctx.memo(f"layers.time.{layer.name}", lambda: _bounded_time(ctx, layer, views, None, runtime))
+    return _bounded_time(ctx, layer, views, keeps, runtime)
+
+
+def _bounded_time(ctx: FactContext, layer: Layer, views: dict[str, _Module],
+                  keeps: dict[str, np.ndarray] | None, runtime: float) -> LayerTime:
     parts = []
     for module in layer.modules:
         view = views.get(module)
         if view is None or not view.timed:
             continue
-        keep = np.ones(len(view.keys), bool) if files is None else np.isin(view.keys, _ids(files))
+        keep = np.ones(len(view.keys), bool) if keeps is None else keeps[module]
         b = bounded(ctx, module, keep)
         for kind, seconds in view.seconds.items():  # the extra kinds (PnetCDF's wait)
             b.summed.setdefault(kind, float(seconds[keep].sum()) / view.n)
         parts.append(b)
-    return combine(layer.name, parts, runtime or np.inf) if parts else None
+    return combine(layer.name, parts, runtime or np.inf)
 
 
-def _ids(files: set[int]) -> np.ndarray:
-    return np.fromiter(files, np.uint64, len(files))
-
-
-def _below(layer: Layer, per_file: dict[str, dict[int, _FileFigures]]) -> tuple[str, set[int], bool]:
+def _below(layer: Layer, per_file: dict[str, _Files]) -> tuple[str, np.ndarray, bool]:
     """The layer that carried `layer`'s calls, the files both saw, and whether they name the same
     files (DAOS records objects, not DFS's files: then the whole layers are compared)."""
-    mine = set(per_file[layer.name]) - {NO_FILE}
-    for name in layer.below:
-        if name in per_file and mine & set(per_file[name]):
-            return name, mine & set(per_file[name]), True
+    mine = per_file[layer.name].keys
+    mine = mine[mine != NO_FILE]
     for name in layer.below:
         if name in per_file:
-            return name, set(per_file[name]), False
-    return "", set(), True
+            same = np.intersect1d(mine, per_file[name].keys, assume_unique=True)
+            if len(same):
+                return name, same, True
+    for name in layer.below:
+        if name in per_file:
+            return name, per_file[name].keys, False
+    return "", mine[:0], True
 
 
-def _row(ctx: FactContext, layer: Layer, views: dict[str, _Module],
-         per_file: dict[str, dict[int, _FileFigures]], runtime: float) -> LayerRow:
+def _row(ctx: FactContext, layer: Layer, views: dict[str, _Module], per_file: dict[str, _Files],
+         runtime: float) -> LayerRow:
     files = per_file[layer.name]
     t = _time(ctx, layer, views, None, runtime)
-    totals = [sum(getattr(f, a) for f in files.values()) for a in
-              ("bytes_read", "bytes_written", "reads", "writes", "meta_ops")]
+    totals = [int(getattr(files, f).sum()) for f in _FIELDS[1:]]
     row = LayerRow(layer.name, [m for m in layer.modules if m in views], t and t.total, t and t.summed,
-                   t and t.read, t and t.write, t and t.meta, *totals, files=len(set(files) - {NO_FILE}))
+                   t and t.read, t and t.write, t and t.meta, *totals, files=int((files.keys != NO_FILE).sum()))
     if t is None:
         row.notes.append("not timed in this log: its time counters hold -1 (not monitored by this Darshan)")
     below, same, matched = _below(layer, per_file)
@@ -302,24 +330,25 @@ def _row(ctx: FactContext, layer: Layer, views: dict[str, _Module],
     return row
 
 
-def _compare(ctx: FactContext, row: LayerRow, layer: Layer, below: str, same: set[int], matched: bool,
-             views: dict[str, _Module], per_file: dict[str, dict[int, _FileFigures]], runtime: float) -> None:
+def _compare(ctx: FactContext, row: LayerRow, layer: Layer, below: str, same: np.ndarray, matched: bool,
+             views: dict[str, _Module], per_file: dict[str, _Files], runtime: float) -> None:
     """The layer's time above `below` and the amplification, on the files both saw."""
     row.below, row.own = below, layer.own
     here, there = per_file[layer.name], per_file[below]
-    unplaced = NO_FILE in here  # then its whole time and bytes are compared with the files it names
+    unplaced = here.index(NO_FILE) is not None  # then its whole time and bytes are compared
     lower = _time(ctx, BY_NAME[below], views, same, runtime)
     upper = _time(ctx, layer, views, same, runtime) if matched and not unplaced else None
     row.below_time_s = lower and lower.total
-    mine = (same if matched else set(here)) | ({NO_FILE} if unplaced else set())
+    mine = (here.on(same) if matched else np.ones(len(here.keys), bool)) | (here.keys == NO_FILE)
     if row.time_s is not None and lower is not None:
         top = upper.total if upper is not None else row.time_s
         row.own_time_s = max(0.0, top - lower.total)
         if lower.total > top * 1.01 + 1e-3:
             row.notes.append(f"{below} spent more time on these files than {layer.name}: calls {layer.name}'s "
                              "counters do not time moved data below it")
-    up_bytes, down_bytes = sum(here[k].bytes for k in mine), sum(there[k].bytes for k in same)
-    up_ops, down_ops = sum(here[k].ops for k in mine), sum(there[k].ops for k in same)
+    under = there.on(same)
+    up_bytes, down_bytes = int(here.bytes[mine].sum()), int(there.bytes[under].sum())
+    up_ops, down_ops = int(here.ops[mine].sum()), int(there.ops[under].sum())
     row.byte_amplification = down_bytes / up_bytes if up_bytes else None
     row.op_amplification = down_ops / up_ops if up_ops else None
     if unplaced:
@@ -331,32 +360,35 @@ def _compare(ctx: FactContext, row: LayerRow, layer: Layer, below: str, same: se
         row.notes.append(f"{row.files - len(same)} of its {row.files} files were not seen by {below}")
 
 
-def _listed(ctx: FactContext, key: int) -> bool:
-    """A file of the per-file account: named by a record, not a standard stream."""
-    return key != NO_FILE and ctx.profile.name_of(key) not in STD_STREAMS
+def _listed_files(ctx: FactContext, per_file: dict[str, _Files]) -> tuple[np.ndarray, np.ndarray]:
+    """(file ids, most seconds per process in a timed layer) of the files the per-file account
+    lists: named by a record, not a standard stream."""
+    keys, inv = _group(np.concatenate([f.keys for f in per_file.values()]))
+    times = np.zeros(len(keys))
+    np.maximum.at(times, inv, np.concatenate([f.time for f in per_file.values()]))
+    skip = [NO_FILE, *(i for i, name in ctx.profile.names.items() if name in STD_STREAMS)]
+    keep = ~np.isin(keys, np.asarray(skip, np.uint64), kind="sort")
+    return keys[keep], times[keep]
 
 
 def _file_rows(ctx: FactContext, present: list[Layer], views: dict[str, _Module],
-               per_file: dict[str, dict[int, _FileFigures]]) -> list[FileRow]:
-    """The FILE_ROWS files with the most time in any layer, each layer's figures on them."""
+               per_file: dict[str, _Files]) -> list[FileRow]:
+    """The FILE_ROWS files with the most time in a timed layer, each layer's figures on them."""
     timed = {layer.name for layer in present if any(views[m].timed for m in layer.modules if m in views)}
-    busiest: dict[int, float] = {}
-    for name, files in per_file.items():
-        for key, figs in files.items():
-            busiest[key] = max(busiest.get(key, 0.0), figs.time_s if name in timed else 0.0)
-    ranked = [k for k in sorted(busiest, key=lambda k: (-busiest[k], ctx.profile.name_of(k)))
-              if _listed(ctx, k)][:FILE_ROWS]
+    keys, times = _listed_files(ctx, {n: f for n, f in per_file.items() if n in timed} or per_file)
+    top = np.lexsort((keys, -times))[:FILE_ROWS]
     rows = []
-    for key in ranked:
+    for key in keys[top].tolist():
         cells = []
         for layer in present:
-            figs = per_file[layer.name].get(key)
-            if figs is None:
+            i = per_file[layer.name].index(key)
+            if i is None:
                 continue
-            below = next((b for b in layer.below if key in per_file.get(b, {})), "")
-            t = figs.time_s if layer.name in timed else None
-            under = per_file[below][key].time_s if below in timed else None
+            below = next((b for b in layer.below if b in per_file and per_file[b].index(key) is not None), "")
+            t = float(per_file[layer.name].time[i]) if layer.name in timed else None
+            under = float(per_file[below].time[per_file[below].index(key)]) if below in timed else None
             own = max(0.0, t - under) if t is not None and under is not None else None
-            cells.append(FileLayer(layer.name, t, figs.bytes, figs.ops, own, below))
+            cells.append(FileLayer(layer.name, t, int(per_file[layer.name].bytes[i]),
+                                   int(per_file[layer.name].ops[i]), own, below))
         rows.append(FileRow(ctx.profile.name_of(key), cells))
     return rows
