@@ -76,6 +76,8 @@ def test_e3sm_every_reporter_says_where_the_minutes_went(corpus, monkeypatch):
     section = d.summary["layers"]
     jsonschema.validate(json.loads(diagnoses_json([d])), SCHEMA)
     assert d.summary["io_time_s"] == section["io_time"]["total"] and d.summary["io_layer"] == "MPI-IO + STDIO"
+    # the summary's times each name their layer
+    assert d.summary["read_time_s"] == section["base_time"]["read"] and d.summary["base_layer"] == "POSIX + STDIO"
     line = next(x for x in layer_lines(section) if x.startswith("MPI-IO"))
     assert line.startswith("MPI-IO: 11.4 min per process (94.4% of the run), 11.0 min of it above POSIX (")
     assert "POSIX moved 3.93x its bytes in 5.60x its operations" in line

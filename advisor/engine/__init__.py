@@ -20,7 +20,8 @@ from advisor.ingest.ior.view import results_data
 from advisor.profile import JobProfile
 
 SUMMARY_FACTS = ("bytes_read", "bytes_written", "io_time_s", "io_share", "io_layer", "read_time_s",
-                 "write_time_s", "meta_time_s", "files_accessed", "modules", "interfaces", "counter_notes")
+                 "write_time_s", "meta_time_s", "base_layer", "files_accessed", "modules", "interfaces",
+                 "counter_notes")
 
 
 def check_thresholds(config: SiteConfig, catalogue: Catalogue) -> None:

@@ -71,6 +71,13 @@ def io_layer(ctx: FactContext) -> str:
     return _time(ctx, "io_time").layer
 
 
+@fact("base_layer", "enum", "The I/O layer read_time_s, write_time_s and meta_time_s are measured at: "
+      "POSIX + STDIO (what reached the file system), else the lowest layer the log has.",
+      label="read, write and metadata time measured at")
+def base_layer(ctx: FactContext) -> str:
+    return _time(ctx, "base_time").layer
+
+
 def _time(ctx: FactContext, which: str) -> LayerTime:
     """The summary's times come from the layer account (advisor/facts/layers.py), which names their layer."""
     value = getattr(account(ctx), which)
