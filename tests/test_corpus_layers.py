@@ -12,8 +12,12 @@ import html
 import io
 import json
 import re
+from pathlib import Path
 
+import jsonschema
 import pytest
+
+import advisor
 
 from advisor.config import SiteConfig
 from advisor.engine import diagnose
@@ -30,6 +34,8 @@ from tests.test_corpus_shares import NOT_TEXT, TAG, corpus_logs
 
 CHUNKS = 6
 WIDTH = 1000  # no line wrapped: a layer's sentence is compared whole
+SCHEMA = json.loads((Path(advisor.__file__).parent / "schemas" / "diagnosis-v1.json").read_text())
+SECTION = {**SCHEMA["$defs"]["layerAccount"], "$defs": SCHEMA["$defs"]}  # summary.layers alone
 
 
 def _flat(text: str) -> str:
@@ -60,7 +66,7 @@ def disagreements(out: dict) -> list[str]:
         return ["show's layers section differs from the diagnosis's"]
     if section is None:
         return []
-    bad = []
+    bad = [f"schema: {e.message}" for e in jsonschema.Draft202012Validator(SECTION).iter_errors(section)][:1]
     runtime = section["runtime_s"]
     for row in section["rows"]:
         if row["time_s"] is not None and runtime and row["time_s"] > runtime * (1 + 1e-6):
@@ -76,14 +82,20 @@ def disagreements(out: dict) -> list[str]:
 
 
 def test_the_check_finds_a_reporter_that_differs():
-    section = {"runtime_s": 10.0, "io_time": None, "rows": [
-        {"layer": "MPI-IO", "time_s": 4.0, "own_time_s": 3.0, "below": "POSIX", "notes": []}]}
+    row = {"layer": "MPI-IO", "modules": ["MPI-IO"], "time_s": 4.0, "bytes_read": 0, "bytes_written": 1 << 20,
+           "reads": 0, "writes": 4, "meta_ops": 1, "files": 1, "below": "POSIX", "below_time_s": 1.0,
+           "own_time_s": 3.0, "byte_amplification": 1.0, "op_amplification": 1.0, "notes": []}
+    section = {"nprocs": 4, "runtime_s": 10.0, "io_time": None, "base_time": None, "rows": [row], "files": [],
+               "files_total": 1}
     line = layer_lines(section)[0]
     out = {"json": {"summary": {"layers": section}}, "show_json": {"layers": section},
            "terminal": line, "html": line, "show": line.replace("4.0 s", "4.1 s")}
     assert disagreements(out) == [f"show lacks: {line}"]
     differs = ["show's layers section differs from the diagnosis's"]
     assert disagreements({**out, "show_json": {"layers": None}}) == differs
+    broken = {**section, "rows": [{**row, "files": -1}]}
+    assert disagreements({**out, "json": {"summary": {"layers": broken}}, "show_json": {"layers": broken}})[0] \
+        == "schema: -1 is less than the minimum of 0"
 
 
 @pytest.mark.slow

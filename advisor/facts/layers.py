@@ -27,7 +27,7 @@ from advisor.metrics import SPECS, Columns
 from advisor.profile import SHARED_RANK, STD_STREAMS
 
 FILE_ROWS = 10  # files listed in the account, most time first
-NO_FILE = 0  # the file id of dataset/variable records that name none (H5D before Darshan 3.4.?)
+NO_FILE = 0  # the file id of dataset records that name none (older H5D records: a 2020 MACSio log)
 
 
 @dataclass(frozen=True)
@@ -390,5 +390,5 @@ def _file_rows(ctx: FactContext, present: list[Layer], views: dict[str, _Module]
             own = max(0.0, t - under) if t is not None and under is not None else None
             cells.append(FileLayer(layer.name, t, int(per_file[layer.name].bytes[i]),
                                    int(per_file[layer.name].ops[i]), own, below))
-        rows.append(FileRow(ctx.profile.name_of(key), cells))
+        rows.append(FileRow(ctx.profile.name_of(key) or f"<unnamed record {key:#x}>", cells))  # DFS, DAOS
     return rows

@@ -10,7 +10,6 @@ from __future__ import annotations
 from advisor.formatting import fmt_bytes, fmt_num, fmt_pct, fmt_ratio, fmt_secs, printable
 from advisor.report.plots import Plot, stacked_hbars, with_table
 
-BASIS = "seconds per process: summed over ranks / processes, bounded by what a process could spend"
 AMPLIFIED = 1.05  # below this, the layer below moved what was asked (rounding, headers)
 
 
