@@ -125,6 +125,9 @@ def test_posix_only_log_has_its_bounded_time_and_nothing_above(corpus):
     assert posix.below == "" and posix.own_time_s is None and posix.byte_amplification is None
     assert posix.time_s <= a.runtime_s < posix.summed_s
     assert a.io_time.layer == a.base_time.layer == "POSIX + STDIO"
+    page = render_html([diagnose(_profile(str(DATA / "traps" / "T04.darshan")), SiteConfig())])
+    # one layer over nothing: the lines say it, no picture repeats the plot of I/O time by module
+    assert f"POSIX: {fmt_secs(posix.time_s)} per process" in page and 'id="io-layers"' not in page
 
 
 def test_dfs_above_daos(corpus):

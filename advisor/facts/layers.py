@@ -195,6 +195,8 @@ def _build(ctx: FactContext) -> LayerAccount:
     views = {m: _module(ctx, m, runtime) for layer in present for m in layer.modules if _has(ctx, m)}
     per_file = {layer.name: _layer_files(layer, views, runtime) for layer in present}
     rows = [_row(ctx, layer, views, per_file, runtime) for layer in present]
+    if not rows:  # Darshan modules, none of them an I/O layer (BG/Q, HEATMAP only)
+        return LayerAccount(nprocs(ctx), runtime, None, None, [], [], 0)
     listed = _listed_files(ctx, per_file)[0]
     return LayerAccount(nprocs(ctx), runtime, _maybe(job_time, ctx), _maybe(base_time, ctx), rows,
                         _file_rows(ctx, present, views, per_file), len(listed))

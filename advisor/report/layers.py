@@ -68,9 +68,13 @@ def _ratio(value) -> str:
 
 
 def file_table(section: dict) -> tuple[str, list[str], list[list[str]]]:
-    """(title, columns, rows): each listed file's layers, its name on its first row."""
+    """(title, columns, rows): each listed file's layers, its name on its first row; no rows when no
+    file was seen by two layers (the reports' own file tables then say it all)."""
     rows = []
-    for f in section.get("files") or []:
+    files = section.get("files") or []
+    if not any(len(f.get("layers") or []) > 1 for f in files):
+        files = []
+    for f in files:
         for i, cell in enumerate(f.get("layers") or []):
             rows.append([printable(f["path"]) if i == 0 else "", str(cell["layer"]),
                          _secs(cell.get("time_s"), "not timed"), _secs(cell.get("own_time_s")),
@@ -83,8 +87,8 @@ def layer_plot(section: dict) -> Plot | None:
     """Where the I/O time went, layer by layer: each timed layer's bar split into the time its calls
     spent in the layer below and its own time above it (a base layer's bar: its system calls)."""
     rows = list(section.get("rows") or [])
-    if not any(float(r.get("time_s") or 0) > 0 for r in rows):
-        return None
+    if not any(r.get("below") for r in rows) or not any(float(r.get("time_s") or 0) > 0 for r in rows):
+        return None  # one layer over another, or the plot of I/O time by module says it all
     carried, own, base = [], [], []
     for r in rows:  # a layer the log does not time keeps its row, named so, without a bar
         total = float(r.get("time_s") or 0.0)
