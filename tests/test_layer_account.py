@@ -141,7 +141,7 @@ def test_a_saved_diagnosis_draws_the_same_lines_and_survives_a_broken_section(co
     d = diagnose(_profile(IOR_HDF5), SiteConfig())
     again = Diagnosis.from_dict(json.loads(diagnoses_json([d])))
     assert layer_lines(again.summary["layers"]) == layer_lines(d.summary["layers"])
-    again.summary["layers"] = {"runtime_s": 1.0, "rows": [{"layer": "HDF5", "time_s": "soon"}]}  # hand-edited
+    again.summary["layers"] = {"runtime_s": 1.0, "rows": [{"layer": "HDF5", "time_s": "soon", "below": "MPI-IO"}]}
     page = render_html([again])
     assert "layers: not drawn, malformed summary data (ValueError)" in page
     assert "layers: not shown, malformed summary data (ValueError)" in page
