@@ -98,7 +98,8 @@ def score_cases(cases: list[labels.Case], exe: str | None, timeout: float) -> di
     scores: dict[str, list[labels.Score]] = {"ioadvisor": [], "drishti": []}
     for case in cases:
         doc = docs.get(str(case.log), {"error": "no result"})
-        scores["ioadvisor"].append(labels.score(case, labels.our_findings(doc), doc.get("error") or ""))
+        scores["ioadvisor"].append(labels.score(case, labels.our_findings(doc), doc.get("error") or "",
+                                                labels.our_proposed_fixes(doc)))
         if exe:
             found, error = drishti(exe, case.log, timeout)
             scores["drishti"].append(labels.score(case, found, error))
@@ -107,21 +108,36 @@ def score_cases(cases: list[labels.Case], exe: str | None, timeout: float) -> di
 
 def print_scores(scores: dict[str, list[labels.Score]]) -> None:
     tools = list(scores)
-    print(f"{'case':<42} {'must flag':<24} " + " ".join(f"{t + ': missed / false high':<44}" for t in tools))
+    print(f"{'case':<42} {'must flag':<24} " + " ".join(f"{t + ': missed / false high / wrong fix':<52}"
+                                                     for t in tools))
     for row in zip(*scores.values()):
         case = row[0].case
         cells = [_cell(s) for s in row]
-        print(f"{case.name:<42} {','.join(sorted(case.must_flag)) or '-':<24} "
-              + " ".join(f"{c:<44}" for c in cells))
+        print(f"{_short(case.name):<42} {','.join(sorted(case.must_flag)) or '-':<24} "
+              + " ".join(f"{c:<52}" for c in cells))
     print()
     for tool, rows in scores.items():
-        must = sum(len(s.case.must_flag) for s in rows)
-        found = sum(len(s.case.must_flag) - len(s.missed) for s in rows)
-        false_high = sum(len(s.false_high) for s in rows)
-        right = sum(s.right for s in rows)
-        recall = 100.0 * found / must if must else 100.0
-        print(f"{tool:<10} recall {found}/{must} ({recall:.0f} %), false highs {false_high}, "
-              f"cases right {right}/{len(rows)}, failed {sum(bool(s.error) for s in rows)}")
+        groups = sorted({s.case.group for s in rows})
+        for group in ([None] if len(groups) < 2 else [None, *groups]):
+            _print_total(tool, [s for s in rows if group in (None, s.case.group)], group)
+
+
+def _print_total(tool: str, rows: list[labels.Score], group: str | None) -> None:
+    must = sum(len(s.case.must_flag) for s in rows)
+    found = sum(len(s.case.must_flag) - len(s.missed) for s in rows)
+    false_high = sum(len(s.false_high) for s in rows)
+    right = sum(s.right for s in rows)
+    recall = 100.0 * found / must if must else 100.0
+    # Drishti proposes no replayable fix, so "wrong fixes" is ours alone
+    wrong = f", fixes the job already applies {sum(len(s.wrong_fixes) for s in rows)}" if tool == "ioadvisor" else ""
+    print(f"{tool:<10} {'  ' + group if group else 'all':<14} recall {found}/{must} ({recall:.0f} %), "
+          f"false highs {false_high}{wrong}, cases right {right}/{len(rows)}, "
+          f"failed {sum(bool(s.error) for s in rows)}")
+
+
+def _short(name: str) -> str:
+    """A case's name fit for a column: a log's file name (cut), a folder as it is."""
+    return name if not name.endswith(".darshan") else Path(name).name[:40]
 
 
 def repeat_runs(cases: list[labels.Case]) -> list[labels.Case]:
@@ -149,7 +165,8 @@ def _cell(s: labels.Score) -> str:
         return f"FAILED ({s.error[:30]})"
     missed = ",".join(sorted(s.missed)) or "-"
     false_high = ",".join(sorted(s.false_high)) or "-"
-    return f"{'ok ' if s.right else 'BAD'} {missed} / {false_high}"
+    wrong = ",".join(sorted(s.wrong_fixes)) or "-"
+    return f"{'ok ' if s.right else 'BAD'} {missed} / {false_high} / {wrong}"
 
 
 def alarm_rate(corpus: Path, timeout: float) -> None:

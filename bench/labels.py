@@ -2,8 +2,10 @@
 
 A label file is a TSV with the columns of ``../shared/corpus/traps/LABELS.tsv``: ``case``,
 ``must_flag`` (categories a correct diagnosis reports at warn or high), ``must_not_flag_high``
-(categories that would be a false alarm at high) and ``note``. A case names a folder holding
-``case.darshan``, relative to the label file's folder or to the corpus root. Used by
+(categories that would be a false alarm at high) and ``note``; optionally ``must_not_propose``
+(fix transforms that must not appear in "Fixes, best first": what the job already does). A case
+names a folder holding ``case.darshan``, or a log itself, relative to the label file's folder or to
+the corpus root. Used by
 ``bench/accuracy.py`` and ``tests/test_labelled_cases.py``, so the bench and the tests score alike.
 """
 
@@ -44,6 +46,8 @@ class Case:
     must_flag: frozenset[str]
     must_not_flag_high: frozenset[str]
     note: str = ""
+    must_not_propose: frozenset[str] = frozenset()
+    group: str = ""  # traps, generated, applications: the label file's name
 
 
 @dataclass
@@ -54,6 +58,7 @@ class Score:
     flagged: set[str] = field(default_factory=set)  # categories at warn or high
     high: set[str] = field(default_factory=set)
     error: str = ""
+    proposed: set[str] = field(default_factory=set)  # fix transforms in "Fixes, best first"
 
     @property
     def missed(self) -> set[str]:
@@ -64,8 +69,12 @@ class Score:
         return set(self.case.must_not_flag_high) & self.high
 
     @property
+    def wrong_fixes(self) -> set[str]:
+        return set(self.case.must_not_propose) & self.proposed
+
+    @property
     def right(self) -> bool:
-        return not self.error and not self.missed and not self.false_high
+        return not self.error and not self.missed and not self.false_high and not self.wrong_fixes
 
 
 def label_files(corpus: Path = CORPUS) -> list[Path]:
@@ -80,11 +89,12 @@ def read_cases(path: Path, corpus: Path = CORPUS) -> list[Case]:
     with path.open(newline="") as f:
         for row in csv.DictReader(f, delimiter="\t"):
             name = row["case"].strip()
-            log = next((d / name / "case.darshan" for d in (path.parent, corpus)
-                        if (d / name / "case.darshan").is_file()), None)
+            log = next((c for d in (path.parent, corpus) for c in (d / name / "case.darshan", d / name)
+                        if c.is_file()), None)
             if log is not None:
                 cases.append(Case(name, log, _categories(row.get("must_flag")),
-                                  _categories(row.get("must_not_flag_high")), (row.get("note") or "").strip()))
+                                  _categories(row.get("must_not_flag_high")), (row.get("note") or "").strip(),
+                                  _categories(row.get("must_not_propose")), _group(path)))
     return cases
 
 
@@ -92,15 +102,26 @@ def all_cases(corpus: Path = CORPUS) -> list[Case]:
     return [c for path in label_files(corpus) for c in read_cases(path, corpus)]
 
 
-def score(case: Case, findings: list[tuple[str, str]], error: str = "") -> Score:
-    """Score (category, severity) pairs against the case's labels."""
+def score(case: Case, findings: list[tuple[str, str]], error: str = "",
+          proposed: set[str] | None = None) -> Score:
+    """Score (category, severity) pairs, and the fix transforms proposed, against the case's labels."""
     return Score(case, flagged={c for c, s in findings if s in FLAGGED},
-                 high={c for c, s in findings if s == "high"}, error=error)
+                 high={c for c, s in findings if s == "high"}, error=error, proposed=set(proposed or ()))
 
 
 def our_findings(doc: dict) -> list[tuple[str, str]]:
     """(category, severity) of every finding in a `diagnose --json` document."""
     return [(f["category"], f["severity"]) for f in doc.get("findings", [])]
+
+
+def our_proposed_fixes(doc: dict) -> set[str]:
+    """The fix transforms of "Fixes, best first" in a `diagnose --json` document."""
+    return {s["fix"]["transform"] for s in (doc.get("summary") or {}).get("fixes") or []}
+
+
+def _group(path: Path) -> str:
+    """The corpus's LABELS.tsv files by their folder (traps), ours by their name (generated, applications)."""
+    return path.parent.name if path.name == "LABELS.tsv" else path.stem
 
 
 def _categories(text: str | None) -> frozenset[str]:

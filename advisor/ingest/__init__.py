@@ -34,7 +34,7 @@ class InputFormat:
 
 
 FORMATS: list[InputFormat] = []
-_FORMAT_MODULES = ("darshan_log", "parser_dump", "ior", "snapshot")
+_FORMAT_MODULES = ("darshan_log", "parser_dump", "ior", "iozone", "fio", "mdtest", "snapshot")
 
 
 def register(fmt: InputFormat) -> InputFormat:
@@ -75,7 +75,8 @@ def detect(path: str | Path) -> InputFormat:
         if fmt.sniff(path, head):
             return fmt
     raise InputError(str(path),
-                     "not a recognised input (Darshan log, darshan-parser dump, IOR output or ioadvisor snapshot)")
+                     "not a recognised input (Darshan log, darshan-parser dump, IOR, IOzone, fio JSON or mdtest "
+                     "output, or ioadvisor snapshot)")
 
 
 def read_head(path: Path) -> bytes:
