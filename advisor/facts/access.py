@@ -165,16 +165,3 @@ def read_share_bytes(ctx: FactContext) -> float:
       label="read/write switches")
 def rw_switches(ctx: FactContext) -> int:
     return int(_posix(ctx).rw_switches)
-
-
-
-@fact("misaligned_hdf5", "flag", "The file with the most misaligned requests is an HDF5 file (H5F/H5D records name "
-      "it): only then is H5Pset_alignment the remedy.", label="misaligned file is HDF5")
-def misaligned_hdf5(ctx: FactContext) -> bool:
-    from advisor.facts.hdf5 import hdf5_file_ids
-
-    rec = data_records(ctx, "POSIX")
-    weight = col(rec, "FILE_NOT_ALIGNED")
-    if not (weight > 0).any():
-        return False
-    return bool(np.isin(rec.ids[int(np.argmax(weight))], hdf5_file_ids(ctx)))

@@ -14,7 +14,7 @@ import numpy as np
 
 from advisor.facts import FactContext, Missing, fact
 from advisor.facts.access import MISALIGNED_PENALTY  # a straddled stripe's share of a request's time
-from advisor.facts._darshan import col, maybe, nprocs, owner_files, records
+from advisor.facts._darshan import col, data_records, maybe, nprocs, owner_files, records
 from advisor.facts.requests import register_small_calls
 
 DATASET_OPS = ("READS", "WRITES")
@@ -150,6 +150,16 @@ def hdf5_file_ids(ctx: FactContext) -> np.ndarray:
     if datasets is not None and len(datasets):
         ids.append(_dataset_files(ctx, datasets))
     return np.unique(np.concatenate(ids))
+
+
+@fact("misaligned_hdf5", "flag", "The file with the most misaligned requests is an HDF5 file (H5F/H5D records name "
+      "it): only then is H5Pset_alignment the remedy.", label="misaligned file is HDF5")
+def misaligned_hdf5(ctx: FactContext) -> bool:
+    rec = data_records(ctx, "POSIX")
+    weight = col(rec, "FILE_NOT_ALIGNED")
+    if not (weight > 0).any():
+        return False
+    return bool(np.isin(rec.ids[int(np.argmax(weight))], hdf5_file_ids(ctx)))
 
 
 @fact("hdf5_meta_indep_writes", "ops", "Independent MPI-IO writes to HDF5 files whose dataset transfers are all "
