@@ -185,28 +185,38 @@ def read_grammar(path: Path) -> dict[int, np.ndarray]:
 
 
 def expand(rules: dict[int, np.ndarray], path: Path) -> np.ndarray:
-    """Terminal ids of the start rule, fully expanded (rules memoised, deepest first)."""
-    done: dict[int, np.ndarray] = {}
+    """Terminal ids of the start rule, fully expanded (rules memoised, deepest first).
+
+    Python lists, not numpy: most rules are a few symbols long, where list repetition is faster."""
+    bodies = {rule: body.tolist() for rule, body in rules.items()}
+    done: dict[int, list[int]] = {}
     stack, visiting = [-1], set()
     while stack:
         rule = stack[-1]
         if rule in done:
             stack.pop()
             continue
-        if rule not in rules:
+        body = bodies.get(rule)
+        if body is None:
             raise _fail(path, f"grammar references missing rule {rule}")
-        pending = [int(v) for v in np.unique(rules[rule][:, 0]) if v < 0 and int(v) not in done]
+        pending = [v for v, _ in body if v < 0 and v not in done]
         if pending:
             if rule in visiting:
                 raise _fail(path, f"grammar rule {rule} is recursive")
             visiting.add(rule)
             stack.extend(pending)
             continue
-        parts = [np.repeat(np.int32(v), e) if v >= 0 else np.tile(done[int(v)], e)
-                 for v, e in rules[rule].tolist()]
-        done[rule] = np.concatenate(parts) if parts else np.zeros(0, np.int32)
+        out: list[int] = []
+        for v, e in body:
+            if v >= 0 and e == 1:
+                out.append(v)
+            elif v >= 0:
+                out.extend([v] * e)
+            else:
+                out.extend(done[v] * e)
+        done[rule] = out
         stack.pop()
-    return done[-1].astype(np.int32, copy=False)
+    return np.array(done[-1], dtype=np.int32)
 
 
 def times(deltas: np.ndarray, resolution: float) -> tuple[np.ndarray, np.ndarray]:
