@@ -26,9 +26,12 @@ FORMAT = "recorder"
 
 def is_trace(path: Path) -> bool:
     """A Recorder trace folder, or its recorder.mt."""
-    folder = path if path.is_dir() else path.parent
-    return (folder / "recorder.mt").is_file() and (folder / "VERSION").is_file() and (
-        path.is_dir() or path.name == "recorder.mt")
+    try:
+        folder = path if path.is_dir() else path.parent
+        return (folder / "recorder.mt").is_file() and (folder / "VERSION").is_file() and (
+            path.is_dir() or path.name == "recorder.mt")
+    except OSError:  # an unreadable directory: the callers say why when they list or open it
+        return False
 
 
 def _sniff(path: Path, head: bytes) -> bool:

@@ -9,6 +9,7 @@ bytes of its MPI-IO (or POSIX) calls.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from typing import Any, NamedTuple
 
@@ -17,7 +18,7 @@ import numpy as np
 from advisor.ingest.recorder import calls as C
 from advisor.ingest.recorder.format import RankCalls
 from advisor.profile import DXT_READ, DXT_WRITE
-from replay.plan import SIZE_BIN_NAMES, size_bins
+from replay.plan import SIZE_BIN_EDGES, SIZE_BIN_NAMES
 
 PREFIX = {"POSIX": "POSIX", "STDIO": "STDIO", "MPI-IO": "MPIIO", "H5F": "H5F", "H5D": "H5D"}
 _TIME = {C.READ: "F_READ_TIME", C.WRITE: "F_WRITE_TIME", C.SYNC: "F_WRITE_TIME"}
@@ -44,37 +45,62 @@ class FileRecord:
 
     def span(self, what: str, start: float, end: float) -> None:
         """First start and last end of an operation kind (Darshan's F_*_START/END_TIMESTAMP)."""
-        first, last = f"F_{what}_START_TIMESTAMP", f"F_{what}_END_TIMESTAMP"
+        first, last = _SPAN[what]
         c = self.counters
         c[first] = start if first not in c else min(c[first], start)
-        c[last] = max(c.get(last, 0.0), end)
+        if end > c[last]:
+            c[last] = end
 
     def access(self, op: str, offset: int, size: int, seconds: float, mode: str) -> None:
         """One read or write: counts, bytes, sizes, sequentiality and switches as Darshan does."""
-        word = "READ" if op == C.READ else "WRITE"
-        past = "READS" if op == C.READ else "WRITES"
-        moved = "BYTES_READ" if op == C.READ else "BYTES_WRITTEN"
+        names = _ACCESS[(op, mode, self.module == "MPI-IO")]
         c = self.counters
-        c[f"{mode.upper()}_{past}" if mode else past] += 1
-        c[moved] += size
+        c[names.ops] += 1
+        c[names.moved] += size
         self.sizes[size] += 1
-        if self.module == "MPI-IO":
-            c[f"SIZE_{word}_AGG_{SIZE_BIN_NAMES[int(size_bins([size])[0])]}"] += 1
-        else:
-            c[f"SIZE_{word}_{SIZE_BIN_NAMES[int(size_bins([size])[0])]}"] += 1
+        c[names.bins[bisect_left(_EDGES, size)]] += 1
         if offset >= 0 and self.module != "MPI-IO":
             last = self.last_byte[op]
-            c[f"SEQ_{past}"] += last < offset
-            c[f"CONSEC_{past}"] += last + 1 == offset
-            self.last_byte[op] = offset + size - 1
-            c[f"MAX_BYTE_{'READ' if op == C.READ else 'WRITTEN'}"] = max(
-                c.get(f"MAX_BYTE_{'READ' if op == C.READ else 'WRITTEN'}", 0), offset + size - 1)
+            if last < offset:
+                c[names.seq] += 1
+                if last + 1 == offset:
+                    c[names.consec] += 1
+            self.last_byte[op] = end = offset + size - 1
+            if end > c[names.max_byte]:
+                c[names.max_byte] = end
         if self.last_op and self.last_op != op:
             c["RW_SWITCHES"] += 1
         self.last_op = op
-        if seconds > c.get(f"F_MAX_{word}_TIME", 0.0):
-            c[f"F_MAX_{word}_TIME"] = seconds
-            c[f"MAX_{word}_TIME_SIZE"] = size
+        if seconds > c[names.max_time]:
+            c[names.max_time] = seconds
+            c[names.max_time_size] = size
+
+
+class _Names(NamedTuple):
+    ops: str
+    moved: str
+    bins: tuple[str, ...]
+    seq: str
+    consec: str
+    max_byte: str
+    max_time: str
+    max_time_size: str
+
+
+def _access_names(op: str, mode: str, aggregate: bool) -> _Names:
+    word, past = ("READ", "READS") if op == C.READ else ("WRITE", "WRITES")
+    agg = "AGG_" if aggregate else ""
+    return _Names(f"{mode.upper()}_{past}" if mode else past,
+                  "BYTES_READ" if op == C.READ else "BYTES_WRITTEN",
+                  tuple(f"SIZE_{word}_{agg}{b}" for b in SIZE_BIN_NAMES), f"SEQ_{past}", f"CONSEC_{past}",
+                  "MAX_BYTE_READ" if op == C.READ else "MAX_BYTE_WRITTEN", f"F_MAX_{word}_TIME",
+                  f"MAX_{word}_TIME_SIZE")
+
+
+_ACCESS = {(op, mode, agg): _access_names(op, mode, agg) for op in (C.READ, C.WRITE)
+           for mode in ("", "indep", "coll", "split", "nb") for agg in (False, True)}
+_SPAN = {w: (f"F_{w}_START_TIMESTAMP", f"F_{w}_END_TIMESTAMP") for w in ("OPEN", "CLOSE", "READ", "WRITE")}
+_EDGES = SIZE_BIN_EDGES.tolist()
 
 
 class RankState:
@@ -109,12 +135,10 @@ class RankState:
     def _posix(self, calls: RankCalls, plans: list, idx: np.ndarray, nbytes: np.ndarray) -> None:
         pos: dict[str, int] = {}
         size_seen: dict[str, int] = {}
-        rank, terminal, tstart, tend = calls.rank, calls.terminal, calls.tstart, calls.tend
-        terminal, tstart, tend = terminal.tolist(), tstart.tolist(), tend.tolist()
-        for i in idx.tolist():
-            p = plans[terminal[i]]
+        rank = calls.rank
+        for i, t, start, end in _walk(calls, idx):
+            p = plans[t]
             spec, path = p.spec, p.target
-            start, end = tstart[i], tend[i]
             rec = self.record(spec.module, path, rank)
             kind = spec.kind
             if kind in (C.READ, C.WRITE):
@@ -151,12 +175,10 @@ class RankState:
         handles: dict[str, str] = {}
         views: dict[str, tuple[int, int]] = {}
         pointer: dict[str, int] = {}
-        rank, terminal = calls.rank, calls.terminal.tolist()
-        tstart, tend = calls.tstart.tolist(), calls.tend.tolist()
-        for i in idx.tolist():
-            p = plans[terminal[i]]
+        rank = calls.rank
+        for i, t, start, end in _walk(calls, idx):
+            p = plans[t]
             spec = p.spec
-            start, end = tstart[i], tend[i]
             if spec.kind == C.OPEN:
                 fh, path = p.extra, p.target
                 handles[fh], views[fh], pointer[fh] = path, (0, 1), 0
@@ -199,14 +221,12 @@ class RankState:
         """HDF5 ids are not names: a file is the one H5Fcreate/H5Fopen opened last and not yet
         closed; a dataset id is bound to the name of the H5Dcreate/H5Dopen before its first use."""
         files: list[str] = []
-        datasets: dict[str, str] = {}
-        pending = ""
-        rank, terminal = calls.rank, calls.terminal.tolist()
-        tstart, tend = calls.tstart.tolist(), calls.tend.tolist()
-        for i in idx.tolist():
-            p = plans[terminal[i]]
+        datasets: dict[str, FileRecord] = {}  # open dataset id -> its record
+        pending: FileRecord | None = None
+        rank = calls.rank
+        for i, t, start, end in _walk(calls, idx):
+            p = plans[t]
             spec = p.spec
-            start, end = tstart[i], tend[i]
             if spec.module == "H5F":
                 if spec.kind == C.OPEN and p.target:
                     files.append(p.target)
@@ -225,15 +245,14 @@ class RankState:
             if not files:
                 continue
             if spec.kind == C.OPEN:
-                pending = p.target
-                rec = self.record("H5D", f"{files[-1]}:/{pending}", rank, files[-1])
-                rec.add("OPENS")
-                rec.add("F_META_TIME", end - start)
+                pending = self.record("H5D", f"{files[-1]}:/{p.target}", rank, files[-1])
+                pending.add("OPENS")
+                pending.add("F_META_TIME", end - start)
                 continue
-            did = p.target
-            if did not in datasets:
-                datasets[did], pending = pending or "?", ""
-            rec = self.record("H5D", f"{files[-1]}:/{datasets[did]}", rank, files[-1])
+            rec = datasets.get(p.target)
+            if rec is None:
+                rec = datasets[p.target] = pending or self.record("H5D", f"{files[-1]}:/?", rank, files[-1])
+                pending = None
             if spec.kind in (C.READ, C.WRITE):
                 size = int(below[i])
                 rec.access(spec.kind, -1, size, end - start, "")
@@ -241,7 +260,7 @@ class RankState:
                 continue
             rec.add("F_META_TIME", end - start)
             if spec.kind == C.CLOSE:
-                datasets.pop(did, None)
+                datasets.pop(p.target, None)
 
 
 class Plan(NamedTuple):
@@ -291,6 +310,11 @@ def plan(name: str, args: tuple[str, ...]) -> Plan | None:
 
 
 C_POSIX, C_MPIIO = 0, 1  # layer numbers of format.POSIX and format.MPIIO
+
+
+def _walk(calls: RankCalls, idx: np.ndarray):
+    """(call index, signature, start, end) of the calls `idx`, as Python numbers."""
+    return zip(idx.tolist(), calls.terminal[idx].tolist(), calls.tstart[idx].tolist(), calls.tend[idx].tolist())
 
 
 def _parents(level: np.ndarray) -> np.ndarray:
