@@ -73,3 +73,15 @@ def test_damaged_trace_is_one_line(corpus: Path, tmp_path: Path) -> None:
         load(folder)
     assert str(err.value).startswith(str(folder)) and "3.cfg: grammar truncated" in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_show_lists_calls_per_layer_and_function(corpus: Path) -> None:
+    from advisor.report.show import show_entry
+
+    entry = show_entry(load_profile(_trace(corpus, "R4_mdtest")))
+    assert entry["source"]["format"] == "recorder" and entry["job"]["nprocs"] == 4
+    tables = {title: rows for title, _, rows in entry["extra_tables"]}
+    assert tables["Recorder calls per layer"] == [["POSIX", "4,015", "6"], ["MPI", "145", "10"]]
+    assert tables["Recorder calls per function"][:3] == [
+        ["POSIX", "close", "1,600"], ["POSIX", "open", "1,600"], ["POSIX", "unlink", "800"]]
+    assert entry["recorder"]["calls"]["POSIX"]["mkdir"] == 6
