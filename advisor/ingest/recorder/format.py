@@ -128,38 +128,45 @@ def read_metadata(folder: Path) -> Metadata:
     return Metadata(version, ranks, start, resolution, ts_compression, bool(interprocess), tuple(names))
 
 
-def read_signatures(path: Path) -> Signatures:
-    """One ``.cst``: entries stored in hash order, placed at their terminal id."""
+def read_signatures(path: Path, known: dict[bytes, tuple] | None = None) -> Signatures:
+    """One ``.cst``: entries stored in hash order, placed at their terminal id.
+
+    `known` maps keys already parsed (of other ranks: most signatures repeat) to their fields."""
     raw = _read(path)
     if len(raw) < 4:
         raise _fail(path, "empty call-signature table")
     (entries,) = struct.unpack_from("<i", raw)
     if entries <= 0:
         raise _fail(path, f"call-signature table holds {entries} entries")
-    func = np.zeros(entries, np.uint8)
-    level = np.zeros(entries, np.uint8)
-    tid = np.zeros(entries, np.uint64)
-    args: list[tuple[str, ...] | None] = [None] * entries
+    known = {} if known is None else known
+    fields: list[tuple | None] = [None] * entries
     pos = 4
     for _ in range(entries):
         if pos + 16 > len(raw):
             raise _fail(path, "call-signature table truncated")
         terminal, _rank, key_len, _count = struct.unpack_from("<iiii", raw, pos)
-        pos += 16
-        key = raw[pos:pos + key_len]
-        pos += key_len
+        key = raw[pos + 16:pos + 16 + key_len]
+        pos += 16 + key_len
         if not 0 <= terminal < entries or len(key) != key_len or key_len < _KEY_HEAD.size:
             raise _fail(path, "call-signature table damaged")
-        tid[terminal], func[terminal], level[terminal], count, strlen = _KEY_HEAD.unpack_from(key)
-        # Arguments end each with a space (spaces inside were written as '_').
-        text = key[_KEY_HEAD.size:_KEY_HEAD.size + strlen].decode(errors="replace")
-        values = tuple(text.split(" ")[:-1])
-        if len(values) != count:
-            raise _fail(path, f"signature {terminal} holds {len(values)} arguments, not {count}")
-        args[terminal] = values
-    if any(a is None for a in args):
+        parsed = known.get(key)
+        if parsed is None:
+            parsed = known[key] = _parse_key(key, path, terminal)
+        fields[terminal] = parsed
+    if any(f is None for f in fields):
         raise _fail(path, "call-signature table misses terminal ids")
-    return Signatures(func, level, tid, tuple(args))  # type: ignore[arg-type]
+    tid, func, level, args = zip(*fields)  # type: ignore[misc]
+    return Signatures(np.array(func, np.uint8), np.array(level, np.uint8), np.array(tid, np.uint64), args)
+
+
+def _parse_key(key: bytes, path: Path, terminal: int) -> tuple:
+    """(thread id, function id, depth, arguments) of one signature key."""
+    tid, func, level, count, strlen = _KEY_HEAD.unpack_from(key)
+    # Arguments end each with a space (spaces inside were written as '_').
+    values = tuple(key[_KEY_HEAD.size:_KEY_HEAD.size + strlen].decode(errors="replace").split(" ")[:-1])
+    if len(values) != count:
+        raise _fail(path, f"signature {terminal} holds {len(values)} arguments, not {count}")
+    return tid, func, level, values
 
 
 def read_grammar(path: Path) -> dict[int, np.ndarray]:
@@ -235,6 +242,7 @@ class RecorderTrace:
         self.folder = Path(folder)
         self.meta = read_metadata(self.folder)
         self._shared: Signatures | None = None
+        self._keys: dict[bytes, tuple] = {}
         self.grammar_of = list(range(self.meta.ranks))
         if self.meta.interprocess:
             raw = _read(self.folder / "ug.mt")
@@ -245,9 +253,9 @@ class RecorderTrace:
 
     def signatures(self, rank: int) -> Signatures:
         if not self.meta.interprocess:
-            return read_signatures(self.folder / f"{rank}.cst")
+            return read_signatures(self.folder / f"{rank}.cst", self._keys)
         if self._shared is None:
-            self._shared = read_signatures(self.folder / "0.cst")
+            self._shared = read_signatures(self.folder / "0.cst", self._keys)
         return self._shared
 
     def deltas(self, rank: int) -> np.ndarray:

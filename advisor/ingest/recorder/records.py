@@ -109,6 +109,7 @@ class RankState:
     def __init__(self, records: dict, segments: dict):
         self.records = records
         self.segments = segments
+        self._plans: dict[tuple[int, tuple[str, ...]], Plan | None] = {}  # ranks share most signatures
 
     def record(self, module: str, name: str, rank: int, file: str = "") -> FileRecord:
         key = (module, name, rank)
@@ -120,8 +121,7 @@ class RankState:
     def rank(self, calls: RankCalls, names: tuple[str, ...], layers: np.ndarray) -> None:
         """Count one rank's calls; arguments are read once per signature, not per call."""
         sig = calls.signatures
-        plans = [plan(names[f] if f < len(names) else "", args)
-                 for f, args in zip(sig.func.tolist(), sig.args)]
+        plans = [self._plan(names, f, args) for f, args in zip(sig.func.tolist(), sig.args)]
         group = np.array([p.group if p else 0 for p in plans], np.int8)[calls.terminal]
         parent = _parents(calls.level)
         nbytes = np.zeros(len(calls), np.int64)
@@ -131,6 +131,12 @@ class RankState:
         self._mpiio(calls, plans, np.flatnonzero(group == 2), nbytes, below)
         mpi_below = _children_sum(parent, nbytes, layer == C_MPIIO)
         self._hdf5(calls, plans, np.flatnonzero(group == 3), np.where(mpi_below > 0, mpi_below, below))
+
+    def _plan(self, names: tuple[str, ...], func: int, args: tuple[str, ...]) -> Plan | None:
+        key = (func, args)
+        if key not in self._plans:
+            self._plans[key] = plan(names[func] if func < len(names) else "", args)
+        return self._plans[key]
 
     def _posix(self, calls: RankCalls, plans: list, idx: np.ndarray, nbytes: np.ndarray) -> None:
         pos: dict[str, int] = {}
