@@ -122,6 +122,9 @@ class ReplayConfig:
     budget_s: float = 300.0  # wall time of one job's measurement (all its fixes)
     budget_gib: float = 256.0  # bytes it may write (the page cache included); time is the usual bound
     allow_mount_root: bool = False  # replay into the root directory of a mounted file system
+    drop_caches: bool = True  # as root, drop the whole node's page cache before every sample (else evict)
+    history: bool = True  # keep each target's verification history (the run-to-run spread, replay.drift)
+    history_dir: str = ""  # where ("": $XDG_STATE_HOME/ioadvisor/replay-history)
 
     def __post_init__(self) -> None:
         for key in ("margin", "precision"):

@@ -11,12 +11,13 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from advisor.fixes import FixSummary, fix_summaries
+from advisor.fixes import FixSummary, fix_summaries, fixes_not_to_apply
 from advisor.verification import Verification
 
 SCHEMA_ID = "ioadvisor/diagnosis/v1"
 
 SEVERITIES = ("high", "warn", "info")
+DERIVED_SUMMARY = ("fixes", "fixes_not_to_apply")  # recomputed from the findings, never read back
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
 CATEGORIES = (
@@ -158,14 +159,19 @@ class Diagnosis:
         return sorted(self.findings, key=lambda f: (SEVERITY_RANK[f.severity], -f.cost_s, f.code))
 
     def fixes(self) -> list[FixSummary]:
-        """The distinct fixes the findings propose, best first (advisor.fixes)."""
+        """The distinct fixes the warn-or-high findings propose, best first (advisor.fixes)."""
         return fix_summaries(self.sorted_findings())
+
+    def fixes_not_to_apply(self) -> list[FixSummary]:
+        """The fixes those findings propose that were measured or predicted slower (advisor.fixes)."""
+        return fixes_not_to_apply(self.sorted_findings())
 
     def to_dict(self) -> dict[str, Any]:
         doc = asdict(self)
         ordered = self.sorted_findings()
         doc["findings"] = [asdict(f) for f in ordered]
         doc["summary"]["fixes"] = [asdict(s) for s in fix_summaries(ordered)]
+        doc["summary"]["fixes_not_to_apply"] = [asdict(s) for s in fixes_not_to_apply(ordered)]
         return {"schema": SCHEMA_ID, **doc}
 
     @classmethod
@@ -184,7 +190,7 @@ class Diagnosis:
             findings=findings,
             not_checked=[NotChecked(**n) for n in doc.get("not_checked", [])],
             # derived from the findings: recomputed, never read back
-            summary={k: v for k, v in doc.get("summary", {}).items() if k != "fixes"},
+            summary={k: v for k, v in doc.get("summary", {}).items() if k not in DERIVED_SUMMARY},
             tool=doc.get("tool", {}),
             figures=doc.get("figures", {}),
             data=doc.get("data") if isinstance(doc.get("data"), dict) else {},

@@ -2,9 +2,13 @@
 
 Several findings often propose one fix (IO001 and IO002 both coalesce to 4 MiB). A fix is
 summarised once, with the codes that propose it, what its replay measured and what a
-learned model predicted. Best first: fixes with a speedup (measured when the replay
-measured one, else predicted) of at least 1, largest first; then the fixes nothing measured
-or predicted, by the time their findings lose; then the fixes that make the job slower.
+learned model predicted. Only findings of warn or high propose a fix here: an info finding
+(often of low confidence, or of a small share of the run) keeps its advice on its card. A fix measured
+slower, or predicted slower (the model's interval below 1), is never ranked: it goes to the
+"do not apply as is" list with what said so. The others, best first: by the highest severity
+of the findings proposing them; within one severity the fixes with a speedup (measured when
+the replay measured one, else predicted) of at least 1, largest first, then the fixes nothing
+measured or predicted, by the time their findings lose.
 Kept free of heavy imports: the hook and fleet workers serialize diagnoses.
 """
 
@@ -20,6 +24,8 @@ from advisor.verification import DECIDED, Verification
 if TYPE_CHECKING:
     from advisor.findings import Finding
 LAYOUTS = {"shared": "one shared file for all ranks", "fpp": "one file per process"}
+RANKED = ("high", "warn")  # the severities whose findings put a fix into the ranking, highest first
+HINT_SIZES = ("cb_buffer_size", "striping_unit")  # ROMIO hints given in bytes
 
 
 def fix_key(fix: dict[str, Any]) -> str:
@@ -49,6 +55,7 @@ class FixSummary:
     action: str  # the fix in words: "coalesce requests to 4 MiB"
     codes: list[str] = field(default_factory=list)
     cost_s: float = 0.0  # the largest time lost among the findings proposing it (rule estimate)
+    severity: str = "warn"  # the highest among the findings proposing it
     verdict: str | None = None  # of the replay, when one ran
     speedup: float | None = None  # measured
     ci95: list[float] | None = None
@@ -69,6 +76,17 @@ class FixSummary:
     def slower(self) -> bool:
         """The replay measured the job slower with this fix."""
         return self.measured and self.verdict == "regressed"
+
+    @property
+    def predicted_slower(self) -> bool:
+        """Not measured, and a model predicts it slower: the top of its interval is below 1."""
+        top = self.predicted_interval[1] if _pair(self.predicted_interval) else None
+        return not self.measured and top is not None and top < 1
+
+    @property
+    def avoid(self) -> bool:
+        """Measured or predicted slower: listed under "do not apply as is", never ranked."""
+        return self.slower or self.predicted_slower
 
     def merit(self) -> float | None:
         """The speedup that ranks the fix: measured when measured, else predicted."""
@@ -105,7 +123,10 @@ def place(target: str | None, fstype: str | None, load: Any = None) -> str:
     (two measurements of one fix that differ in size usually differ in load)."""
     notes = [fstype] if fstype else []
     if isinstance(load, dict) and all(isinstance(load.get(k), (int, float)) for k in ("start", "end", "cores")):
-        lo, hi = (f"{x:.1f}" for x in sorted((load["start"], load["end"])))
+        # the range its samples saw (min, max) when recorded; older results: the start and the end
+        ends = (load["min"], load["max"]) if all(isinstance(load.get(k), (int, float)) for k in ("min", "max")) \
+            else (load["start"], load["end"])
+        lo, hi = (f"{x:.1f}" for x in sorted(ends))
         span = lo if lo == hi else f"{lo}-{hi}"
         notes.append(f"load {span} on {load['cores']} core{'' if load['cores'] == 1 else 's'}")
     return f"{target} ({', '.join(notes)})" if notes else str(target)
@@ -120,21 +141,37 @@ def caution(verification: Verification | None) -> str:
 
 
 def fix_summaries(findings: list[Finding]) -> list[FixSummary]:
-    """The distinct fixes of `findings`, best first."""
+    """The distinct fixes the warn-or-high `findings` propose, best first, less those measured or
+    predicted slower (:func:`fixes_not_to_apply`)."""
+    return [s for s in _summaries(findings) if not s.avoid]
+
+
+def fixes_not_to_apply(findings: list[Finding]) -> list[FixSummary]:
+    """The distinct fixes of the warn-or-high `findings` measured or predicted slower, most
+    severe and slowest first: what not to apply as is, and why (:meth:`FixSummary.outcome`)."""
+    return sorted((s for s in _summaries(findings) if s.avoid),
+                  key=lambda s: (RANKED.index(s.severity), s.merit() or 0.0, fix_key(s.fix)))
+
+
+def _summaries(findings: list[Finding]) -> list[FixSummary]:
     summaries = []
-    for group in _by_fix(findings).values():
+    for group in _by_fix([f for f in findings if f.severity in RANKED]).values():
         s = _summary(group[0])  # the replay and the model saw one fix: the first finding says it
         s.codes = [f.code for f in group]
         s.cost_s = max(float(f.cost_s or 0.0) for f in group)
+        s.severity = min((f.severity for f in group), key=RANKED.index)
         summaries.append(s)
     return sorted(summaries, key=_rank)
 
 
 def _rank(s: FixSummary) -> tuple:
+    """Severity first (an unmeasured high finding's fix before a warn one's); then, as a replay or a
+    model rates fixes and not findings, a speedup of at least 1 before no speedup, by size; the
+    time the findings lose breaks ties and orders the fixes nothing rated."""
     merit = s.merit()
-    if merit is None:
-        return (1, 0.0, -s.cost_s, fix_key(s.fix))
-    return (0 if merit >= 1 else 2, -merit, -s.cost_s, fix_key(s.fix))
+    rated = merit is not None and merit >= 1
+    return (RANKED.index(s.severity), 0 if rated else 1, -(merit or 0.0) if rated else 0.0, -s.cost_s,
+            fix_key(s.fix))
 
 
 def _summary(f: Finding) -> FixSummary:
@@ -171,11 +208,16 @@ def describe(fix: dict[str, Any]) -> str:
             return LAYOUTS[str(fix["mode"])]
         case "sequential":
             return "access files sequentially"
+        case "mpiio_calls":
+            return f"MPI-IO calls of up to {_size(fix.get('call_bytes'))} per rank"
         case "avoid-targets" if fix.get("targets"):
             return f"keep new files off storage target{'s' if len(fix['targets']) > 1 else ''} " \
                    f"{', '.join(map(str, fix['targets']))}"
         case "avoid-targets":
             return "keep new files off the slow storage targets"
+        case "hints" if len(fix) > 1:
+            return "ROMIO hints: " + ", ".join(f"{k}={_size(v) if k in HINT_SIZES else v}"
+                                               for k, v in fix.items() if k != "transform")
     params = ", ".join(f"{k}={v}" for k, v in sorted(fix.items()) if k != "transform")
     return f"{fix.get('transform')} ({params})" if params else str(fix.get("transform"))
 

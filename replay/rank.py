@@ -51,6 +51,16 @@ class Buffer:
 _KIND = {POSIX: "posix", STDIO: "stdio", MPIIO: "mpi", MPIIO_COLL: "mpi"}
 
 
+def _applied(fh, hints: dict[str, str]) -> dict[str, str]:
+    """The values the MPI-IO library reports for the hints asked for (MPI_File_get_info): a hint it
+    ignored is missing or has its own value."""
+    info = fh.Get_info()
+    try:
+        return {k: info.Get(k) for k in hints if info.Get(k) is not None}
+    finally:
+        info.Free()
+
+
 class RankRunner:
     """Executes one rank's ops of one plan in one run directory."""
 
@@ -60,6 +70,7 @@ class RankRunner:
         self.odirect, self.think_time, self.buf = odirect, think_time, buffer
         self.dirs = np.asarray(plan.files["dir"])
         self.hints = hints
+        self.applied_hints: dict[str, str] | None = None  # what the first MPI-IO open got of `hints`
         self.handles: dict[int, list] = {}
         self.implicit: dict[tuple[int, str], tuple] = {}
         self.direct_fds: dict[int, int] = {}
@@ -160,6 +171,8 @@ class RankRunner:
                 info.Set(k, str(v))
             fh = MPI.File.Open(comm, path, MPI.MODE_RDWR | MPI.MODE_CREATE, info)
             info.Free()
+            if self.applied_hints is None:
+                self.applied_hints = _applied(fh, self.hints)
             handle = ("mpi", fh)
         self.handles.setdefault(fid, []).append(handle)
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from replay.collective import aggregate, collective
 from replay.edit import add_transform, collapse, data_mask, merge, ranks_per_file, stream_runs, take
+from replay.mpiio_calls import mpiio_calls
 from replay.plan import (CLOSE, COMM_SELF, CREATE, FLAG_PAD, FSYNC, LAYOUT_DIR, LAYOUT_FILE, MPIIO,
                          MPIIO_COLL, OPEN, Plan)
 
@@ -263,6 +264,33 @@ def _to_shared(plan: Plan) -> Plan:
                         meta=add_transform(plan.meta, {"transform": "layout", "mode": "shared"}))
 
 
+def hint_switch(value: Any) -> str:
+    """A ROMIO on/off hint's value: enable, disable or automatic; ValueError otherwise."""
+    if value not in SWITCHES:
+        raise ValueError(f"not one of {', '.join(SWITCHES)}: {value!r}")
+    return str(value)
+
+
+SWITCHES = ("enable", "disable", "automatic")
+HINT_SIZES = ("cb_nodes", "cb_buffer_size", "striping_unit", "striping_factor")
+
+
+def hints(plan: Plan, **given: Any) -> Plan:
+    """Open every MPI-IO file of the replay with these ROMIO hints (cb_nodes, cb_buffer_size,
+    romio_cb_read/write, romio_ds_read/write, striping_unit, striping_factor), the calls unchanged:
+    the fix for a job already collective, whose aggregation is tuned rather than switched on."""
+    if not given:
+        raise ValueError("hints: no hint given")
+    for key in HINT_SIZES:
+        if key in given and int(given[key]) <= 0:
+            raise ValueError(f"hints: {key} must be positive")
+    if not np.isin(plan.ops["api"], (MPIIO, MPIIO_COLL)).any():
+        raise ValueError("hints: the plan has no MPI-IO call, which ROMIO hints could change")
+    done = {k: int(v) if k in HINT_SIZES else str(v) for k, v in sorted(given.items())}
+    return plan.replace(hints={**plan.hints, **{k: str(v) for k, v in done.items()}},
+                        meta=add_transform(plan.meta, {"transform": "hints", **done}))
+
+
 FIXES: dict[str, tuple[Callable[..., Plan], dict[str, type]]] = {
     "coalesce": (coalesce, {"transfer_size": int}),
     "collective": (collective, {"cb_nodes": int}),
@@ -273,7 +301,15 @@ FIXES: dict[str, tuple[Callable[..., Plan], dict[str, type]]] = {
     "stripe": (stripe, {"count": int, "size": int, "object_size": int, "scope": str}),
     "sequential": (sequential, {}),
     "avoid-targets": (avoid_targets, {"targets": target_list}),
+    "hints": (hints, {"cb_nodes": int, "cb_buffer_size": int, "romio_cb_read": hint_switch,
+                      "romio_cb_write": hint_switch, "romio_ds_read": hint_switch, "romio_ds_write": hint_switch,
+                      "striping_unit": int, "striping_factor": int}),
+    "mpiio_calls": (mpiio_calls, {"call_bytes": int}),
 }
+
+
+KINDS = {target_list: "a list of storage target indices", hint_switch: "one of " + ", ".join(SWITCHES)}
+"""How a parameter's type reads in an error message (else its type's name)."""
 
 
 def apply_fix(plan: Plan, fix: dict[str, Any]) -> Plan:
@@ -297,10 +333,11 @@ def check_fix(fix: dict[str, Any]) -> tuple[Callable[..., Plan], dict[str, Any]]
             try:
                 kwargs[key] = typ(fix[key])
             except (TypeError, ValueError):
-                kind = "a list of storage target indices" if typ is target_list else typ.__name__
+                kind = KINDS.get(typ, typ.__name__)
                 raise ValueError(f"fix {name!r}: {key} must be {kind}, got {fix[key]!r}") from None
     return func, kwargs
 
 
 __all__ = ["FIXES", "aggregate", "align", "apply_fix", "avoid_targets", "check_fix", "coalesce", "collective",
-           "fsync_at_close", "layout", "sequential", "stripe", "target_list"]
+           "fsync_at_close", "hint_switch", "hints", "layout", "mpiio_calls", "sequential", "stripe",
+           "target_list"]

@@ -40,6 +40,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(item.stash[UNGROUPED], pytrace=False)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def replay_history(tmp_path_factory: pytest.TempPathFactory):
+    """Verifications keep their target's history under $XDG_STATE_HOME: the tests' own, so that
+    no test reads the user's (or another session's) runs and none is left behind."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     """The shared real corpus (../shared/corpus); present in CI."""

@@ -43,7 +43,8 @@ def test_corpus_has_every_darshan_file(corpus):
     for p in darshan_logs:
         top = p.relative_to(CORPUS).parts[0]
         by_folder[top] = by_folder.get(top, 0) + 1
-    assert by_folder == {"darshan-logs": 94, "darshan-repo-logs": 19, "generated": 46, "traps": 7}
+    assert by_folder == {"darshan-logs": 94, "darshan-production": 1, "darshan-repo-logs": 19, "generated": 46,
+                         "traps": 7}
     assert len(two_x) == 47
 
 

@@ -38,7 +38,7 @@ def moved(p: Plan, op: int) -> int:
 
 def test_every_fix_of_the_catalogue_has_a_test_here():
     tested = {"coalesce", "sequential", "fsync", "align", "stripe", "layout", "collective", "aggregate",
-              "avoid-targets"}
+              "avoid-targets", "hints", "mpiio_calls"}
     assert set(FIXES) == tested
 
 
@@ -221,6 +221,45 @@ def test_collective_needs_a_shared_file():
         transforms.collective(plan([(0, WRITE, 0, 0, KiB), (1, WRITE, 1, 0, KiB)], nranks=2, nfiles=2))
 
 
+# -- mpiio_calls --------------------------------------------------------------------------
+def test_mpiio_calls_merges_collective_calls_and_pads_the_rank_left_with_fewer():
+    p = plan([(r, op, 0, off, n, MPIIO_COLL) for r, ln in ((0, 4 * KiB), (1, 2 * KiB))
+              for op, off, n in [(OPEN, 0, 0)] + [(WRITE, r * 64 * KiB + i * ln, ln) for i in range(3)]
+              + [(CLOSE, 0, 0)]]
+             + [(0, WRITE, 1, off, KiB, MPIIO) for off in (0, KiB, 4 * KiB)],  # independent, one hole
+             nranks=2, nfiles=2)
+    fixed = apply_fix(p, {"transform": "mpiio_calls", "call_bytes": 8 * KiB})
+    fixed.validate()
+    assert rows(fixed, 0) == [(OPEN, 0, 0, 0), (WRITE, 0, 0, 8 * KiB), (WRITE, 0, 8 * KiB, 4 * KiB),
+                                               (CLOSE, 0, 0, 0), (WRITE, 1, 0, 2 * KiB), (WRITE, 1, 4 * KiB, KiB)]
+    assert rows(fixed, 1) == [(OPEN, 0, 0, 0), (WRITE, 0, 64 * KiB, 6 * KiB),
+                              (WRITE, 0, 0, 0),  # a zero-length write_at_all matches rank 0's second call
+                              (CLOSE, 0, 0, 0)]
+    ops = fixed.ops
+    assert ((ops["flags"] & FLAG_PAD) != 0).sum() == 1
+    assert set(ops["api"][ops["file"] == 0].tolist()) == {MPIIO_COLL} and (ops["batch"] < 0).all()
+    assert moved(fixed, WRITE) == moved(p, WRITE)
+    assert fixed.meta["transforms"] == [{"transform": "mpiio_calls", "call_bytes": 8 * KiB}]
+
+
+def test_mpiio_calls_sends_scattered_collective_pieces_through_one_file_view():
+    p = plan([(r, WRITE, 0, off, KiB, MPIIO_COLL) for r in range(2)
+              for off in (r * KiB + 8 * KiB, r * KiB)],  # each rank: two pieces, the later one first
+             nranks=2)
+    fixed = transforms.mpiio_calls(p, call_bytes=MiB)
+    fixed.validate()
+    for r in range(2):
+        ops = fixed.rank_ops(r)
+        assert ops["offset"].tolist() == [r * KiB, r * KiB + 8 * KiB]  # a file view names them in order
+        assert len(set(ops["batch"].tolist())) == 1 and ops["batch"][0] >= 0
+    assert fixed.max_request(mpi_only=True) == 2 * KiB
+
+
+def test_mpiio_calls_needs_mpiio_calls():
+    with pytest.raises(ValueError, match="no MPI-IO data calls"):
+        transforms.mpiio_calls(plan([(0, WRITE, 0, 0, KiB)]))
+
+
 # -- aggregate ----------------------------------------------------------------------------
 def test_aggregate_ships_the_writes_of_a_group_to_its_first_rank():
     p = plan([(r, op, 0, off, ln) for r in range(4)
@@ -242,6 +281,30 @@ def test_aggregate_needs_writes_to_a_shared_file():
         transforms.aggregate(plan([(0, READ, 0, 0, KiB), (1, READ, 0, 0, KiB)], nranks=2), 1)
     with pytest.raises(ValueError, match="aggregators must be positive"):
         transforms.aggregate(plan([(0, WRITE, 0, 0, KiB)]), 0)
+
+
+# -- hints --------------------------------------------------------------------------------
+def test_hints_set_romio_hints_for_the_mpiio_opens_and_keep_the_calls():
+    p = plan([(0, WRITE, 0, 0, KiB, MPIIO_COLL), (1, WRITE, 0, KiB, KiB, MPIIO_COLL)], nranks=2)
+    p = p.replace(hints={"cb_nodes": "2"})
+    out = apply_fix(p, {"transform": "hints", "romio_ds_write": "disable", "cb_buffer_size": 4 * MiB,
+                        "striping_unit": 4 * MiB})
+    assert out.hints == {"cb_nodes": "2", "romio_ds_write": "disable", "cb_buffer_size": str(4 * MiB),
+                         "striping_unit": str(4 * MiB)}
+    assert rows(out) == rows(p) and out.meta["transforms"][-1] == {
+        "transform": "hints", "cb_buffer_size": 4 * MiB, "romio_ds_write": "disable", "striping_unit": 4 * MiB}
+
+
+def test_hints_need_mpiio_calls_and_known_values():
+    with pytest.raises(ValueError, match="no MPI-IO call"):
+        transforms.hints(plan([(0, WRITE, 0, 0, KiB)]), cb_nodes=2)
+    mpi = plan([(0, WRITE, 0, 0, KiB, MPIIO)])
+    with pytest.raises(ValueError, match="no hint given"):
+        transforms.hints(mpi)
+    with pytest.raises(ValueError, match="cb_buffer_size must be positive"):
+        transforms.hints(mpi, cb_buffer_size=0)
+    with pytest.raises(ValueError, match="romio_ds_write must be one of enable, disable, automatic"):
+        apply_fix(mpi, {"transform": "hints", "romio_ds_write": "off"})
 
 
 # -- fix dicts ----------------------------------------------------------------------------

@@ -36,14 +36,15 @@ def environment() -> ImmutableSandboxedEnvironment:
     env.filters.update(bytes=fmt_bytes, pct=fmt_pct, secs=fmt_secs, num=fmt_num, rate=fmt_rate, ratio=fmt_ratio,
                        names=fmt_list, shell=shell_word,
                        kib=partial(_in_unit, unit=KiB), mib=partial(_in_unit, unit=MiB),  # kernel settings' units
-                       lfs_size=partial(size_arg, upper=True))  # 4M, as `lfs setstripe -S` takes it
+                       lfs_size=partial(size_arg, upper=True),  # 4M, as `lfs setstripe -S` takes it
+                       size_arg=size_arg)  # 4m, as IOR's -t, IOzone's -s and fio's size= take it
     return env
 
 
 # The filter that shows each unit kind (advisor.units.KINDS) in a message; a fact of these kinds
 # printed bare or through another kind's filter is a mistake the catalogue refuses at load time
 # ('int' prints the raw base-unit number, for a command that takes bytes).
-UNIT_FILTERS = {"bytes": {"bytes", "kib", "mib", "lfs_size", "int"}, "seconds": {"secs"}, "rate": {"rate"},
+UNIT_FILTERS = {"bytes": {"bytes", "kib", "mib", "lfs_size", "size_arg", "int"}, "seconds": {"secs"}, "rate": {"rate"},
                 "ratio": {"ratio"}, "fraction": {"pct"}}
 FILTER_KIND = {f: kind for kind, filters in UNIT_FILTERS.items() for f in filters if f != "int"}
 

@@ -23,13 +23,13 @@ from advisor.errors import ConfigError
 from advisor.facts import PARAMS, registry
 from advisor.findings import CATEGORIES, SEVERITIES
 from advisor.units import quantity
-from replay.transforms import FIXES
+from replay.transforms import FIXES, KINDS
 
 if TYPE_CHECKING:
     import yaml
 
 CODE = re.compile(r"^[A-Z]+[0-9]{3}$")
-INPUT_KINDS = ("darshan", "ior", "campaign", "snapshot")
+INPUT_KINDS = ("darshan", "ior", "iozone", "fio", "mdtest", "campaign", "snapshot")
 REQUIRED = ("code", "name", "title", "category", "severity", "condition", "message",
             "recommendation", "docs")
 OPTIONAL = ("thresholds", "cost", "evidence", "files", "ranks", "fix", "references", "inputs",
@@ -248,7 +248,7 @@ def _check_fix(fix: dict[str, Any], at: str) -> None:
         try:
             params[key](value)
         except (TypeError, ValueError):
-            raise ConfigError(f"{at}: fix '{name}': {key} must be {params[key].__name__}, "
+            raise ConfigError(f"{at}: fix '{name}': {key} must be {KINDS.get(params[key], params[key].__name__)}, "
                               f"got {value!r}") from None
 
 

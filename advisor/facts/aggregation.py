@@ -9,6 +9,9 @@ The same funnel can multiply the bytes: when the collective buffer of an aggrega
 holes (the ranks' pieces do not tile it), ROMIO reads the whole buffer, fills in the pieces
 and writes it back (read-modify-write); independent I/O with data sieving does the same on
 its sieve buffer. The POSIX layer then moves far more bytes than the MPI-IO layer asked for.
+The read half shows as POSIX reads of files the application never reads through MPI-IO (0 bytes
+while the file does not reach the buffer yet): their time is the time the reads take, not
+their share of the bytes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, requests
-from advisor.facts._darshan import col, data_files, dxt, nprocs, records
+from advisor.facts._darshan import col, data_files, dxt, mpiio_write_only_ids, nprocs, records
 from advisor.profile import shared_mask
 
 
@@ -34,6 +37,51 @@ def collective_ids(ctx: FactContext) -> set[int]:
         return {int(i) for i in rec.ids[coll > 0]}
 
     return ctx.memo("aggregation.collective_ids", build)
+
+
+def mpiio_modes(ctx: FactContext) -> dict[int, bool]:
+    """Record id -> True when most of the file's MPI-IO data calls were collective, False when most
+    were independent (blocking or not); files without MPI-IO calls are absent. By calls, as the
+    counters have no bytes per mode: PnetCDF's few independent header writes do not make a file
+    written with 100,000 collective calls an independent one."""
+
+    def build() -> dict[int, bool]:
+        try:
+            rec = records(ctx, "MPI-IO")
+        except Missing:
+            return {}
+        coll = col(rec, "COLL_READS") + col(rec, "COLL_WRITES")
+        indep = sum(col(rec, n) for n in ("INDEP_READS", "INDEP_WRITES", "NB_READS", "NB_WRITES"))
+        ids, row = np.unique(rec.ids, return_inverse=True)
+        by_coll, by_indep = np.bincount(row, coll, len(ids)), np.bincount(row, indep, len(ids))
+        return {int(i): bool(c > n) for i, c, n in zip(ids, by_coll, by_indep) if c + n > 0}
+
+    return ctx.memo("aggregation.mpiio_modes", build)
+
+
+def _moded_files(ctx: FactContext, collective: bool) -> list[str]:
+    modes = mpiio_modes(ctx)
+    return [f.path for f in data_files(ctx) if modes.get(f.record_id) is collective]
+
+
+@fact("collective_files", "path", "Files most of whose MPI-IO calls were collective (MPIIO_COLL_READS + "
+      "COLL_WRITES against the independent and non-blocking ones): the POSIX requests on them are the "
+      "MPI-IO layer's (aggregators, read-modify-write), sized by its hints.", label="files moved collectively")
+def collective_files(ctx: FactContext) -> list[str]:
+    return _moded_files(ctx, True)
+
+
+@fact("independent_files", "path", "Files most of whose MPI-IO calls were independent (blocking or not): "
+      "what switching to collective calls would change.", label="files moved with independent MPI-IO")
+def independent_files(ctx: FactContext) -> list[str]:
+    return _moded_files(ctx, False)
+
+
+def all_collective(ctx: FactContext, ids) -> bool:
+    """Every record id of `ids` (there is one) belongs to a file MPI-IO moved collectively."""
+    modes = mpiio_modes(ctx)
+    ids = [int(i) for i in ids]
+    return bool(ids) and all(modes.get(i) is True for i in ids)
 
 
 def aggregator_count(ctx: FactContext, record_id: int, posix) -> tuple[int, bool]:
@@ -67,7 +115,10 @@ class Amplified:
     mpiio_written: int
     posix_read: int
     posix_written: int
-    extra_s: float  # wall seconds the job spent on the extra bytes
+    extra_s: float  # wall seconds the job spent on the extra bytes and the read-modify-write reads
+    romio_reads: int = 0  # POSIX reads of a file MPI-IO never read: ROMIO's read-modify-write
+    romio_read_bytes: int = 0
+    romio_read_s: float = 0.0  # their wall seconds
 
     @property
     def extra_bytes(self) -> int:
@@ -80,14 +131,22 @@ def _extra_share(posix: int, mpiio: int) -> float:
 
 def _amplified(ctx: FactContext) -> list[Amplified]:
     out = []
+    write_only = set(mpiio_write_only_ids(ctx).tolist())
+    runtime = _run_time(ctx)
     for f in data_files(ctx):
         mpi, posix = f.by_module.get("MPI-IO"), f.by_module.get("POSIX")
-        if mpi is None or posix is None or posix.bytes <= mpi.bytes:
+        if mpi is None or posix is None:
             continue
-        summed = (posix.write_time * _extra_share(posix.bytes_written, mpi.bytes_written)
-                  + posix.read_time * _extra_share(posix.bytes_read, mpi.bytes_read))
+        romio = f.record_id in write_only and posix.reads > 0
+        if posix.bytes <= mpi.bytes and not romio:
+            continue
+        wall = _wall_share(posix)
+        # every read of a file MPI-IO never read is ROMIO's, whatever its size (0 bytes past EOF)
+        read_s = posix.read_time * (1.0 if romio else _extra_share(posix.bytes_read, mpi.bytes_read)) * wall
+        write_s = posix.write_time * _extra_share(posix.bytes_written, mpi.bytes_written) * wall
         out.append(Amplified(f.path, mpi.bytes_read, mpi.bytes_written, posix.bytes_read, posix.bytes_written,
-                             summed * _wall_share(posix)))
+                             min(read_s + write_s, runtime), posix.reads if romio else 0,
+                             posix.bytes_read if romio else 0, min(read_s, runtime) if romio else 0.0))
     out.sort(key=lambda a: -a.extra_s)
     return out
 
@@ -101,6 +160,11 @@ def _wall_share(posix) -> float:
     if posix.slowest_rank_time is not None and posix.io_time > 0:
         return min(1.0, posix.slowest_rank_time / posix.io_time)
     return 1.0 / max(posix.ranks, 1)
+
+
+def _run_time(ctx: FactContext) -> float:
+    """The run time, the bound of any one rank's seconds (infinite when unknown)."""
+    return float(ctx.value("runtime_s") or 0.0) or float("inf")
 
 
 def amplified(ctx: FactContext) -> list[Amplified]:
@@ -156,9 +220,30 @@ def amplified_extra_bytes(ctx: FactContext) -> int:
 
 
 @fact("amplification_cost_s", "seconds", "Wall seconds the POSIX layer spent on the extra bytes (their share of "
-      "the POSIX read and write time, as carried by the slowest rank of each file).", label="time on the extra bytes")
+      "the POSIX read and write time) and on every read of a file MPI-IO only wrote, as carried by the slowest "
+      "rank of each file (an aggregator), at most the run time.", label="time on the extra bytes")
 def amplification_cost_s(ctx: FactContext) -> float:
-    return float(sum(a.extra_s for a in amplified(ctx)))
+    return min(float(sum(a.extra_s for a in amplified(ctx))), _run_time(ctx))
+
+
+@fact("romio_read_count", "ops", "POSIX reads of files the application only writes through MPI-IO: ROMIO reading "
+      "its collective or sieve buffer before writing it back (left out of the small-read counts).",
+      label="read-modify-write reads")
+def romio_read_count(ctx: FactContext) -> int:
+    return sum(a.romio_reads for a in amplified(ctx))
+
+
+@fact("romio_read_mean_size", "bytes", "Mean size of those reads (0: they read past the end of the file).",
+      label="mean size of the read-modify-write reads")
+def romio_read_mean_size(ctx: FactContext) -> float:
+    n = ctx.get("romio_read_count")
+    return sum(a.romio_read_bytes for a in amplified(ctx)) / n if n else 0.0
+
+
+@fact("romio_read_time_s", "seconds", "Wall seconds those reads took, as carried by the slowest rank of each file "
+      "(an aggregator).", label="time in read-modify-write reads")
+def romio_read_time_s(ctx: FactContext) -> float:
+    return min(float(sum(a.romio_read_s for a in amplified(ctx))), _run_time(ctx))
 
 
 @fact("amplified_files", "path", "Files whose POSIX traffic most exceeds their MPI-IO traffic.",
@@ -187,7 +272,9 @@ def _indep_shared_rows(ctx: FactContext) -> np.ndarray:
     return shared_mask(t.rec) & np.isin(t.rec.ids, indep)
 
 
-def _register_indep_small(op: str) -> None:
+def _register_per_op(op: str) -> None:
+    """The facts of one direction: what small requests lose under independent MPI-IO, and whether
+    every small request is below collective MPI-IO."""
     @fact(f"mpiio_indep_small_{op}_cost_s", "seconds", f"Seconds per process small POSIX {op}s lose (against "
           f"rpc_size requests) on shared files MPI-IO accessed independently: what collective buffering "
           f"would merge away, whatever the request size class.",
@@ -201,6 +288,16 @@ def _register_indep_small(op: str) -> None:
 
     cost.__name__ = f"mpiio_indep_small_{op}_cost_s"
 
+    @fact(f"small_{op}s_below_collective", "flag", f"Every file with small POSIX {op}s was moved with collective "
+          f"MPI-IO: those {op}s are the MPI-IO layer's below the collective calls (aggregators' file domains, "
+          f"read-modify-write of collective buffers), sized by cb_buffer_size, not by the application.",
+          label=f"small {op}s made below collective MPI-IO")
+    def below(ctx: FactContext) -> bool:
+        t = requests.table(ctx)
+        return all_collective(ctx, np.unique(t.rec.ids[t.small[op] > 0]))
+
+    below.__name__ = f"small_{op}s_below_collective"
+
 
 for _op in ("read", "write"):
-    _register_indep_small(_op)
+    _register_per_op(_op)

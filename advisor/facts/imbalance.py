@@ -15,7 +15,7 @@ import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import col, data_files, dxt, nprocs, records
-from advisor.facts.aggregation import aggregator_count, collective_ids
+from advisor.facts.aggregation import aggregator_count, all_collective, collective_ids
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace
 
 SPAN_TRIM = 0.01  # a rank's phase span leaves out the requests of its first and last 1 % of bytes
@@ -253,7 +253,7 @@ def _skew(f, s, among: int, who: str, counted: bool = True) -> dict | None:
         return None
     mean = s.io_time / among
     fastest = s.fastest_rank_time or 0.0 if who == "ranks" else mean
-    return {"path": f.path, "slowest_s": s.slowest_rank_time, "fastest_s": fastest,
+    return {"path": f.path, "record_id": f.record_id, "slowest_s": s.slowest_rank_time, "fastest_s": fastest,
             "mean_s": mean, "slowest_bytes": s.slowest_rank_bytes or 0,
             "fastest_bytes": s.fastest_rank_bytes or 0, "bytes": s.bytes,
             "excess_s": max(0.0, s.slowest_rank_time - mean), "among": who, "count": among, "counted": counted}
@@ -317,6 +317,14 @@ def shared_imbalance_cost_s(ctx: FactContext) -> float:
       label="shared files with the largest imbalance")
 def shared_imbalance_files(ctx: FactContext) -> list[str]:
     return [d["path"] for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx)) if d["excess_s"] > 0]
+
+
+@fact("shared_imbalance_collective", "flag", "Every shared file of shared_imbalance_files was moved with "
+      "collective MPI-IO: switching to collective calls would change nothing, the aggregation is what to tune.",
+      label="imbalanced files already collective")
+def shared_imbalance_collective(ctx: FactContext) -> bool:
+    skew = ctx.memo("shared_skew", lambda: _shared_skew(ctx))
+    return all_collective(ctx, [d["record_id"] for d in skew if d["excess_s"] > 0])
 
 
 @fact("shared_bytes_imbalance", "fraction", "Worst shared file: (slowest - fastest rank bytes) / slowest rank bytes.",

@@ -34,7 +34,7 @@ class InputFormat:
 
 
 FORMATS: list[InputFormat] = []
-_FORMAT_MODULES = ("darshan_log", "parser_dump", "ior", "snapshot", "recorder")
+_FORMAT_MODULES = ("darshan_log", "parser_dump", "ior", "iozone", "fio", "mdtest", "snapshot", "recorder")
 
 
 def register(fmt: InputFormat) -> InputFormat:
@@ -81,8 +81,20 @@ def detect(path: str | Path) -> InputFormat:
         if fmt.sniff(path, head):
             return fmt
     raise InputError(str(path),
-                     "not a recognised input (Darshan log, darshan-parser dump, IOR output, "
-                     "Recorder trace folder or ioadvisor snapshot)")
+                     "not a recognised input (Darshan log, darshan-parser dump, IOR, IOzone, fio JSON or mdtest "
+                     "output, Recorder trace folder or ioadvisor snapshot)")
+
+
+def read_bounded(path: Path, max_bytes: int, what: str) -> bytes:
+    """The whole of a text input that must not exceed `max_bytes`; InputError (one line) when it
+    does or cannot be read. `what` names the input kind in the message ("an IOR output file")."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise InputError(str(path), f"{size} bytes is too large for {what}")
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
 
 
 def read_head(path: Path) -> bytes:

@@ -131,14 +131,14 @@ class ModuleUnreadable(Exception):
 class DarshanLog:
     """An open Darshan 3.x log (libdarshan-util handle) with robust accessors."""
 
-    def __init__(self, path: str, stderr: CStderr):
+    def __init__(self, path: str, stderr: CStderr, name: str | None = None):
         self.ffi, self.lib = bindings()
-        self.stderr, self.path = stderr, path
+        self.stderr, self.path = stderr, name or path  # errors name `name`: the log the user gave
         self.handle = self.lib.darshan_log_open(os.fsencode(path))
         if not self.handle:
             reason = stderr.reason("libdarshan-util could not open it").rstrip(".")
             reason = reason.removesuffix(": Success")  # errno was 0: a short read
-            raise InputError(path, f"cannot be opened as a Darshan 3.x log ({reason}); "
+            raise InputError(self.path, f"cannot be opened as a Darshan 3.x log ({reason}); "
                              "the file is truncated, corrupt or not a Darshan log")
 
     def close(self) -> None:
@@ -231,10 +231,10 @@ class DarshanLog:
 
 
 @contextmanager
-def open_log(path: str) -> Iterator[DarshanLog]:
-    """Open `path` with libdarshan-util, its stderr chatter captured."""
+def open_log(path: str, name: str | None = None) -> Iterator[DarshanLog]:
+    """Open `path` with libdarshan-util, its stderr chatter captured; errors name `name` (default `path`)."""
     with CStderr() as err:
-        log = DarshanLog(path, err)
+        log = DarshanLog(path, err, name)
         try:
             yield log
         finally:

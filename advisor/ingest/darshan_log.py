@@ -15,10 +15,11 @@ from typing import NoReturn
 
 from advisor.errors import InputError
 from advisor.ingest import InputFormat, register
+from advisor.ingest.darshan_recompress import zlib_copy
+from advisor.ingest.darshan_header import BZIP2, COMP_TYPE_AT, COMPRESSION, DARSHAN_MAGIC, ZLIB, comp_type
 from advisor.ingest.darshan_lib import DarshanLog, ModuleUnreadable, open_log, pydarshan_version, text
 from advisor.profile import JobInfo, JobProfile, ModuleInfo, MountPoint, Provenance
 
-DARSHAN_MAGIC = 6567223  # DARSHAN_MAGIC_NR at byte 8 of every 3.x log header
 _VERSION = re.compile(rb"(\d)\.(\d{1,2})\x00")
 _GZIP = b"\x1f\x8b"
 
@@ -83,8 +84,28 @@ def refuse_gzip(path: Path) -> NoReturn:
 
 
 def load(path: Path) -> JobProfile:
-    """Read a Darshan 3.x log into a job profile; InputError for anything unusable."""
-    with open_log(str(path)) as log:
+    """Read a Darshan 3.x log into a job profile; InputError for anything unusable.
+
+    A bzip2-compressed or uncompressed log is read from a zlib copy of its regions
+    (darshan_recompress): the libdarshan-util of the `darshan` wheel has no bzip2, and
+    loses its place in uncompressed regions longer than 1 MiB."""
+    with open(path, "rb") as fh:
+        comp = comp_type(fh.read(COMP_TYPE_AT + 1))
+    if comp not in COMPRESSION:
+        raise InputError(str(path), f"unknown compression type {comp} in the Darshan log header "
+                         "(Darshan writes 0 zlib, 1 bzip2, 2 none): the header is corrupt")
+    if comp == ZLIB:
+        return _load(str(path), path)
+    with zlib_copy(path) as copy:
+        profile = _load(copy, path)
+    profile.source.parser += ("; bzip2 regions recompressed" if comp == BZIP2 else "; uncompressed regions "
+                              "compressed") + " as zlib by ioadvisor"
+    return profile
+
+
+def _load(readable: str, path: Path) -> JobProfile:
+    """The profile of the log at `readable`, reported as `path`."""
+    with open_log(readable, name=str(path)) as log:
         profile = _read(log, path)
         profile.source.notes.extend(f"libdarshan-util: {ln}" for ln in log.stderr.new_lines())
     return profile

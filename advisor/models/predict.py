@@ -112,7 +112,8 @@ def predict_fixes(model: Model, profile: JobProfile, fixes: list[dict], np_: int
     fstype = fstype if fstype is not None else (model.meta.get("identity") or {}).get("fstype", "")
     ranks = np_ or min(max(profile.job.nprocs, 1), max_ranks(model))
     base = replay_plan(profile, np=ranks, scale=scale)
-    before = predict_parts(model, list(plan_parts(base, fstype).values()))
+    base_parts = list(plan_parts(base, fstype).values())
+    before = predict_parts(model, base_parts)
     if before.bytes == 0:
         reason = "the job's replay plan moves no data (metadata only): no bandwidth to predict"
         return {fix_key(fix): Prediction(reason=reason) for fix in fixes}
@@ -124,7 +125,12 @@ def predict_fixes(model: Model, profile: JobProfile, fixes: list[dict], np_: int
         except ValueError as exc:
             out[key] = Prediction(reason=f"not predictable for this workload: {exc}")
             continue
-        after = predict_parts(model, list(plan_parts(fixed, fstype).values()))
+        fixed_parts = list(plan_parts(fixed, fstype).values())
+        if repr(fixed_parts) == repr(base_parts):  # repr: NaN features compare equal
+            # e.g. ROMIO hints the features do not describe: a speedup of 1 would be the model's blindness
+            out[key] = Prediction(reason="not predictable: the model's features do not change with this fix")
+            continue
+        after = predict_parts(model, fixed_parts)
         ratio, lo, hi = speedup(before, after, interval_widening(model))
         flags = sorted(set(before.outside) | set(after.outside))
         out[key] = Prediction(speedup=_round(ratio), interval=[_round(lo), _round(hi)],

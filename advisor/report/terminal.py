@@ -25,7 +25,7 @@ from rich.text import Text
 
 from advisor.formatting import fmt_bytes, fmt_middle, fmt_num, fmt_pct, fmt_secs, printable
 from advisor.findings import Diagnosis, Finding
-from advisor.fixes import FixSummary, caution
+from advisor.fixes import FixSummary, caution, fix_key
 from advisor.report.units import evidence_rows
 
 STYLE = {"high": "bold red", "warn": "yellow", "info": "cyan"}
@@ -51,12 +51,12 @@ def print_report(diagnosis: Diagnosis, out: Console | None = None, verbose: bool
     findings = diagnosis.sorted_findings()
     if not findings:
         out.print(_text("  No problems found by the rules that could run.", "green"))
-    fixes = diagnosis.fixes()
-    numbers = {code: i for i, fix in enumerate(fixes, 1) for code in fix.codes}
+    fixes, avoid = diagnosis.fixes(), diagnosis.fixes_not_to_apply()
+    numbers = {fix_key(fix.fix): i for i, fix in enumerate(fixes + avoid, 1)}
     for finding in findings:
-        out.print(_finding(finding, verbose, numbers.get(finding.code)))
-    if fixes:
-        out.print(_fixes(fixes))
+        out.print(_finding(finding, verbose, numbers.get(fix_key(finding.fix)) if finding.fix else None))
+    if fixes or avoid:
+        out.print(_fixes(fixes, avoid))
     footer = _footer(diagnosis, verbose)
     if footer is not None:
         out.print(footer)
@@ -124,23 +124,33 @@ def _finding(f: Finding, verbose: bool, fix_no: int | None = None) -> Padding:
     return Padding(Group(*parts), (1, 0, 0, 0))
 
 
-def _fixes(fixes: list[FixSummary]) -> Padding:
-    """One line per distinct fix, best first: what it is, who proposes it, what it measured."""
-    table = Table.grid(padding=(0, 1))
-    table.add_column(justify="right", min_width=4)
-    table.add_column()
-    for i, fix in enumerate(fixes, 1):
-        line = Text.assemble(_text(fix.action, "bold"), " ", _text(f"({', '.join(fix.codes)})", "dim"), " - ",
-                             _text(fix.outcome(), _outcome_style(fix)))
-        table.add_row(f"{i}.", line)
-    parts: list[Any] = [Text("Fixes, best first:", style="bold"), table]
-    if not any(fix.measured for fix in fixes):
+def _fixes(fixes: list[FixSummary], avoid: list[FixSummary]) -> Padding:
+    """One line per distinct fix, best first: what it is, who proposes it, what it measured; then,
+    numbered on, the fixes measured or predicted slower, which are not ranked."""
+    parts: list[Any] = []
+    if fixes:
+        parts += [Text("Fixes, best first:", style="bold"), _fix_table(fixes, 1)]
+    if avoid:
+        parts += [Text("Do not apply as is (measured or predicted slower):", style="bold red"),
+                  _fix_table(avoid, len(fixes) + 1)]
+    if not any(fix.measured for fix in fixes + avoid):
         parts.append(Text("  (diagnose --verify --target DIR measures them on a mount)", style="dim"))
     return Padding(Group(*parts), (1, 0, 0, 0))
 
 
+def _fix_table(fixes: list[FixSummary], first: int) -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(justify="right", min_width=4)
+    table.add_column()
+    for i, fix in enumerate(fixes, first):
+        line = Text.assemble(_text(fix.action, "bold"), " ", _text(f"({', '.join(fix.codes)})", "dim"), " - ",
+                             _text(fix.outcome(), _outcome_style(fix)))
+        table.add_row(f"{i}.", line)
+    return table
+
+
 def _outcome_style(fix: FixSummary) -> str:
-    if fix.slower:
+    if fix.avoid:
         return "bold red"
     return "green" if fix.verdict == "improved" else "magenta"
 

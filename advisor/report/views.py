@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import re
 from pathlib import PurePath
 
@@ -16,6 +17,7 @@ from markupsafe import escape
 
 from advisor.findings import Diagnosis, Finding, Prediction
 from advisor.verification import Verification
+from replay.stats import Z95
 from advisor.fixes import FixSummary, caution, fix_key, predicted_text
 from advisor.formatting import fmt_kind, fmt_speedup_range, printable
 from advisor.report.plots import Plot, verification_plot
@@ -30,13 +32,14 @@ def job_view(d: Diagnosis, index: int) -> dict:
     """Header, summary rows, finding cards and plots of one diagnosed input."""
     runtime = _float(d.job.get("runtime_s"))
     job_id = f"job{index}"
-    fixes = d.fixes()
+    fixes = d.fixes() + d.fixes_not_to_apply()  # numbered on: the slower ones are not ranked
     numbered = {fix_key(s.fix): (i, s) for i, s in enumerate(fixes, 1)}
     findings = [finding_view(f, i + 1, runtime, job_id, numbered) for i, f in enumerate(d.sorted_findings())]
     plots, tables, problems = figure_views(d.figures) if isinstance(d.figures, dict) else ([], [], [])
     tables += result_tables(d.data)
     flag_rows(tables, d.findings)
     lost = max((f["cost_s"] for f in findings), default=0.0)  # findings overlap: their costs do not add up
+    fix_rows = fixes_view(fixes, findings, d.sorted_findings(), job_id)
     return {
         "id": f"job{index}",
         "name": _job_name(d),
@@ -46,7 +49,8 @@ def job_view(d: Diagnosis, index: int) -> dict:
         and d.summary["model"].get("model") else "",
         "error": d.error,
         "findings": findings,
-        "fixes": fixes_view(fixes, findings, d.sorted_findings(), job_id),
+        "fixes": [r for r in fix_rows if not r["avoid"]],
+        "avoid": [r for r in fix_rows if r["avoid"]],
         "counts": {s: sum(f["severity"] == s for f in findings) for s in ("high", "warn", "info")},
         "lost": fmt_secs(lost) if lost else "",
         "lost_share": fmt_pct(lost / runtime) if lost and runtime else "",
@@ -184,9 +188,9 @@ def _fix_ref(job_id: str, number: int, fix: FixSummary) -> dict:
 
 
 def fixes_view(fixes: list[FixSummary], cards: list[dict], findings: list[Finding], job_id: str) -> list[dict]:
-    """Rows of the 'Fixes, best first' table, each with what its replay measured and what a model
-    predicted (once per fix, whatever the number of findings proposing it); each code links to
-    its finding's card."""
+    """Rows of the 'Fixes, best first' table (and of 'Do not apply as is': `avoid`), each with what its
+    replay measured and what a model predicted (once per fix, whatever the number of findings
+    proposing it); each code links to its finding's card."""
     card = {}
     for f in cards:
         card.setdefault(f["code"], f["id"])
@@ -207,6 +211,7 @@ def fixes_view(fixes: list[FixSummary], cards: list[dict], findings: list[Findin
             "codes": [(str(code), card.get(code, "")) for code in s.codes],
             "verdict": str(s.verdict or ""),
             "slower": s.slower,
+            "avoid": s.avoid,
             "outcome": s.outcome(),
             "cost": fmt_secs(s.cost_s) if s.cost_s else "",
             "verification": verification_view(v, fid) if v else None,
@@ -256,6 +261,9 @@ def verification_view(v: Verification, fid: str) -> dict:
                        ("stop_reason", "stopped on")):
         if doc.get(key) not in (None, ""):
             details.append((label, str(doc[key])))
+    if v.reproducibility_source:
+        details.append(("run-to-run reproducibility", f"+-{math.expm1(Z95 * v.reproducibility):.0%} at 95 %, "
+                                                      f"from {v.reproducibility_source}"))
     for side, label in (("baseline", "as recorded"), ("fixed", "with the fix")):
         if isinstance(doc.get(side), dict):
             s = doc[side]
