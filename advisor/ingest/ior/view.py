@@ -1,4 +1,5 @@
-"""IOR runs and node snapshots as data (typed numbers, JSON-ready), and the tables `show` draws from it.
+"""IOR runs, node snapshots and Recorder call counts as data (typed numbers, JSON-ready), and the
+tables `show` draws from it.
 
 :func:`results_data` is what ``show --json`` and ``diagnose --json`` carry for an input that is
 not Darshan-like: an IOR run's tests (parameters, per-operation summaries and every result row,
@@ -32,6 +33,8 @@ def results_data(profile: JobProfile) -> dict[str, Any]:
         return {"ior": ior_data(profile.run)}
     if isinstance(profile, SnapshotProfile):
         return {"snapshot": snapshot_data(profile.settings)}
+    if "recorder" in profile.extras:  # a Recorder trace: a Darshan-like profile with its call counts
+        return {"recorder": profile.extras["recorder"]}
     own = getattr(profile, "results_data", None)  # an input kind that says its own (IOzone, fio, mdtest)
     return own() if own is not None else {}
 
@@ -190,4 +193,17 @@ def extra_tables(data: dict[str, Any]) -> list[Table]:
             return tables(data)
     if "snapshot" in data:
         return snapshot_tables(data["snapshot"])
+    if "recorder" in data:
+        return recorder_tables(data["recorder"])
     return []
+
+
+def recorder_tables(doc: dict[str, Any]) -> list[Table]:
+    """A Recorder trace's calls per layer and per function (every rank, MPI included)."""
+    calls = doc["calls"]
+    layers = [[layer, f"{sum(funcs.values()):,}", str(len(funcs))] for layer, funcs in calls.items()]
+    rows = sorted(((layer, name, n) for layer, funcs in calls.items() for name, n in funcs.items()),
+                  key=lambda r: (-r[2], r[0], r[1]))
+    return [("Recorder calls per layer", ["layer", "calls", "functions"], layers),
+            ("Recorder calls per function", ["layer", "function", "calls"],
+             [[layer, name, f"{n:,}"] for layer, name, n in rows])]
