@@ -68,37 +68,50 @@ DEVELOPMENT = {f"generated/{c}" for c in CASES}
 holes): the other cases judge the model on workloads its design was not tuned on."""
 
 
-def regenerate(target: Path, data: list[Path], budget_min: float, replayed: Path | None) -> None:
+def regenerate(target: Path, data: list[Path], budget_min: float, replayed: Path | None,
+               measured_fixes: list[Path] | None = None) -> None:
     """Calibrate `target` (resuming the first data directory), then write the shipped default
-    model's directory (every data directory's rows, the replayed fixes) and train it from it."""
+    model's directory (every data directory's rows, the replayed fixes, the measured fixes of the
+    campaign) and train it from it. Without `data`, the shipped calibration rows stay as they are."""
     from advisor.models.build import build_model
     from advisor.models.calibrate import DATA_FILE, MOUNT_FILE, Dataset, calibrate
     from advisor.models.check import Comparison
     from advisor.models.replays import REPLAYS_FILE, table, write
     from advisor.models.store import describe, save
     from advisor.verify import default_np
+    from advisor.models import pairs
 
-    if budget_min > 0:
+    if budget_min > 0 and data:
         progress = calibrate(target, data[0], default_np(1 << 20), budget_min * 60)
         print(f"calibration: {progress.measured} new patterns, {progress.done_before + progress.measured} "
               f"in {data[0]} ({progress.stopped or 'design complete'})")
-    patterns = sum(len({row["key"] for row in Dataset(d).rows()}) for d in data)
+    patterns = sum(len({row["key"] for row in Dataset(d).rows()}) for d in data or [DEFAULT_DIR])
     DEFAULT_DIR.mkdir(parents=True, exist_ok=True)
-    with gzip.GzipFile(DEFAULT_DIR / "calibration.csv.gz", "wb", mtime=0) as dst:
-        for i, d in enumerate(data):
-            with open(d / DATA_FILE, "rb") as src:
-                lines = src.read().splitlines(keepends=True)
-            dst.writelines(lines if i == 0 else lines[1:])  # one header
-    # the mount record makes the directory a calibration `ioadvisor train` rebuilds the model from
-    shutil.copyfile(data[0] / MOUNT_FILE, DEFAULT_DIR / MOUNT_FILE)
+    if data:
+        with gzip.GzipFile(DEFAULT_DIR / "calibration.csv.gz", "wb", mtime=0) as dst:
+            for i, d in enumerate(data):
+                with open(d / DATA_FILE, "rb") as src:
+                    lines = src.read().splitlines(keepends=True)
+                dst.writelines(lines if i == 0 else lines[1:])  # one header
+        # the mount record makes the directory a calibration `ioadvisor train` rebuilds the model from
+        shutil.copyfile(data[0] / MOUNT_FILE, DEFAULT_DIR / MOUNT_FILE)
     fixes = ""
+    if measured_fixes:
+        rows = [r for path in measured_fixes for r in pairs.read(path)]
+        pairs.write_gz(DEFAULT_DIR / pairs.PAIRS_FILE, rows)
+        fixes += (f", {len(rows)} fixes of {len({r['workload'] for r in rows})} workloads measured as --verify "
+                  f"measures them ({pairs.PAIRS_FILE})")
     if replayed:
         comparisons = [Comparison.from_dict(d) for rows in _stored(replayed).values() if isinstance(rows, list)
                        for d in rows]
-        rows = table(comparisons)
-        write(DEFAULT_DIR / REPLAYS_FILE, rows)
+        write(DEFAULT_DIR / REPLAYS_FILE, table(comparisons))
+    if (DEFAULT_DIR / REPLAYS_FILE).exists():
+        import csv
+
+        with gzip.open(DEFAULT_DIR / REPLAYS_FILE, "rt", newline="") as fh:
+            rows = list(csv.DictReader(fh))
         measured = len({(r["case"], r["fix"]) for r in rows if r["fix"]})
-        fixes = (f" and the {len(rows)} phases of {measured} replayed fixes of "
+        fixes += (f" and the {len(rows)} phases of {measured} replayed fixes of "
                  f"{len({r['workload'] for r in rows})} corpus workloads (replays.csv.gz)")
     model, _ = build_model([str(DEFAULT_DIR)])
     for cal in model.meta["calibrations"]:  # the checkout's path says nothing to a user of the wheel
@@ -298,7 +311,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ioadvisor-bench-models-") as tmp:
         target = args.target or Path(tmp)
         if args.regenerate:
-            regenerate(target, args.data or [REPO / "out" / "calibration-default"], args.budget, args.replays)
+            regenerate(target, args.data or ([REPO / "out" / "calibration-default"] if args.budget > 0 else []),
+                       args.budget, args.replays, args.pairs)
             return 0
         measured = _stored(args.measured) if args.measured else None
         if args.cases or args.all or not measured:

@@ -77,6 +77,20 @@ def _read(p: Point) -> list[dict]:
             *_shared_only(p, COLLECTIVE_1)]
 
 
+def _write_only(p: Point) -> list[dict]:
+    synced = [FSYNC] if p.fsync != "none" else []
+    return [COALESCE, *synced, *(_shared_only(p, COLLECTIVE_1, AGGREGATE_1) if not synced else [_layout_fix(p)])]
+
+
+def _single(p: Point) -> list[dict]:
+    fixes = [COALESCE, SEQUENTIAL if p.order == "random" else (ALIGN_PAGE if not p.aligned else TO_FPP)]
+    return fixes + ([FSYNC] if p.fsync != "none" else [])
+
+
+def _collective(p: Point) -> list[dict]:
+    return [COLLECTIVE_1, COLLECTIVE_2, COALESCE]
+
+
 FAMILIES: dict[str, tuple[list[Point], object]] = {
     "small-sequential": ([_p(transfer=t, layout=lay) for t, lay in itertools.product(
         (1 * KiB, 4 * KiB, 16 * KiB, 64 * KiB), ("shared", "fpp"))], _small),
@@ -99,8 +113,24 @@ FAMILIES: dict[str, tuple[list[Point], object]] = {
         (1 * KiB, "shared", "sequential"), (4 * KiB, "fpp", "sequential"), (16 * KiB, "shared", "random"),
         (64 * KiB, "fpp", "random"), (4 * KiB, "shared", "random"), (256 * KiB, "shared", "sequential"),
         (1 * MiB, "fpp", "random"), (64 * KiB, "shared", "sequential"))], _read),
+    "write-only": ([_p(transfer=t, layout=lay, nprocs=n, fsync=fs) for t, lay, n, fs in (
+        (4 * KiB, "shared", 2, "none"), (64 * KiB, "fpp", 2, "none"), (1 * MiB, "shared", 2, "none"),
+        (16 * KiB, "shared", 1, "none"), (4 * KiB, "fpp", 2, "per-write"), (256 * KiB, "shared", 1, "every-4"),
+        (1 * KiB, "shared", 1, "none"), (16 * KiB, "fpp", 2, "every-16"))], _write_only),
+    "single-rank": ([_p(transfer=t, nprocs=1, order=o, aligned=a, fsync=fs) for t, o, a, fs in (
+        (1 * KiB, "sequential", True, "none"), (4 * KiB, "random", True, "none"),
+        (64 * KiB, "sequential", False, "none"),
+        (16 * KiB, "sequential", True, "per-write"), (256 * KiB, "random", True, "none"),
+        (4 * KiB, "sequential", False, "none"), (1 * MiB, "sequential", True, "every-4"),
+        (16 * KiB, "random", False, "none"))], _single),
+    "collective": ([_p(transfer=t, api=api, op=op) for t, api, op in (
+        (4 * KiB, "collective", "write-read"), (64 * KiB, "collective", "write-read"),
+        (1 * MiB, "collective", "write-read"), (16 * KiB, "collective", "read"),
+        (4 * KiB, "collective-view", "write-read"), (64 * KiB, "collective-view", "write-read"),
+        (256 * KiB, "collective-view", "read"), (1 * KiB, "collective-view", "write-read"))], _collective),
 }
 """Family -> (its workloads, the fixes measured on each)."""
+WRITE_ONLY = {"write-only"}  # families whose workloads only write (the read phase of the pattern left out)
 
 
 def order() -> list[tuple[str, Point]]:
@@ -109,13 +139,28 @@ def order() -> list[tuple[str, Point]]:
     return [item for group in itertools.zip_longest(*lists) for item in group if item]
 
 
+def workload_name(family: str, point: Point) -> str:
+    return point.key + (":write-only" if family in WRITE_ONLY else "")
+
+
+def workload_plan(family: str, point: Point, fstype: str):
+    """The plan of one workload of a family (a calibration pattern; writes only in WRITE_ONLY)."""
+    from advisor.models.calibrate import plan_for
+    from replay.edit import take
+    from replay.plan import READ
+
+    plan = plan_for(point, fstype)
+    if family in WRITE_ONLY:
+        plan = plan.replace(ops=take(plan.ops, plan.ops["op"] != READ))
+    return plan
+
+
 def run(target: Path, out: Path, budget_s: float, per_workload_s: float = 40.0) -> int:
     """Measure the campaign's workloads on `target`, appending rows to `out` (resumes: workloads
     already in `out` are skipped); stops after `budget_s`. Returns the rows written."""
     from advisor.config import ReplayConfig
     from advisor.errors import AdvisorError
     from advisor.models import pairs
-    from advisor.models.calibrate import plan_for
     from advisor.verify import measure
     from replay import safety
 
@@ -124,12 +169,12 @@ def run(target: Path, out: Path, budget_s: float, per_workload_s: float = 40.0) 
     settings = ReplayConfig(budget_s=per_workload_s)
     started, written = time.monotonic(), 0
     for family, point in order():
-        if point.key in done:
+        if workload_name(family, point) in done:
             continue
         if time.monotonic() - started > budget_s:
             break
         fixes = FAMILIES[family][1](point)
-        base = plan_for(point, fstype)
+        base = workload_plan(family, point, fstype)
         t0, load0 = time.monotonic(), os.getloadavg()[0]
         try:
             m = measure(None, fixes, target, base=base, settings=settings)
@@ -139,13 +184,14 @@ def run(target: Path, out: Path, budget_s: float, per_workload_s: float = 40.0) 
         from replay.transforms import apply_fix
 
         before = pairs.plan_features(base, fstype)
-        rows = [pairs.row(family, point.key, fix, before, pairs.plan_features(apply_fix(base, fix), fstype), v,
-                          (load0 + os.getloadavg()[0]) / 2)
+        name, load = workload_name(family, point), (load0 + os.getloadavg()[0]) / 2
+        rows = [pairs.row(family, name, fix, before, pairs.plan_features(apply_fix(base, fix), fstype), v, load)
                 for fix, v in zip(fixes, m.verifications) if v.measured]
         pairs.append(out, rows)
         written += len(rows)
-        print(f"{family} {point.key}: " + ", ".join(f"{r['transform']} {float(r['speedup']):.2f}x" for r in rows)
-              + f" ({time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
+        said = ", ".join(f"{r['transform']} {float(r['speedup']):.2f}x" for r in rows)
+        print(f"{family} {name}: {said} ({time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f})",
+              file=sys.stderr, flush=True)
     return written
 
 

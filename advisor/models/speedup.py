@@ -36,6 +36,7 @@ MARGIN = 0.1  # share of a feature's training span a value may lie beyond it
 MIN_SLACK = {"fraction": 0.05, "log2": 0.5}  # ... and at least this much (shares, log2 values)
 STILL = 1e-6  # a change smaller than this is no change
 MIN_FAMILIES = 3  # fewer families say nothing about a new one
+MIN_FIXES = 20  # fewer measured fixes make no speedup model
 
 
 def inputs(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
@@ -204,3 +205,32 @@ def figures(judged: list[Judged]) -> dict:
             "median_error": float(np.median(errors)) if errors else math.nan,
             "inside": sum(j.inside for j in judged),
             "coverage": sum(j.inside for j in judged) / len(judged) if judged else math.nan}
+
+
+def build(measured: list[dict]) -> tuple[object, dict] | None:
+    """The speedup regressor of every measured fix and its metadata (None with too few to learn):
+    what it measured (ranges, transforms), and its interval calibrated out of family."""
+    rows = Rows.of(measured)
+    if len(rows) < MIN_FIXES or len(set(rows.family)) < MIN_FAMILIES:
+        return None
+    scores = family_scores(rows)
+    scores = scores[np.isfinite(scores)]
+    meta = {"fixes": len(rows), "workloads": len(set(rows.workload)), "families": sorted(set(rows.family)),
+            "transforms": sorted(set(rows.transform)), "coverage": conformal.COVERAGE,
+            "widen_log10": calibrated_width(scores), "inputs": INPUTS, "measured": ranges(rows),
+            "target": "log10 of the speedup verification measured (before / after, paired)",
+            "method": "gradient-boosted regressor of what the plan is and what the fix changes of it; "
+                      "the interval the 80 % conformal quantile of out-of-family residuals"}
+    return fit(rows), meta
+
+
+def predict_fix(estimator, meta: dict, before: dict[str, float], after: dict[str, float],
+                transform: str) -> tuple[float, float, float] | list[str]:
+    """(speedup, low, high) of one fix, or the reasons it lies outside what the model measured."""
+    x = inputs(before, after)
+    why = outside(meta.get("measured") or {}, x, transform)
+    if why:
+        return why
+    (log_ratio,) = predict(estimator, np.array([[x[n] for n in meta.get("inputs", INPUTS)]], float))
+    width = float(meta["widen_log10"])
+    return float(10 ** log_ratio), float(10 ** (log_ratio - width)), float(10 ** (log_ratio + width))
