@@ -255,15 +255,20 @@ def _print_row(c, sentence: bool = True) -> None:
 def _figures(name: str, rows: list) -> None:
     """Both figures, over every fix and over the cases not looked at while the design was widened."""
     from advisor.models.check import inside_share, median_error
+    from advisor.models.predict import OUTSIDE
 
     for subset, group in (("all cases", rows), ("cases outside DEVELOPMENT",
                                                 [c for c in rows if c.job not in DEVELOPMENT])):
         inside, n = inside_share(group)
-        jobs = len({c.job for c in group if c.error is not None})
+        # a fix the model declines ("outside what this model measured") counts as a miss
+        declined = sum(1 for c in group if c.measured and not c.predicted and OUTSIDE in (c.reason or ""))
+        n += declined
+        jobs = len({c.job for c in group if c.measured})
         share = f"{inside / n:.0%}" if n else "-"
         print(f"{name}, {subset}: median absolute error of the predicted speedup {median_error(group):.1%} "
               f"(target < 25 %); measured inside the predicted 80 % interval: {inside} of {n} = {share} "
-              f"(target >= 80 %); {n} fixes of {jobs} cases")
+              f"(target >= 80 %; {declined} declined as outside what the model measured, counted as misses); "
+              f"{n} fixes of {jobs} cases")
     print(f"load average now: {_load()}; * = outside the training ranges, ! = outside the interval")
 
 

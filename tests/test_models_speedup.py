@@ -8,12 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from advisor import api
 from advisor.findings import Finding, Prediction
 from advisor.fixes import fix_summaries
-from advisor.models import campaign, pairs, speedup, store
+from advisor.models import campaign, pairs, speedup
 from advisor.models.calibrate import plan_for
 from advisor.models.design import Point
 from advisor.models.predict import DEFAULT_MODEL, OUTSIDE, against_measured, load, predict_fixes
@@ -143,27 +141,15 @@ def test_verify_appends_its_measured_fixes_and_train_folds_them_in(tmp_path):
     _ioadvisor("diagnose", str(DEMO), "--config", str(off), "--verify", "--target", str(tmp_path / "scratch"),
                "--repeat", "2", env=env)
     assert not (tmp_path / "none").exists()
-    trained = _ioadvisor("train", str(DEFAULT_MODEL.parent), str(data), "--out", str(tmp_path / "site.skops"))
-    assert trained.returncode == 0, trained.stderr
-    site_model = store.load(tmp_path / "site.skops")
-    shipped = store.load(DEFAULT_MODEL)
-    assert site_model.meta["speedup_model"]["fixes"] == shipped.meta["speedup_model"]["fixes"] + len(rows)
+    # what `ioadvisor train advisor/models/default DATA` reads and fits (advisor.models.build), without
+    # the bandwidth model's minutes of cross-validation (test_models_pipeline runs the whole command)
+    from advisor.models.rows import collect
 
-
-def test_the_default_speedup_model_is_what_its_shipped_rows_train():
-    """The shipped regressor of measured fixes is the one its rows make (bench/models.py --regenerate,
-    `ioadvisor train advisor/models/default`): the same predictions, the same interval."""
-    import sklearn
-
-    model = load("default")
-    built = speedup.build(pairs.read(SHIPPED_PAIRS))
+    collected = collect([str(DEFAULT_MODEL.parent), str(data)])
+    built = speedup.build(collected.pairs)
     assert built is not None
-    estimator, meta = built
-    rows = speedup.Rows.of(pairs.read(SHIPPED_PAIRS))
-    if model.meta["versions"]["scikit-learn"] == sklearn.__version__:
-        assert np.array_equal(speedup.predict(estimator, rows.x), speedup.predict(model.speedup, rows.x))
-        assert abs(meta["widen_log10"] - model.meta["speedup_model"]["widen_log10"]) < 1e-12
-    assert meta["measured"] == model.meta["speedup_model"]["measured"]
+    assert built[1]["fixes"] == load("default").meta["speedup_model"]["fixes"] + len(rows)
+    assert any(f.startswith("verified:") for f in built[1]["families"])
 
 
 def test_corpus_workloads_are_predicted_or_declined_with_the_reason(corpus):

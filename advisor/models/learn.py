@@ -30,21 +30,17 @@ def record(profile: JobProfile, diagnosis: Diagnosis, config: ModelConfig, np: i
            scale: float | None = None) -> Path | None:
     """Append the measured fixes of `diagnosis` (after ``--verify``) to the site's data; the file, or
     None when nothing was measured or learning is off."""
-    from advisor.fixes import proposed_fixes
+    from advisor.fixes import fix_key, proposed_fixes
     from advisor.models import pairs
     from advisor.verify import replay_plan
     from replay.transforms import apply_fix
 
     if not config.learn_from_verify:
         return None
-    measured = [(fix, f.verification) for f in diagnosis.findings for fix in [f.fix]
-                if fix and f.verification is not None and f.verification.measured]
-    seen, unique = set(), []
-    for fix, v in measured:  # several findings may propose one fix: one row
-        key = pairs.fix_text(fix)
-        if key not in seen and key in {pairs.fix_text(x) for x, _ in proposed_fixes(diagnosis.findings).values()}:
-            seen.add(key)
-            unique.append((fix, v))
+    verified = {fix_key(f.fix): f.verification for f in diagnosis.findings
+                if f.fix and f.verification is not None and f.verification.measured}
+    # several findings may propose one fix: one row
+    unique = [(fix, verified[key]) for key, (fix, _) in proposed_fixes(diagnosis.findings).items() if key in verified]
     if not unique:
         return None
     base = replay_plan(profile, np=unique[0][1].np or np, scale=unique[0][1].scale or scale)

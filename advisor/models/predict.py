@@ -147,7 +147,7 @@ def _measured_fix(model: Model, base, fixed, fix: dict, fstype: str, common: dic
     got = learned.predict_fix(model.speedup, model.meta.get("speedup_model") or {}, plan_features(base, fstype),
                               plan_features(fixed, fstype), str(fix.get("transform", "")))
     if isinstance(got, list):
-        return Prediction(reason=f"{OUTSIDE} ({'; '.join(got[:3])})", extrapolation=got, **common)
+        return Prediction(reason=f"{OUTSIDE} ({'; '.join(got[:3])})", **common)
     ratio, lo, hi = got
     return Prediction(speedup=_round(ratio), interval=[_round(lo), _round(hi)], **common)
 

@@ -167,4 +167,6 @@ def describe(meta: dict) -> str:
     where = f"{ident.get('fstype', '?')} {ident.get('source', '')} at {ident.get('mount_point', '?')}" \
         f" on {ident.get('host', '?')}" if ident else "unknown mount"
     err = f"CV median abs. error {cv['mdape']:.0%}, R^2 {cv['r2']:.2f}" if "mdape" in cv else "no CV error"
-    return f"{meta.get('kind', 'model')} of {meta.get('rows', '?')} rows ({where}); {err}"
+    fixes = meta.get("speedup_model") or {}
+    learned = f"; fixes' speedups from {fixes['fixes']} measured fixes" if fixes.get("fixes") else ""
+    return f"{meta.get('kind', 'model')} of {meta.get('rows', '?')} rows ({where}); {err}{learned}"
