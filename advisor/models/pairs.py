@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import io
 import json
 import math
 import os
@@ -118,12 +117,9 @@ def append(path: Path, rows: list[dict]) -> None:
 
 def write_gz(path: Path, rows: list[dict]) -> None:
     """Rows as a gzipped CSV with reproducible bytes (no time stamp in the gzip header)."""
-    text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    with open(path, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as fh:
-        fh.write(text.getvalue().encode())
+    from advisor.models.replays import write
+
+    write(path, rows, COLUMNS)
 
 
 def read(path: Path) -> list[dict]:
