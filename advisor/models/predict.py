@@ -126,11 +126,11 @@ def predict_fixes(model: Model, profile: JobProfile, fixes: list[dict], np_: int
             out[key] = Prediction(reason=f"not predictable for this workload: {exc}")
             continue
         after = predict_parts(model, list(plan_parts(fixed, fstype).values()))
-        common = {"baseline_mib_s": _round(before.mib_s), "fixed_mib_s": _round(after.mib_s), "np": base.nranks,
-                  "scale": base.meta.get("scale", 1.0)}
-        if model.speedup is not None:
+        common = {"np": base.nranks, "scale": base.meta.get("scale", 1.0)}
+        if model.speedup is not None:  # the two bandwidths would be another model's ratio: left out
             out[key] = _measured_fix(model, base, fixed, fix, fstype, common)
             continue
+        common.update(baseline_mib_s=_round(before.mib_s), fixed_mib_s=_round(after.mib_s))
         ratio, lo, hi = speedup(before, after, interval_widening(model))
         flags = sorted(set(before.outside) | set(after.outside))
         out[key] = Prediction(speedup=_round(ratio), interval=[_round(lo), _round(hi)],
