@@ -106,6 +106,9 @@ class ModelConfig:
     """The learned model every `ioadvisor diagnose` applies (models; see docs/models.md)."""
 
     path: str = ""  # a model file (`ioadvisor train`), "default" for the one shipped, "" for none
+    # every --verify appends its measured fixes to the site's model data (`ioadvisor train` folds them in)
+    learn_from_verify: bool = True
+    data: str = ""  # that directory ("": $XDG_DATA_HOME/ioadvisor/model-data, ~/.local/share/... without it)
 
 
 @section("replay")

@@ -59,3 +59,18 @@ def corpus() -> Path:
 @pytest.fixture(scope="session")
 def data() -> Path:
     return DATA
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _site_model_data(tmp_path_factory: pytest.TempPathFactory):
+    """Every `--verify` of the tests appends its measured fixes to a model-data directory of the
+    session ([model] learn_from_verify is on by default), never to the user's own."""
+    import os
+
+    before = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_DATA_HOME", None)
+    else:
+        os.environ["XDG_DATA_HOME"] = before
