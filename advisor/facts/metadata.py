@@ -19,6 +19,13 @@ def meta_share(ctx: FactContext) -> float:
     return ctx.get("meta_time_s") / ctx.get("runtime_s")
 
 
+@fact("meta_io_share", "fraction", "Share of the I/O time below the application's libraries (POSIX + STDIO: "
+      "read, write and metadata) that went to metadata operations.", label="share of the I/O time in metadata")
+def meta_io_share(ctx: FactContext) -> float:
+    base = ctx.get("meta_time_s") + ctx.get("read_time_s") + ctx.get("write_time_s")
+    return ctx.get("meta_time_s") / base if base > 0 else 0.0
+
+
 def _rank_meta(ctx: FactContext) -> np.ndarray:
     rec = records(ctx, "POSIX")
     own = rec.ranks >= 0

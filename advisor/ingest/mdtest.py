@@ -94,7 +94,7 @@ def parse(text: str) -> MdtestRun:
         elif unit and line.strip().startswith("--") and "---" not in line:
             unit = ""  # "-- finished at ..." ends the table
     if "WARNING" in text:
-        run.notes += [ln.strip() for ln in text.splitlines() if ln.startswith("WARNING")][:10]
+        run.notes += list(dict.fromkeys(ln.strip() for ln in text.splitlines() if ln.startswith("WARNING")))[:10]
     return run
 
 
