@@ -135,7 +135,9 @@ def start_profile(path: str | Path, *, timeout_s: float = 120.0,
 
 
 def checked_load(load: Callable[[Path], JobProfile], path: Path) -> JobProfile:
-    """`load(path)`, refused when a value is beyond what any real job can have (one line)."""
+    """`load(path)`, refused when a value is beyond what any real job can have (one line), its
+    names cut to what a real job can have."""
+    from advisor.ingest.bounded import cut_long_names
     from advisor.ingest.plausible import check
 
-    return check(load(path))
+    return cut_long_names(check(load(path)))
