@@ -86,7 +86,7 @@ def _ctx():
 def _starting(ctx, load: Callable):
     """Around `Process.start()`: what each start method needs to stay quiet and cheap."""
     if ctx is _forkserver:
-        with _main_hidden(load):
+        with main_hidden(load):
             yield
         return
     with warnings.catch_warnings():
@@ -97,7 +97,7 @@ def _starting(ctx, load: Callable):
 
 
 @contextmanager
-def _main_hidden(load: Callable):
+def main_hidden(load: Callable):
     """Keep the forkserver from importing the caller's __main__ in the children.
 
     Our loaders live in importable modules, so the children never need the
