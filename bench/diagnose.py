@@ -188,11 +188,15 @@ def main() -> int:
         print(f"no .darshan logs under {args.corpus}", file=sys.stderr)
         return 2
     chosen = logs if args.all else stratified(logs, args.corpus, args.sample)
-    tools = {"ioadvisor": Tool(ours_command())}
+    # A rule cache of the bench's own: the per-user one keeps one catalogue, so other checkouts
+    # run by the same user (other sessions on a shared machine) would evict ours between runs.
+    cache = {"XDG_CACHE_HOME": tempfile.mkdtemp(prefix="ioadvisor-bench-cache-")}
+    tools = {"ioadvisor": Tool(ours_command(), cache)}
     if args.before:
         tools["before"] = Tool([sys.executable, "-m", "advisor", "diagnose", "--json", "-"],
                                # PYTHONSAFEPATH: not this checkout from the working directory
-                               {"PYTHONPATH": str(args.before.resolve()), "PYTHONSAFEPATH": "1"})
+                               {"PYTHONPATH": str(args.before.resolve()), "PYTHONSAFEPATH": "1",
+                                "XDG_CACHE_HOME": tempfile.mkdtemp(prefix="ioadvisor-bench-cache-")})
     tools["job_stats"] = Tool([sys.executable, "-m", "darshan", "job_stats"])
     drishti = drishti_path(args.drishti)
     if drishti:

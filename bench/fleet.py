@@ -55,8 +55,11 @@ def time_fleet(inputs: list[str], n: int, workers: int, out: Path) -> float:
     """Logs per second of one fresh fleet run (start-up and shut-down included), as a user runs it."""
     shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
+    # the bench's own rule cache (filled by the first round): the per-user one keeps one catalogue,
+    # which other checkouts run by the same user would evict between rounds
+    env = {**os.environ, "XDG_CACHE_HOME": str(out.parent / "cache")}
     run = subprocess.run([*_ours(), "fleet", *inputs, "--out", str(out), "--workers", str(workers), "--quiet"],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
     if run.returncode != 0:
         sys.exit(f"ioadvisor fleet failed: {run.stderr.strip()[-300:]}")
