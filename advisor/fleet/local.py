@@ -4,8 +4,8 @@ A Dask LocalCluster starts a scheduler, a nanny and a fresh interpreter per work
 imports the analysis on its first log: about 18 s of CPU on the 2-core VM before the first
 result, more than diagnosing 113 logs. Local workers are forked instead from one forkserver
 that imported the analysis once; each loads the rule set on start and then takes logs from
-its pipe, a few queued so it never waits for the driver. A worker is single-threaded, so each
-log's isolated parser is a plain fork of it (advisor.ingest.isolate). A worker that dies on a
+its pipe, a few queued so it never waits for the driver. Each worker parses through one kept
+parsing child with the usual limits (advisor.ingest.kept), not a fork per log. A worker that dies on a
 log gives that log an error row and is replaced; a wrong site config stops the run.
 """
 
@@ -123,9 +123,11 @@ def _serve(conn: Connection, config: Any, timeout_s: float) -> None:
     import signal
 
     from advisor.engine.rules import load_catalogue
+    from advisor.ingest.kept import keep_child
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides when to stop
     load_catalogue()  # warm before the first log (the per-user rule cache makes it a read)
+    keep_child()  # one parsing child for all its logs, not a fork per log
     while True:
         try:
             log = conn.recv()

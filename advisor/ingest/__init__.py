@@ -129,6 +129,10 @@ def start_profile(path: str | Path, *, timeout_s: float = 120.0,
     load = functools.partial(checked_load, fmt.load)
     if isolate:
         from advisor.ingest.isolate import Isolated
+        from advisor.ingest.kept import kept
+
+        if (child := kept()) is not None:  # a process that parses input after input (a fleet worker)
+            return functools.partial(child.parse, load, Path(path), timeout_s)
 
         return Isolated(load, Path(path), timeout_s=timeout_s).result
     return lambda: load(Path(path))
