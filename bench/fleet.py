@@ -10,7 +10,8 @@ one round to the next, so that machine load hits all alike):
 - PyDarshan's own multi-log summary, `python -m darshan job_stats` on the same logs (one
   process that only reads and sums counters: what a full diagnosis is measured against);
 - Drishti 0.8 once per log, sequentially (all logs, or an even --drishti-sample of them).
-Prints logs per second of each, and the ratios of each round (ours over the peer measured
+One untimed run of each comes first (page cache, ioadvisor's rule cache). Prints logs per
+second of each, and the ratios of each round (ours over the peer measured
 beside it); targets: >= 20x Drishti, >= 1x job_stats. --files N replicates the logs by
 symlinks into a <Y>/<M>/<D> tree of N logs (an archive larger than the corpus).
 
@@ -140,6 +141,10 @@ def main() -> None:
             "job_stats": lambda: time_job_stats(list_file, n),
             "Drishti": lambda: time_drishti(logs, args.drishti_sample, scratch),
         }
+        # untimed, as bench/diagnose.py: the page cache, and ioadvisor's rule cache (a first run
+        # ever reads the YAML rules in the driver and in every worker)
+        print("warm-up (untimed):", flush=True)
+        runs["ours"](), runs["job_stats"](), time_drishti(logs[:1], 0, scratch)
         ratios: dict[str, list[float]] = {"Drishti": [], "job_stats": []}
         for k in range(args.rounds):
             order = list(runs) if k % 2 == 0 else list(reversed(runs))
