@@ -21,13 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.config import ReplayConfig, SiteConfig
-from advisor.campaign import build_campaign, campaign_data, campaign_profile, figure_data, load_runs
 from advisor.engine import check_thresholds, diagnose
 from advisor.engine.rules import load_catalogue
 from advisor.errors import AdvisorError, ConfigError, InputError
 from advisor.findings import Diagnosis
 from advisor.ingest import start_profile
-from advisor.ingest.ior.model import IorProfile
 from advisor.profile import JobProfile
 
 if TYPE_CHECKING:
@@ -248,6 +246,10 @@ def _figures(profile: JobProfile) -> dict:
 
 def _campaign(done: Run, stages: Stages, config: SiteConfig) -> list[Result]:
     """A campaign diagnosis when two or more inputs are IOR runs (or one and a baseline)."""
+    # imported here: a Darshan log's diagnosis needs neither (a tenth of diagnose's start-up)
+    from advisor.campaign import load_runs
+    from advisor.ingest.ior.model import IorProfile
+
     runs = [r.profile for r in done.results if isinstance(r.profile, IorProfile)]
     if not runs or (len(runs) < 2 and not stages.baselines):
         return []
@@ -262,6 +264,8 @@ def _campaign(done: Run, stages: Stages, config: SiteConfig) -> list[Result]:
 def diagnose_campaign(profiles: list[JobProfile], config: SiteConfig,
                       baseline_profiles: list[JobProfile] | None = None) -> Diagnosis:
     """Campaign rules over the IOR runs of one study (and its baseline): one Diagnosis."""
+    from advisor.campaign import build_campaign, campaign_data, campaign_profile, figure_data
+
     campaign = build_campaign(profiles, config, baseline_profiles)
     if not campaign.curves:
         raise InputError(campaign_profile(campaign).source.path, "no IOR test with a task count and a result")

@@ -108,6 +108,37 @@ def dump_counter_edit(text: str, index: int, column: int, value: str) -> str:
     return "".join(lines)
 
 
+def gzip_bomb_dump(text: str, unpacked: int) -> bytes:
+    """A gzipped dump whose text is the header of `text` then its counter lines over and over,
+    `unpacked` bytes in all (its gzip trailer says so), about 130 times smaller than that.
+
+    One chunk of records is deflated once and its bytes repeated (a full flush makes them
+    independent of what precedes), so gigabytes cost milliseconds to make; the trailer's CRC
+    is left 0, since no reader gets that far."""
+    lines = text.splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if not line.startswith("#") and line.count("\t") >= 4)
+    head = "".join(lines[:first]).encode()
+    # one record's lines: a repeat must fall within deflate's 32 KiB window to compress
+    counters = [line for line in lines[first:] if line.split("\t")[:3] == lines[first].split("\t")[:3]]
+    records, size, serial = [], 0, 0
+    while size < 1 << 20:  # 1 MiB of records: the first 16 KiB with ids of their own, the rest one id
+        serial += size < 1 << 14
+        record_id = str(serial * 2654435761 % (1 << 63))
+        for line in counters:
+            cells = line.split("\t")
+            cells[2] = record_id
+            records.append("\t".join(cells))
+            size += len(records[-1])
+    chunk = "".join(records).encode()
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    start = deflate.compress(head) + deflate.flush(zlib.Z_FULL_FLUSH)
+    body = deflate.compress(chunk) + deflate.flush(zlib.Z_FULL_FLUSH)
+    repeats = max(1, (unpacked - len(head)) // len(chunk))
+    trailer = struct.pack("<II", 0, (len(head) + repeats * len(chunk)) & 0xFFFFFFFF)
+    return (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + start + body * repeats + deflate.flush()
+            + trailer)
+
+
 # ---------------------------------------------------------------- binary Darshan logs
 
 @dataclass

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
+import resource
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -191,3 +194,42 @@ def test_hostile_names_reach_no_terminal(named):
     _check_run(run)
     assert not RAW_CONTROL.search(run.stdout.replace("\n", "")), repr(RAW_CONTROL.search(run.stdout))
     _check_error_lines(run, [p for p, (_, usable) in zip(paths, named) if not usable])
+
+
+# -- inputs that were slow out of proportion to their size (issue 24, item 2) ---------------
+# `show` of a small real dump needs 200 MiB of address space (it fails at 150): the limit
+# below lets the command spend 500 MiB more on the hostile input, no more.
+ADDRESS_SPACE = (250 + 500) << 20
+HANG_GUARD_S = 30  # a hang guard, not a performance assertion (bench/hostile.py measures)
+
+
+def _limited(*args: str) -> subprocess.CompletedProcess:
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+    return subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True, text=True,
+                          timeout=HANG_GUARD_S, preexec_fn=limit, env={**os.environ, "COLUMNS": "120"})
+
+
+def test_a_file_name_of_15_mb_is_shown_cut_with_its_length(tmp_path):
+    """A dump naming a file with 15 MiB of control characters: escaping all of it before cutting
+    took 87 s and 730 MB of memory; the name is cut when read and says its length."""
+    name = "/" + "\x01" * (15 << 20)
+    path = tmp_path / "long-name.parser.txt"
+    path.write_text(hostile.dump_counter_edit(DUMPS[0].read_text(), 0, 5, name))
+    run = _limited("show", str(path))
+    assert run.returncode == 0 and not run.stderr, run.stderr[-300:]
+    line = next(line for line in run.stdout.splitlines() if "[cut:" in line)
+    assert line.startswith("  /\\x01") and line.endswith(f"[cut: {len(name):,} characters]")
+    assert not RAW_CONTROL.search(run.stdout.replace("\n", ""))
+
+
+def test_a_gzipped_dump_claiming_2_gb_is_refused_before_unpacking(tmp_path):
+    """16 MB of gzip whose trailer claims 2 GiB of counter lines (and holds them): unpacking to
+    the expansion limit took 126 s and 1.6 GB before the error; the claim is checked first."""
+    path = tmp_path / "claims-2gb.parser.txt.gz"
+    path.write_bytes(hostile.gzip_bomb_dump(DUMPS[0].read_text(), 2 << 30))
+    run = _limited("show", str(path))
+    assert run.returncode == 2
+    assert run.stderr.splitlines() == [run.stderr.strip()] and str(path) in run.stderr
+    assert "unpacks to 2,047 MiB by its gzip trailer" in run.stderr and "decompression bomb" in run.stderr

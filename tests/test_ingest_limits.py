@@ -85,3 +85,19 @@ def test_an_isolated_ior_parse_returns_the_same_run():
 
     assert start_profile(path)().run == load(path).run
     assert json.loads(path.read_text())["tests"]  # the file is the whole summary
+
+
+def test_names_longer_than_path_max_are_cut_when_read(tmp_path):
+    from advisor.ingest.bounded import KEPT, MAX_NAME
+
+    text = PARSER.read_text()
+    lines = text.splitlines(keepends=True)
+    first = next(line for line in lines if line.startswith("POSIX\t"))
+    old = first.split("\t")[5]
+    at_limit, beyond = "/" + "a" * (MAX_NAME - 1), "/" + "b" * MAX_NAME
+    edited = tmp_path / "names.parser.txt"
+    second = next(line.split("\t")[5] for line in lines if line.startswith("POSIX\t") and old not in line)
+    edited.write_text(text.replace(f"\t{old}\t", f"\t{at_limit}\t").replace(f"\t{second}\t", f"\t{beyond}\t"))
+    names = set(load_profile(edited).names.values())
+    assert at_limit in names
+    assert f"{beyond[:KEPT]}... [cut: {MAX_NAME + 1:,} characters]" in names

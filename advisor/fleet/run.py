@@ -1,4 +1,7 @@
-"""Analyse an archive on Dask: walk, skip what is done, analyse in parallel, commit in batches.
+"""Analyse an archive: walk, skip what is done, analyse in parallel, commit in batches.
+
+Local workers are this machine's warm processes (advisor.fleet.local); a scheduler or Slurm
+jobs are Dask's.
 
 The driver never holds more than `window` logs in flight and one batch of rows: the
 walk is a generator, results are committed to the dataset as they arrive, and
@@ -9,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -75,8 +77,12 @@ def run_fleet(inputs: Iterable[str], out: str, options: FleetOptions,
             if progress:
                 progress(stats, True)
             return stats
-        with _client(options) as client:
-            _analyse_all(client, itertools.chain([first], pending), store, options, stats, progress)
+        logs = itertools.chain([first], pending)
+        if options.scheduler or options.slurm_jobs:
+            with _client(options) as client:
+                _analyse_all(client, logs, store, options, stats, progress)
+        else:
+            _analyse_locally(logs, store, options, stats, progress)
     except BaseException:
         if new_dataset and not stats.parts:
             store.discard()  # a run that failed before its first batch leaves no dataset behind
@@ -155,6 +161,44 @@ def _analyse_all(client, pending: Iterator[LogFile], store: FleetStore, options:
         progress(stats, True)
 
 
+def _analyse_locally(pending: Iterator[LogFile], store: FleetStore, options: FleetOptions,
+                     stats: FleetStats, progress: Progress | None) -> None:
+    """The same on this machine's warm worker processes (advisor.fleet.local), without Dask."""
+    from advisor.fleet.local import LocalPool
+
+    batch = _Batch(store, options.batch, stats)
+    walk = _Exhausted(pending)
+    with LocalPool(options.workers, options.config, options.timeout_s) as pool:
+        try:
+            for result in pool.results(walk):
+                batch.add(result)
+                if progress:
+                    progress(stats, walk.done)
+        except ConfigError:
+            batch.flush()  # keep what is done; the rest fails alike
+            raise
+    batch.flush()
+    if progress:
+        progress(stats, True)
+
+
+class _Exhausted:
+    """An iterator that says when it has run out (the progress bar's total is known then)."""
+
+    def __init__(self, items: Iterator):
+        self.items, self.done = items, False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        try:
+            return next(self.items)
+        except StopIteration:
+            self.done = True
+            raise
+
+
 def _refill(client, pending, running, completed, window, config, timeout_s) -> bool:
     """Keep `window` logs in flight; True once the walk is exhausted."""
     while len(running) < window:
@@ -209,7 +253,7 @@ def _threads(client) -> int:
 
 @contextlib.contextmanager
 def _client(options: FleetOptions):
-    """A Dask client on the cluster the options name; local clusters are torn down after."""
+    """A Dask client on the scheduler or the Slurm cluster the options name (torn down after)."""
     import dask
     from distributed import Client
 
@@ -219,17 +263,9 @@ def _client(options: FleetOptions):
         if options.scheduler:
             with _connect(options.scheduler) as client:
                 yield client
-        elif options.slurm_jobs:
+        else:
             with _slurm_cluster(options) as cluster, Client(cluster) as client:
                 client.wait_for_workers(1, timeout=options.slurm.get("start_timeout", 600))
-                yield client
-        else:
-            from distributed import LocalCluster
-
-            with LocalCluster(n_workers=options.workers, threads_per_worker=1, processes=True,
-                              dashboard_address=None, host="127.0.0.1",
-                              silence_logs=logging.ERROR) as cluster, \
-                    Client(cluster) as client:
                 yield client
 
 

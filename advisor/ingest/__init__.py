@@ -148,13 +148,19 @@ def start_profile(path: str | Path, *, timeout_s: float = 120.0,
     load = functools.partial(checked_load, fmt.load)
     if isolate:
         from advisor.ingest.isolate import Isolated
+        from advisor.ingest.kept import kept
+
+        if (child := kept()) is not None:  # a process that parses input after input (a fleet worker)
+            return functools.partial(child.parse, load, Path(path), timeout_s)
 
         return Isolated(load, Path(path), timeout_s=timeout_s).result
     return lambda: load(Path(path))
 
 
 def checked_load(load: Callable[[Path], JobProfile], path: Path) -> JobProfile:
-    """`load(path)`, refused when a value is beyond what any real job can have (one line)."""
+    """`load(path)`, refused when a value is beyond what any real job can have (one line), its
+    names cut to what a real job can have."""
+    from advisor.ingest.bounded import cut_long_names
     from advisor.ingest.plausible import check
 
-    return check(load(path))
+    return cut_long_names(check(load(path)))

@@ -61,7 +61,7 @@ class IsolatedCrash(RuntimeError):
         self.child_traceback = child_traceback
 
 
-def _ctx():
+def context():
     """Plain fork when no other Python thread runs (decided per call: threads may start later).
 
     Native thread pools (numpy's OpenBLAS) are not counted: they quiesce in their own
@@ -83,21 +83,21 @@ def _ctx():
 
 
 @contextmanager
-def _starting(ctx, load: Callable):
+def starting(ctx, load: Callable):
     """Around `Process.start()`: what each start method needs to stay quiet and cheap."""
     if ctx is _forkserver:
-        with _main_hidden(load):
+        with main_hidden(load):
             yield
         return
     with warnings.catch_warnings():
         # Python >= 3.12 warns on fork() whenever the OS lists other threads, OpenBLAS's
-        # idle pool included; Python threads were ruled out by _ctx().
+        # idle pool included; Python threads were ruled out by context().
         warnings.filterwarnings("ignore", r"This process .* is multi-threaded", DeprecationWarning)
         yield
 
 
 @contextmanager
-def _main_hidden(load: Callable):
+def main_hidden(load: Callable):
     """Keep the forkserver from importing the caller's __main__ in the children.
 
     Our loaders live in importable modules, so the children never need the
@@ -139,28 +139,46 @@ def _limit_memory(budget: int) -> None:
 
 def _child(conn, load: Callable[[Path], JobProfile], path: Path, budget: int) -> None:
     """Runs in the child: the profile, or ("error"|"crash", text), goes to `conn`."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    settle(budget)
+    try:
+        reply(conn, parse(load, path, budget))
+    finally:
+        conn.close()
+
+
+def settle(budget: int) -> None:
+    """A parsing child's set-up: the parent decides when to stop; its own memory limit."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     faulthandler.disable()  # a forked child inherits it; a crash is the parent's one-line error
     _limit_memory(budget)
+
+
+def parse(load: Callable[[Path], JobProfile], path: Path, budget: int) -> tuple[str, object]:
+    """In a parsing child: ("ok", profile) or ("error"|"crash", text)."""
     start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_SELF)
     try:
         profile = load(path)
         # What parsing this input cost, for `show --json` and bench/ingest.py.
         usage = resource.getrusage(resource.RUSAGE_SELF)
         profile.ingest = {
             "isolated": True, "parse_s": round(time.perf_counter() - start, 4),
-            "parser_cpu_s": round(usage.ru_utime + usage.ru_stime, 4),
+            "parser_cpu_s": round(usage.ru_utime + usage.ru_stime - before.ru_utime - before.ru_stime, 4),
             "parser_peak_rss_kb": usage.ru_maxrss}
-        result = ("ok", profile)
+        return ("ok", profile)
     except AdvisorError as exc:
-        result = ("error", exc.reason if isinstance(exc, InputError) else str(exc))
+        return ("error", exc.reason if isinstance(exc, InputError) else str(exc))
     except MemoryError:
-        result = ("error", f"ran out of memory while parsing (limit {budget >> 20} MiB more "
-                           "than the parser's start; set IOADVISOR_INGEST_MEMORY_MB to change)")
+        return ("error", f"ran out of memory while parsing (limit {budget >> 20} MiB more "
+                         "than the parser's start; set IOADVISOR_INGEST_MEMORY_MB to change)")
     except RecursionError:
-        result = ("error", "nesting too deep to parse")
+        return ("error", "nesting too deep to parse")
     except Exception as exc:  # a bug: hand the traceback to the parent
-        result = ("crash", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        return ("crash", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+
+
+def reply(conn, result: tuple[str, object]) -> None:
+    """Send `result` to the parent; what cannot be sent becomes a one-line error."""
     try:
         conn.send(result)  # pickled whole before anything is written: a failure leaves the pipe clean
     except MemoryError:
@@ -169,8 +187,22 @@ def _child(conn, load: Callable[[Path], JobProfile], path: Path, budget: int) ->
         conn.send(("error", "the parsed profile is nested too deeply to return"))
     except Exception as exc:  # a bug; never a traceback of multiprocessing's on the user's terminal
         conn.send(("crash", f"returning the profile: {type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
-    finally:
-        conn.close()
+
+
+def outcome(path: Path, result, code: int | None) -> JobProfile:
+    """The profile of a child's `result`; InputError for a failure, a crash (`result` None, the
+    child's exit `code`) or bad input; IsolatedCrash for a bug."""
+    if result is None:
+        if code is not None and code < 0:
+            raise InputError(str(path), f"the parser crashed ({_signal_name(code)}); "
+                             "the log is probably corrupt or truncated")
+        raise InputError(str(path), f"the parser exited unexpectedly (status {code})")
+    kind, payload = result
+    if kind == "ok":
+        return payload
+    if kind == "error":
+        raise InputError(str(path), payload)
+    raise IsolatedCrash(path, payload)
 
 
 def _signal_name(code: int) -> str:
@@ -190,13 +222,13 @@ class Isolated:
 
     def __init__(self, load: Callable[[Path], JobProfile], path: Path, timeout_s: float = 120.0,
                  memory_bytes: int | None = None):
-        ctx = _ctx()
+        ctx = context()
         self.path, self.deadline = Path(path), time.monotonic() + timeout_s
         self.timeout_s = timeout_s
         self._recv, send = ctx.Pipe(duplex=False)
         self._proc = ctx.Process(target=_child, daemon=True,
                                  args=(send, load, self.path, memory_bytes or memory_budget()))
-        with _starting(ctx, load):
+        with starting(ctx, load):
             self._proc.start()
         send.close()
 
@@ -206,18 +238,7 @@ class Isolated:
             result = self._receive()
         finally:
             self.cancel()
-        path, code = str(self.path), self._proc.exitcode
-        if result is None:
-            if code is not None and code < 0:
-                raise InputError(path, f"the parser crashed ({_signal_name(code)}); "
-                                 "the log is probably corrupt or truncated")
-            raise InputError(path, f"the parser exited unexpectedly (status {code})")
-        kind, payload = result
-        if kind == "ok":
-            return payload
-        if kind == "error":
-            raise InputError(path, payload)
-        raise IsolatedCrash(self.path, payload)
+        return outcome(self.path, result, self._proc.exitcode)
 
     def cancel(self) -> None:
         """Stop the child if it still runs, and reap it (idempotent)."""

@@ -103,16 +103,38 @@ def dump_kind(path: Path, head: bytes) -> str | None:
     return "parser"
 
 
+def _text_limit(size: int) -> int:
+    """Bytes of text a dump of `size` bytes on disk may unpack to."""
+    return max(EXPANSION_FREE, MAX_EXPANSION * size)
+
+
+def _bomb(size: int, unpacked: str) -> DumpFormatError:
+    return DumpFormatError(f"unpacks to {unpacked} from {size} bytes (more than {MAX_EXPANSION} times "
+                           "its size): a decompression bomb, not a dump")
+
+
+def _check_gzip_claim(path: Path, size: int) -> None:
+    """Refuse a gzipped dump whose trailer claims more text than a dump of its size unpacks to,
+    before a byte is decompressed. The claim (ISIZE, the size modulo 4 GiB of the last member)
+    can understate, never overstate a real dump: `_lines` still counts what it reads."""
+    with open(path, "rb") as fh:
+        if fh.read(2) != _GZIP_MAGIC or size < 18:  # 10-byte header, 8-byte trailer
+            return
+        fh.seek(size - 4)
+        claimed = int.from_bytes(fh.read(4), "little")
+    if claimed > _text_limit(size):
+        raise _bomb(size, f"{claimed >> 20:,} MiB by its gzip trailer")
+
+
 def _lines(fh: BinaryIO, size: int) -> Iterator[bytes]:
     """Blocks of whole lines of a file of `size` bytes on disk; DumpFormatError when the file
     ends inside a line or unpacks to far more text than a dump compresses from."""
     rest, total = b"", 0
-    limit = max(EXPANSION_FREE, MAX_EXPANSION * size)
+    limit = _text_limit(size)
     while data := fh.read(BLOCK_BYTES):
         total += len(data)
         if total > limit:
-            raise DumpFormatError(f"unpacks to over {limit >> 20} MiB from {size} bytes (more than "
-                                  f"{MAX_EXPANSION} times its size): a decompression bomb, not a dump")
+            raise _bomb(size, f"over {limit >> 20} MiB")
         data = rest + data
         cut = data.rfind(b"\n") + 1
         rest = data[cut:]
@@ -387,8 +409,10 @@ def load_dump(path: Path) -> JobProfile:
     """Read a darshan-parser or darshan-dxt-parser dump (plain or gzipped) into a JobProfile."""
     reader = DumpReader(path)
     try:
+        size = path.stat().st_size
+        _check_gzip_claim(path, size)
         with _open(path) as fh:
-            for block in _lines(fh, path.stat().st_size):
+            for block in _lines(fh, size):
                 reader.feed(block)
         return reader.finish()
     except DumpFormatError as exc:
