@@ -198,10 +198,11 @@ class Diagnosis:
         )
 
 
-def diagnoses_json(diagnoses: list[Diagnosis]) -> str:
-    """The document `diagnose --json` and the hook write: one diagnosis as an object, several as a list."""
+def diagnoses_json(diagnoses: list[Diagnosis], as_list: bool = False) -> str:
+    """The document `diagnose --json` and the hook write: one diagnosis as an object (the shape
+    readers of v1 expect), several, or any number when `as_list`, as a list in input order."""
     docs = [d.to_dict() for d in diagnoses]
-    return json.dumps(docs[0] if len(docs) == 1 else docs, indent=2, default=_json_default) + "\n"
+    return json.dumps(docs[0] if len(docs) == 1 and not as_list else docs, indent=2, default=_json_default) + "\n"
 
 
 def _json_default(value: Any) -> Any:
