@@ -39,3 +39,9 @@ def test_diagnose_json_shape_follows_the_command_line_and_help_says_so(tmp_path)
     assert isinstance(json.loads(one.stdout), dict)
     listed = json.loads(in_dir.stdout)
     assert isinstance(listed, list) and len(listed) == 1 and listed[0]["schema"] == json.loads(one.stdout)["schema"]
+
+
+def test_one_amount_is_written_one_way_in_the_header():
+    """The demo read 64 MiB and wrote 64 MiB + 2.2 KiB of stdout: 'read 64 MiB  written 64.0 MiB'."""
+    out = _cli("diagnose", str(DEMO), env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert "read 64 MiB" in out.stdout and "written 64 MiB" in out.stdout and "64.0 MiB" not in out.stdout
