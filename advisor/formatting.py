@@ -110,6 +110,17 @@ def fmt_num(x: Any) -> str:
     return f"{int(x):,}"
 
 
+def counted(n: Any, noun: str, many: str = "") -> str:
+    """'1 file', '2,048 processes', '1 directory': a count and its noun, singular for one (plural:
+    `many`, else the noun + 'es' after s/x/sh/ch, 'ies' for a consonant + y, else + 's')."""
+    if n == 1:
+        return f"1 {noun}"
+    if not many:
+        many = (noun + "es" if noun.endswith(("s", "x", "sh", "ch")) else
+                noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s")
+    return f"{fmt_num(n)} {many}"
+
+
 def fmt_rate(x: Any) -> str:
     """Bytes per second as MiB/s (GiB/s from 1,024 MiB/s; KiB/s or B/s below 1 MiB/s)."""
     if x is None:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import CORPUS
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "traces" / "ior-small-shared-4k.darshan"
 
@@ -45,3 +47,45 @@ def test_one_amount_is_written_one_way_in_the_header():
     """The demo read 64 MiB and wrote 64 MiB + 2.2 KiB of stdout: 'read 64 MiB  written 64.0 MiB'."""
     out = _cli("diagnose", str(DEMO), env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
     assert "read 64 MiB" in out.stdout and "written 64 MiB" in out.stdout and "64.0 MiB" not in out.stdout
+
+
+def test_plan_only_states_the_ranks_the_replay_runs_and_counts_in_words():
+    """`replay --plan-only` said '4 ranks (job: 4)' (2,048 for sample-badost) where the replay then
+    ran at most the CPUs here; and '1 files (1 shared) in 1 directories'."""
+    from advisor.verify import default_np
+
+    out = _cli("replay", str(DEMO), "--plan-only", env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    here = default_np(4)
+    assert (f"{here} ranks (the job's 4 folded onto them)" if here < 4 else "4 ranks, as the job") in out.stdout
+    assert "1 file (1 shared) in 1 directory, 2 phases" in out.stdout
+    doc = json.loads(_cli("replay", str(DEMO), "--plan-only", "--json", "-").stdout)
+    assert doc["plan"]["np"] == here and doc["plan"]["nprocs_source"] == 4
+
+
+def test_show_of_a_snapshot_has_no_empty_job_line_and_counts_what_it_lists(tmp_path):
+    """`show` of a `collect` snapshot printed 'job , 0 processes, run time 0 s'; `collect` said
+    '10 block devices' (loop, zram included) where `show` listed 1; '1 sockets'."""
+    from advisor.collect import storage_devices
+
+    snap = tmp_path / "node.json"
+    made = _cli("collect", "--out", str(snap))
+    assert made.returncode == 0, made.stderr
+    doc = json.loads(snap.read_text())
+    devices = storage_devices(doc)
+    word = "block device" if len(devices) == 1 else "block devices"
+    assert f"({len(devices)} {word}," in made.stderr
+    shown = _cli("show", str(snap), env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}).stdout
+    assert "job ," not in shown and "0 processes" not in shown and "collected " in shown
+    listed = shown.split("Block devices", 1)[1].split("\n\n")[0].splitlines()[2:]  # after the column heads
+    assert sorted(line.split()[0] for line in listed) == sorted(d["name"] for d in devices)
+    assert "1 sockets" not in shown and " threads per core" in shown
+
+
+def test_show_writes_counts_with_their_noun_and_thousands_separators():
+    """'2048 processes' beside '2,048' (sample-badost); '1 files' (dd writing one file)."""
+    badost = CORPUS / "darshan-repo-logs/darshan-util/pydarshan/darshan/examples/example_logs/sample-badost.darshan"
+    dd = CORPUS / "generated" / "k3_dd_4k_writes" / "case.darshan"
+    shown = _cli("show", str(badost), str(dd), env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}).stdout
+    assert "2,048 processes" in shown and "2048 processes" not in shown
+    assert "in 1 file;" in shown

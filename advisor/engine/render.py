@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import ConfigError
-from advisor.formatting import (fmt_bytes, fmt_list, fmt_num, fmt_pct, fmt_rate, fmt_ratio, fmt_secs, shell_word,
+from advisor.formatting import (counted, fmt_bytes, fmt_list, fmt_num, fmt_pct, fmt_rate, fmt_ratio, fmt_secs,
+                                 shell_word,
                                  size_arg)
 from advisor.units import KiB, MiB
 
@@ -35,7 +36,7 @@ def environment() -> ImmutableSandboxedEnvironment:
                                         loader=jinja2.FunctionLoader(_TEXTS.get),
                                         bytecode_cache=_bytecode_cache(jinja2.__version__))
     env.filters.update(bytes=fmt_bytes, pct=fmt_pct, secs=fmt_secs, num=fmt_num, rate=fmt_rate, ratio=fmt_ratio,
-                       names=fmt_list, shell=shell_word,
+                       names=fmt_list, shell=shell_word, counted=counted,
                        kib=partial(_in_unit, unit=KiB), mib=partial(_in_unit, unit=MiB),  # kernel settings' units
                        lfs_size=partial(size_arg, upper=True),  # 4M, as `lfs setstripe -S` takes it
                        size_arg=size_arg)  # 4m, as IOR's -t and -b take it

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from advisor.formatting import fmt_middle, printable
+from advisor.formatting import counted, fmt_middle, printable
 from advisor.metrics import FileModuleStats, ModuleSummary, per_file, summarize
 from advisor.profile import JobProfile, LustreLayout
 from advisor.report.units import fmt_bytes, fmt_count, fmt_seconds, fmt_share
@@ -221,10 +221,11 @@ class Sections:
     def of(cls, e: dict) -> Sections:
         j, s = e["job"], e["summary"]
         out = cls(title=printable(e["path"]))
+        job = (f"job {printable(j['jobid'])}, {counted(j['nprocs'], 'process')}, "
+               f"run time {fmt_seconds(j['runtime_s'])}, ")
+        snapshot = e["source"]["format"] == "snapshot"  # a node's settings: no job, no ranks, no run time
         out.header = [
-            f"job {printable(j['jobid'])}, {j['nprocs']} process{'' if j['nprocs'] == 1 else 'es'}, "
-            f"run time {fmt_seconds(j['runtime_s'])}, "
-            f"started {when(j['start_time'])}",
+            f"{'collected' if snapshot else job + 'started'} {when(j['start_time'])}",
             f"exe: {printable(j['exe']) or 'unknown'}",
             f"log: {e['source']['format']} {e['source']['log_version']} written by "
             f"{'Darshan ' if e['source']['format'].startswith('darshan') else ''}"
@@ -233,7 +234,7 @@ class Sections:
         if s["base_modules"]:
             out.header.append(
                 f"I/O ({'+'.join(s['base_modules'])}): read {fmt_bytes(s['bytes_read'])}, "
-                f"wrote {fmt_bytes(s['bytes_written'])} in {fmt_count(s['files'])} files; "
+                f"wrote {fmt_bytes(s['bytes_written'])} in {counted(s['files'], 'file')}; "
                 f"{fmt_seconds(s['io_time_s'])} I/O time over all ranks, "
                 f"{fmt_seconds(s['io_time_per_rank_s'])} per rank ({fmt_share(s['io_fraction'])} of run time)")
         out.header += [f"note: {printable(n)}" for n in e["source"]["notes"]]
