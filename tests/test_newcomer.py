@@ -89,3 +89,19 @@ def test_show_writes_counts_with_their_noun_and_thousands_separators():
     shown = _cli("show", str(badost), str(dd), env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}).stdout
     assert "2,048 processes" in shown and "2048 processes" not in shown
     assert "in 1 file;" in shown
+
+
+def test_wrapped_not_checked_lines_keep_their_indent():
+    """On a narrow terminal 'LUS010, ...: no file is on Lustre (file systems: ext4)' wrapped to column 0."""
+    out = _cli("diagnose", str(DEMO), env={"COLUMNS": "70", "PATH": "/usr/bin:/bin"})
+    tail = out.stdout.split("Not checked (", 1)[1].splitlines()[1:]
+    assert len(tail) > 2 and all(line.startswith("  ") for line in tail if line.strip())
+
+
+def test_top_files_counts_files_as_the_header_does(tmp_path):
+    """The header's FILES said 1 and 'Top files by I/O time' said '2 files' (it counted <STDOUT>)."""
+    page = tmp_path / "demo.html"
+    assert _cli("diagnose", str(DEMO), "--html", str(page)).returncode == 0
+    html = page.read_text()
+    assert "<dt>files</dt><dd>1" in html
+    assert "1 file and &lt;STDOUT&gt;; the slowest is" in html and "2 files; the slowest" not in html

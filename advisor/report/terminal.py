@@ -164,7 +164,7 @@ def _footer(d: Diagnosis, verbose: bool) -> Padding | None:
     lines = [Text(f"Not checked ({len(d.not_checked)}):", style="bold dim")]
     for reason, checks in by_reason.items():
         shown = ", ".join(checks if verbose else checks[:6]) + ("" if verbose or len(checks) <= 6 else ", ...")
-        lines.append(_text(f"  {shown}: {reason}", "dim"))
+        lines.append(Padding(_text(f"{shown}: {reason}", "dim"), (0, 0, 0, 2)))  # wrapped lines keep the indent
     return Padding(Group(*lines), (1, 0, 0, 0))
 
 
