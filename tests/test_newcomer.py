@@ -105,3 +105,31 @@ def test_top_files_counts_files_as_the_header_does(tmp_path):
     html = page.read_text()
     assert "<dt>files</dt><dd>1" in html
     assert "1 file and &lt;STDOUT&gt;; the slowest is" in html and "2 files; the slowest" not in html
+
+
+def test_assumed_values_are_listed_once_with_their_keys_and_findings_marked(tmp_path):
+    """The demo repeated 'Assumed, not read from the input or the site config: a latency of 100 us
+    ... an RPC size of 1 MiB ... 2,048 MiB/s ...' in five of six findings (terminal and HTML), with
+    Lustre values for a job that ran on ext4."""
+    page = tmp_path / "demo.html"
+    out = _cli("diagnose", str(DEMO), "--html", str(page), env={"COLUMNS": "300", "PATH": "/usr/bin:/bin"}).stdout
+    html = page.read_text()
+    for text in (out, html):
+        assert "Assumed, not read" not in text and text.count("a latency of 100 us per request") == 1
+        assert text.count("Assumed values") >= 1
+    listed = out.split("Assumed values (not read from the input or the site config):", 1)[1].split("\n\n")[0]
+    assert "1. a latency of 100 us per request (a Lustre RPC round trip) (assumed Lustre default; " \
+        "this job ran on ext4): set [system] request_latency_s in the site config" in listed
+    assert "[system] rpc_size" in listed and "[system] stream_mib_s" in listed
+    assert out.count("assumes 1, 2, 3 (see Assumed values)") == 5  # every finding that used them, marked
+    assert html.count('class="assumes muted"') == 5 and "this job ran on ext4" in html
+
+
+def test_lustre_defaults_are_not_flagged_for_a_job_on_lustre():
+    """imbalanced-io ran on Lustre: its assumed RPC size is Lustre's default, said without 'ran on'."""
+    from advisor import api
+
+    log = CORPUS / "darshan-logs" / "darshan_logs" / "imbalanced_io" / "imbalanced-io.darshan"
+    found = api.diagnose_profile(api.load(log)).findings
+    values = [a for f in found for a in f.assumptions]
+    assert any(a["key"] == "[system] rpc_size" for a in values) and not any(a.get("ran_on") for a in values)

@@ -119,3 +119,13 @@ def files(ctx: FactContext):
 def data_files(ctx: FactContext):
     """Per-file summaries without the standard streams."""
     return [f for f in files(ctx) if f.path not in STD_STREAMS]
+
+
+def not_lustre(ctx: FactContext) -> str:
+    """The job's file systems ('ext4') when they are known and none is Lustre, else '': a value
+    assumed as Lustre's default for such a job says so."""
+    try:
+        kinds = sorted({f.fstype for f in data_files(ctx) if f.fstype})
+    except Missing:  # not a Darshan log (IOR output, snapshot): nothing says where it ran
+        return ""
+    return ", ".join(kinds) if kinds and "lustre" not in kinds else ""

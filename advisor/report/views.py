@@ -18,6 +18,7 @@ from advisor.findings import Diagnosis, Finding, Prediction
 from advisor.verification import Verification
 from advisor.fixes import FixSummary, caution, fix_key, predicted_text
 from advisor.formatting import fmt_kind, fmt_speedup_range, printable
+from advisor.report.assumed import assumed
 from advisor.report.plots import Plot, verification_plot
 from advisor.ingest.ior.view import ior_tables
 from advisor.report.units import evidence_rows, fmt_bytes, fmt_num, fmt_pct, fmt_secs
@@ -32,7 +33,9 @@ def job_view(d: Diagnosis, index: int) -> dict:
     job_id = f"job{index}"
     fixes = d.fixes() + d.fixes_not_to_apply()  # numbered on: the slower ones are not ranked
     numbered = {fix_key(s.fix): (i, s) for i, s in enumerate(fixes, 1)}
-    findings = [finding_view(f, i + 1, runtime, job_id, numbered) for i, f in enumerate(d.sorted_findings())]
+    values = assumed(d.sorted_findings())  # listed once, each finding marked
+    findings = [{**finding_view(f, i + 1, runtime, job_id, numbered), "assumes": values.mark(f)}
+                for i, f in enumerate(d.sorted_findings())]
     plots, tables, problems = figure_views(d.figures) if isinstance(d.figures, dict) else ([], [], [])
     tables += result_tables(d.data)
     flag_rows(tables, d.findings)
@@ -47,6 +50,7 @@ def job_view(d: Diagnosis, index: int) -> dict:
         and d.summary["model"].get("model") else "",
         "error": d.error,
         "findings": findings,
+        "assumed": values.lines,
         "fixes": [r for r in fix_rows if not r["avoid"]],
         "avoid": [r for r in fix_rows if r["avoid"]],
         "counts": {s: sum(f["severity"] == s for f in findings) for s in ("high", "warn", "info")},
