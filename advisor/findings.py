@@ -111,6 +111,14 @@ class Finding:
     # [{"value": what was assumed, "key": the site-config key that would make it exact, "how": else what would}]
     assumptions: list[dict[str, str]] = field(default_factory=list)
 
+    def held_note(self) -> str:
+        """Why the severity is below what the cost's share gives, when the rule's ceiling holds it
+        there: 'MPI002 stays warn, the most its rule reports: its cost alone would make it high'."""
+        by_cost = (self.confidence or {}).get("by_cost")
+        if not by_cost:
+            return ""
+        return f"{self.code} stays {self.severity}, the most its rule reports: its cost alone would make it {by_cost}"
+
     @property
     def file_count(self) -> int:
         """How many files the finding concerns (more than `files` lists when files_total is set)."""

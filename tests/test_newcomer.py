@@ -133,3 +133,17 @@ def test_lustre_defaults_are_not_flagged_for_a_job_on_lustre():
     found = api.diagnose_profile(api.load(log)).findings
     values = [a for f in found for a in f.assumptions]
     assert any(a["key"] == "[system] rpc_size" for a in values) and not any(a.get("ran_on") for a in values)
+
+
+def test_the_headline_says_when_a_rules_ceiling_holds_the_costliest_finding_below_its_share(tmp_path):
+    """'the costliest loses about 75.3 ms (61.6% of the run)' named MPI002, a warn finding, without
+    saying why 61.6% of the run is not high: warn is the most MPI002 reports."""
+    page = tmp_path / "demo.html"
+    out = _cli("diagnose", str(DEMO), "--html", str(page), "--json", str(tmp_path / "demo.json"),
+               env={"COLUMNS": "300", "PATH": "/usr/bin:/bin"}).stdout
+    headline = " ".join(page.read_text().split("the costliest loses about", 1)[1].split("</p>", 1)[0].split())
+    assert "(61.6% of the run); MPI002 stays warn, the most its rule reports: its cost alone would make it high" \
+        in headline
+    assert "MPI002 stays warn, the most its rule reports" in out
+    saved = {f["code"]: f for f in json.loads((tmp_path / "demo.json").read_text())["findings"]}
+    assert saved["MPI002"]["confidence"]["by_cost"] == "high" and "by_cost" not in saved["IO001"]["confidence"]

@@ -108,6 +108,8 @@ def _finding(f: Finding, verbose: bool, fix_no: int | None = None, assumes: str 
     if f.confidence and (verbose or f.cost_s > 0):  # a finding without a cost states what the input says
         parts.append(Padding(_text(f"confidence {f.confidence['level']}: {f.confidence['reason']}", "dim"),
                              (0, 0, 0, 7)))
+    if held := f.held_note():
+        parts.append(Padding(_text(held, "dim"), (0, 0, 0, 7)))
     if assumes:
         parts.append(Padding(_text(assumes, "dim"), (0, 0, 0, 7)))
     if f.files:

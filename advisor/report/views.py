@@ -56,6 +56,7 @@ def job_view(d: Diagnosis, index: int) -> dict:
         "counts": {s: sum(f["severity"] == s for f in findings) for s in ("high", "warn", "info")},
         "lost": fmt_secs(lost) if lost else "",
         "lost_share": fmt_pct(lost / runtime) if lost and runtime else "",
+        "lost_held": max(d.findings, key=lambda f: _float(f.cost_s)).held_note() if lost else "",
         "not_checked": [(str(n.check), str(n.reason)) for n in d.not_checked],
         "notes": [str(n) for n in d.source.get("notes", []) or []],
         "plots": plots,
