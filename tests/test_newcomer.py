@@ -147,3 +147,28 @@ def test_the_headline_says_when_a_rules_ceiling_holds_the_costliest_finding_belo
     assert "MPI002 stays warn, the most its rule reports" in out
     saved = {f["code"]: f for f in json.loads((tmp_path / "demo.json").read_text())["findings"]}
     assert saved["MPI002"]["confidence"]["by_cost"] == "high" and "by_cost" not in saved["IO001"]["confidence"]
+
+
+def test_make_demo_says_what_it_is_doing():
+    """`make demo` was silent through a minute of install and a minute of replay."""
+    dry = subprocess.run(["make", "-n", "-B", "demo"], capture_output=True, text=True, cwd=ROOT, timeout=60).stdout
+    echoes = [line for line in dry.splitlines() if line.startswith("echo ")]
+    assert any("installing ioadvisor and its dependencies" in e for e in echoes)
+    assert any("replaying each fix" in e and "one line per round" in e for e in echoes)
+    assert dry.index("installing ioadvisor") < dry.index("pip install") < dry.index("replaying each fix") \
+        < dry.index("ioadvisor diagnose")
+
+
+def test_replay_rounds_are_reported_one_line_each_and_quiet_under_json_stdout(tmp_path):
+    """A replay's rounds (a minute of the demo) show on stderr, one line each without a terminal;
+    with --json - nothing but the document is written."""
+    target = tmp_path / "scratch"
+    target.mkdir()
+    run = ("replay", str(DEMO), "--target", str(target), "--fix", "IO001", "--repeat", "2")
+    shown = _cli(*run)
+    assert shown.returncode == 0, shown.stderr
+    rounds = [line for line in shown.stderr.splitlines() if ": round " in line]
+    assert [r.split(": round ", 1)[1].split(",")[0] for r in rounds] == ["1 of at most 2", "2 of at most 2"]
+    assert all(r.startswith(f"replaying {DEMO.name} on {target}") for r in rounds)
+    quiet = _cli(*run, "--json", "-")
+    assert quiet.returncode == 0 and "round" not in quiet.stderr and json.loads(quiet.stdout)["verifications"]

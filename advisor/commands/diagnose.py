@@ -56,7 +56,8 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     if verify and not target:
         raise click.UsageError("--verify needs --target DIR (a scratch directory on the mount to test)")
     config = load_config(config_path)
-    checked = pipeline.Verify(Path(target), repeat, nprocs, scale, config.section("replay")) if verify else None
+    checked = pipeline.Verify(Path(target), repeat, nprocs, scale, config.section("replay"),
+                              quiet=json_out == "-") if verify else None
     stages = pipeline.Stages.from_config(config, model=model_path, verify=checked,
                                          figures=bool(json_out or html_out), campaign=True,
                                          baselines=tuple(baselines))

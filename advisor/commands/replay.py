@@ -109,8 +109,11 @@ def command(path, plan_only, json_out, target, fix_spec, repeat, config_path, np
     fixes, proposers = _fixes(profile, fix_spec)
     probed = _probe_for(fixes, proposers, Path(target), quiet=json_out == "-")
     base = replay_plan(profile, np=nprocs, scale=scale, think_time=think_time, source=source)
-    result = measure(profile, fixes, Path(target), repeat=repeat, odirect=odirect, think_time=think_time,
-                     keep=keep, base=base, settings=settings)
+    from advisor.report.progress import steps
+
+    with steps(f"replaying {Path(path).name} on {target}", quiet=json_out == "-") as on_progress:
+        result = measure(profile, fixes, Path(target), repeat=repeat, odirect=odirect, think_time=think_time,
+                         keep=keep, base=base, settings=settings, on_progress=on_progress)
     doc = _document(path, profile, result, proposers)
     doc["probe"] = probed
     _emit(doc, json_out, _print_result)
