@@ -172,3 +172,13 @@ def test_replay_rounds_are_reported_one_line_each_and_quiet_under_json_stdout(tm
     assert all(r.startswith(f"replaying {DEMO.name} on {target}") for r in rounds)
     quiet = _cli(*run, "--json", "-")
     assert quiet.returncode == 0 and "round" not in quiet.stderr and json.loads(quiet.stdout)["verifications"]
+
+
+def test_calibration_reports_each_batch_in_a_log(tmp_path):
+    """Without a terminal, rich's bar printed nothing until the end: one line per batch instead."""
+    target = tmp_path / "mount"
+    target.mkdir()
+    done = _cli("calibrate", "--target", str(target), "--out", str(tmp_path / "cal"), "--budget", "0.05")
+    assert done.returncode == 0, done.stderr
+    batches = [line for line in done.stderr.splitlines() if line.startswith("calibrating: ")]
+    assert batches and all(" patterns, " in b and " s budget" in b for b in batches)
