@@ -182,3 +182,10 @@ def test_calibration_reports_each_batch_in_a_log(tmp_path):
     assert done.returncode == 0, done.stderr
     batches = [line for line in done.stderr.splitlines() if line.startswith("calibrating: ")]
     assert batches and all(" patterns, " in b and " s budget" in b for b in batches)
+
+
+def test_the_terminal_header_writes_the_rank_count_as_the_findings_do():
+    """sample-badost: 'ranks 2048' in the header above '2,048 ranks' in its findings."""
+    badost = CORPUS / "darshan-repo-logs/darshan-util/pydarshan/darshan/examples/example_logs/sample-badost.darshan"
+    out = _cli("diagnose", str(badost), env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}).stdout
+    assert "ranks 2,048" in out and "2048" not in out

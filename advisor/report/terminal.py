@@ -92,7 +92,7 @@ def _job_line(job: dict[str, Any]) -> str:
         when = job.get("start_time")
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when)) if isinstance(when, (int, float)) else ""
         return f"{exe}  {stamp}".rstrip()
-    return (f"job {_markup(job.get('jobid') or '-')}  ranks {job.get('nprocs', 0)}  "
+    return (f"job {_markup(job.get('jobid') or '-')}  ranks {fmt_num(job.get('nprocs', 0))}  "
             f"run time {fmt_secs(job.get('runtime_s'))}  exe {exe}")
 
 
