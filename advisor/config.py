@@ -106,6 +106,9 @@ class ModelConfig:
     """The learned model every `ioadvisor diagnose` applies (models; see docs/models.md)."""
 
     path: str = ""  # a model file (`ioadvisor train`), "default" for the one shipped, "" for none
+    # every --verify appends its measured fixes to the site's model data (`ioadvisor train` folds them in)
+    learn_from_verify: bool = True
+    data: str = ""  # that directory ("": $XDG_DATA_HOME/ioadvisor/model-data, ~/.local/share/... without it)
 
 
 @section("replay")
@@ -122,6 +125,9 @@ class ReplayConfig:
     budget_s: float = 300.0  # wall time of one job's measurement (all its fixes)
     budget_gib: float = 256.0  # bytes it may write (the page cache included); time is the usual bound
     allow_mount_root: bool = False  # replay into the root directory of a mounted file system
+    drop_caches: bool = True  # as root, drop the whole node's page cache before every sample (else evict)
+    history: bool = True  # keep each target's verification history (the run-to-run spread, replay.drift)
+    history_dir: str = ""  # where ("": $XDG_STATE_HOME/ioadvisor/replay-history)
 
     def __post_init__(self) -> None:
         for key in ("margin", "precision"):

@@ -61,6 +61,10 @@ class Prediction:
     warning: str = _shown("warning", "text", "")  # e.g. the model learned another file system than the job's
     model: str = _shown("model", "text", "")  # which model
     reason: str = _shown("no prediction because", "text", "")  # why there is no speedup
+    job_io_s: float | None = _shown("job's I/O time", "seconds")  # measured, slowest rank: what a fix can save
+    saving: str = _shown("time saved from", "text", "")  # "measured" when a replay measured the fix, "predicted"
+    # after a replay: 'measured 4.25x, outside the predicted 1.21x-3.43x: the model underestimates this workload'
+    versus_measured: str = _shown("against the measurement", "text", "")
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> Prediction:

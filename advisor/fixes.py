@@ -65,7 +65,10 @@ class FixSummary:
     reason: str | None = None  # the replay's verdict in words (advisor.verification.sentence)
     predicted_speedup: float | None = None
     predicted_interval: list[float] | None = None
-    time_saved_s: float | None = None  # predicted by the model for the job as recorded
+    time_saved_s: float | None = None  # of the job as recorded: measured when replayed, else predicted
+    saving: str = ""  # "measured" or "predicted": where time_saved_s comes from
+    predicted_reason: str = ""  # why the model gave no number ("outside what this model measured (...)")
+    versus_measured: str = ""  # the measured speedup against the predicted interval, in words
 
     @property
     def measured(self) -> bool:
@@ -95,9 +98,15 @@ class FixSummary:
     def outcome(self) -> str:
         """What is known of the fix's effect, in one line."""
         parts = [measured_text(self)] if self.verdict else []
+        if self.saving == "measured" and parts:
+            parts[0] += f", {saved_text(self.time_saved_s)} (measured)"
         if isinstance(self.predicted_speedup, (int, float)):
             parts.append("predicted " + predicted_text(self.predicted_speedup, self.predicted_interval,
-                                                       self.time_saved_s))
+                                                       self.time_saved_s if self.saving != "measured" else None))
+            if self.versus_measured.startswith("measured") and "outside" in self.versus_measured:
+                parts.append(self.versus_measured)
+        elif self.predicted_reason:
+            parts.append(f"no prediction: {self.predicted_reason}")
         return "; ".join(parts) or "not verified"
 
 
@@ -114,8 +123,13 @@ def predicted_text(speedup: float, interval: Any = None, time_saved_s: Any = Non
     if band := fmt_speedup_range(interval):
         text += f" ({band})"
     if isinstance(time_saved_s, (int, float)):
-        text += f", saves ~{fmt_secs(time_saved_s)}" if time_saved_s > 0 else ", saves nothing"
+        text += ", " + saved_text(time_saved_s)
     return text
+
+
+def saved_text(time_saved_s: float) -> str:
+    """'saves ~60.7 ms', or 'saves nothing' for a fix that does not make the job faster."""
+    return f"saves ~{fmt_secs(time_saved_s)}" if time_saved_s > 0 else "saves nothing"
 
 
 def place(target: str | None, fstype: str | None, load: Any = None) -> str:
@@ -123,7 +137,10 @@ def place(target: str | None, fstype: str | None, load: Any = None) -> str:
     (two measurements of one fix that differ in size usually differ in load)."""
     notes = [fstype] if fstype else []
     if isinstance(load, dict) and all(isinstance(load.get(k), (int, float)) for k in ("start", "end", "cores")):
-        lo, hi = (f"{x:.1f}" for x in sorted((load["start"], load["end"])))
+        # the range its samples saw (min, max) when recorded; older results: the start and the end
+        ends = (load["min"], load["max"]) if all(isinstance(load.get(k), (int, float)) for k in ("min", "max")) \
+            else (load["start"], load["end"])
+        lo, hi = (f"{x:.1f}" for x in sorted(ends))
         span = lo if lo == hi else f"{lo}-{hi}"
         notes.append(f"load {span} on {load['cores']} core{'' if load['cores'] == 1 else 's'}")
     return f"{target} ({', '.join(notes)})" if notes else str(target)
@@ -182,7 +199,8 @@ def _summary(f: Finding) -> FixSummary:
         reason=v.reason if v else None,
         predicted_speedup=_number(p.speedup) if p else None,
         predicted_interval=p.interval if p and _pair(p.interval) else None,
-        time_saved_s=_number(p.time_saved_s) if p else None)
+        time_saved_s=_number(p.time_saved_s) if p else None, saving=p.saving if p else "",
+        predicted_reason=p.reason if p else "", versus_measured=p.versus_measured if p else "")
 
 
 def describe(fix: dict[str, Any]) -> str:

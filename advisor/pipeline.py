@@ -152,6 +152,7 @@ def diagnose_profile(profile: JobProfile, stages: Stages, config: SiteConfig,
         _predict(model, profile, diagnosis, expectation)
     if stages.verify is not None:
         _verify(profile, diagnosis, stages.verify)
+        _learn(profile, diagnosis, stages.verify, config, model)
     if stages.figures:
         diagnosis.figures = _figures(profile)
     return diagnosis
@@ -225,6 +226,23 @@ def _verify(profile: JobProfile, diagnosis: Diagnosis, verify: Verify) -> None:
     with steps(f"replaying {name} on {verify.target}", quiet=verify.quiet) as on_progress:
         verify_findings(profile, diagnosis, verify.target, verify.repeat, verify.nprocs, verify.scale,
                         settings=verify.settings, on_progress=on_progress)
+
+
+def _learn(profile: JobProfile, diagnosis: Diagnosis, verify: Verify, config: SiteConfig,
+           model: Model | None) -> None:
+    """After a replay: predictions beside the measurements, and the measured fixes appended to the
+    site's model data (``[model] learn_from_verify``)."""
+    from advisor.errors import AdvisorError
+    from advisor.models.learn import record
+
+    if model is not None:
+        from advisor.models.predict import against_measured
+
+        against_measured(diagnosis)
+    try:
+        record(profile, diagnosis, config.section("model"), verify.nprocs, verify.scale)
+    except (AdvisorError, OSError) as exc:  # the diagnosis stands without the site's data
+        diagnosis.source.setdefault("notes", []).append(f"measured fixes not kept for the site's model: {exc}")
 
 
 def _figures(profile: JobProfile) -> dict:

@@ -55,6 +55,7 @@ class Verification:
     repeat: int = 0  # v1 name of `pairs`
     margin: float = 0.05
     reproducibility: float = 0.0  # sd of ln(speedup) between runs that widened the interval (0: none)
+    reproducibility_source: str = ""  # where it came from: the site's constant, the target's history, ...
     more_pairs: int | None = None  # inconclusive: pairs that would likely decide
     more_s: float | None = None  # ... and about how long they would take
     stop_reason: str = ""  # decided, max-pairs, time budget, bytes budget
@@ -69,7 +70,7 @@ class Verification:
     nprocs_source: int | None = None
     source: str | None = None
     layouts: dict[str, Any] | None = None  # layout fixes: {baseline, fixed} as read back after the run
-    load: dict[str, Any] | None = None  # rank 0's node: 1-minute load average at the start and the end, cores
+    load: dict[str, Any] | None = None  # rank 0's node's 1-minute load average: start, end, min, max; cores
 
     @property
     def measured(self) -> bool:
@@ -103,13 +104,15 @@ class Verification:
 
 def sentence(verdict: str, speedup: float | None = None, ci95: Any = None, pairs: int = 0,
              margin: float = 0.05, more_pairs: int | None = None, more_s: float | None = None,
-             stop_reason: str = "", why: str = "", reproducibility: float = 0.0) -> str:
+             stop_reason: str = "", why: str = "", reproducibility: float = 0.0, load_moved: str = "") -> str:
     """The verdict in words, the same in every reporter:
 
-    'improved: 2.26x faster (95 % CI 1.72x-2.96x, 5 pairs)'."""
+    'improved: 2.26x faster (95 % CI 1.72x-2.96x, 5 pairs)'; one pair gives no interval and
+    says so ('inconclusive: speedup 1.20x, 1 pair: no interval'); `load_moved`: why no verdict
+    holds for the whole measurement (:meth:`replay.drift.LoadEffect.text`)."""
     band = fmt_speedup_range(ci95)
     counted = f"{pairs} pair{'' if pairs == 1 else 's'}"
-    if verdict == NOT_VERIFIABLE or speedup is None:
+    if verdict == NOT_VERIFIABLE or speedup is None or not math.isfinite(speedup):
         return f"not verifiable: {why}" if why else "not verifiable"
     if verdict == IMPROVED:
         return f"improved: {fmt_speedup(speedup)} faster (95 % CI {band}, {counted})"
@@ -119,8 +122,13 @@ def sentence(verdict: str, speedup: float | None = None, ci95: Any = None, pairs
     if verdict == EQUIVALENT:
         return (f"equivalent: within +-{margin:.0%} (speedup {fmt_speedup(speedup)}, 95 % CI {band}, "
                 f"{counted})")
-    text = f"inconclusive: speedup {fmt_speedup(speedup)}, 95 % CI {band} after {counted}"
+    measured = f"95 % CI {band} after {counted}" if band else f"{counted}: no interval"
+    text = f"inconclusive: speedup {fmt_speedup(speedup)}, {measured}"
     text += f" ({stop_reason})" if stop_reason else ""
+    if load_moved:
+        return text + f"; {load_moved}"
+    if not band:
+        return text
     if more_pairs:
         took = f", ~{fmt_secs(more_s)}" if more_s else ""
         return text + f"; about {more_pairs} pairs in all{took} would decide"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,11 @@ from advisor.errors import AdvisorError, InputError
 from advisor.findings import Diagnosis
 from advisor.fixes import fix_key, proposed_fixes
 from advisor.profile import JobProfile
+from advisor.replay_history import History, workload_key
 from advisor.replay_plan import build_plan
 from advisor.units import GiB, MiB
 from advisor.verification import Side, Verification, sentence
-from replay import safety, stats
+from replay import drift, safety, stats
 from replay.launch import LaunchError, LaunchOptions, run_plans
 from replay.layout import LayoutError, Unsupported
 from replay.layout import wishes as layout_wishes
@@ -128,17 +129,23 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
         raise ReplayError(_no_room(target_path, base.planned_bytes(), room))
     variants = [_variant(i, fix, base, target_path, room) for i, fix in enumerate(fixes)]
     runnable = [v for v in variants if v.plan is not None]
+    history = History.of(target_path, settings.history, settings.history_dir)
+    past, workload = history.runs(), base.summary()
     launch = _Launch(base, target_path, repeat, settings, odirect=odirect, think_time=think_time, keep=keep,
-                     on_progress=on_progress)
+                     prior=drift.prior(settings.reproducibility, past).sd, on_progress=on_progress)
     outcomes = launch.each(runnable) if runnable or not fixes else {}
     first = next(iter(outcomes.values()), None) if outcomes else None
-    out = Measurement(fixes=list(fixes), context=dict(context), plan=base.summary(),
+    out = Measurement(fixes=list(fixes), context=dict(context), plan=workload,
                       baseline=first["runs"]["baseline"] if isinstance(first, dict) else None,
                       scratch_kept=launch.kept, launcher=launch.launcher)
     out.context.update(cache_policy=first["cache_policy"] if isinstance(first, dict) else None,
                        repeat=first["rounds"] if isinstance(first, dict) else 0)
-    out.verifications = [_verification(v, outcomes.get(v.label), context, launch.policy) for v in variants]
+    keys = [workload_key(workload, fix_key(v.fix or {})) for v in variants]
+    out.verifications = [_verification(v, outcomes.get(v.label), context, launch.policy, past=past, key=key)
+                         for v, key in zip(variants, keys)]
     out.replays = [_replayed(v, outcomes.get(v.label)) for v in variants]
+    history.add([_history_entry(key, pair, v) for key, pair, v in zip(keys, out.replays, out.verifications)
+                 if pair is not None])
     if not fixes and not isinstance(first, dict):
         raise ReplayError(f"replay on {target_path} failed: {first or 'no result'}")
     return out
@@ -201,12 +208,12 @@ class _Launch:
         return out
 
     def _run(self, variants: list[Variant], budget_s: float) -> dict[str, Any]:
-        cache = "drop" if safety.can_drop_caches() else "evict"
+        cache = "drop" if self.settings.drop_caches and safety.can_drop_caches() else "evict"
         adaptive = self.repeat is None
         opts = LaunchOptions(np=self.base.nranks, repeat=self.repeat or self.settings.min_pairs, cache=cache,
                              odirect=self.flags["odirect"], think_time=self.flags["think_time"],
                              min_sample_s=self.settings.min_sample_s,
-                             policy=self.policy if adaptive else None,
+                             policy=replace(self.policy, reproducibility=self.flags["prior"]) if adaptive else None,
                              budget_s=budget_s if adaptive else math.inf,
                              budget_bytes=self.settings.budget_gib * GiB if adaptive else math.inf,
                              on_progress=self.flags["on_progress"])
@@ -227,7 +234,11 @@ class _Launch:
 
 
 def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dict[str, Any],
-                  policy: stats.Policy) -> Verification:
+                  policy: stats.Policy, *, past: dict[str, list[tuple[float, float]]] | None = None,
+                  key: str = "") -> Verification:
+    """The verdict of one fix. `past`: the target's earlier runs per fix key (the history);
+    `key`: this fix's. The interval's run-to-run spread is the largest of the site's constant
+    (or the target's history), this fix's runs and this measurement's blocks (replay.drift)."""
     if v.plan is None or not isinstance(outcome, dict):
         why = v.reason or f"its replay failed: {outcome or 'no result'}"
         return Verification.not_verifiable(why, **context)
@@ -237,23 +248,46 @@ def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dic
         # a layout fix is measured only if the files got the layout: what they got, read back
         return Verification.not_verifiable(missed, layouts=layouts, cache_policy=outcome["cache_policy"], **context)
     d = stats.log_ratios(_times(base), _times(fixed))
+    spread = drift.between_runs(policy.reproducibility, d, past or {}, key)
+    policy = replace(policy, reproducibility=spread.sd)
     test = stats.sequential(d, policy, final=True)
+    load = outcome.get("load") or {}
+    moved = drift.load_effect(d, _pair_loads(base, fixed), load.get("cores"), policy.margin)
+    if moved:  # one verdict would be wrong for part of the measurement: none is given
+        test = replace(test, verdict=stats.INCONCLUSIVE, more_pairs=None, settled=False)
     more_s = _round(_more_seconds(test, base, fixed))
     stopped = fixed.get("stopped_why") or outcome["stop_reason"]
     # the sentence is written from the rounded numbers the JSON keeps, so that both say the same
     # speedup (2.2849 would read 2.28x in words and 2.285 -> 2.29x from the JSON)
     speedup, ci95 = _round(test.speedup), [_round(x) for x in test.ci] if all(map(math.isfinite, test.ci)) else None
-    reason = sentence(test.verdict, speedup, ci95 or list(test.ci), test.pairs, policy.margin,
-                      test.more_pairs, more_s, stopped if not test.decided else "",
-                      reproducibility=policy.reproducibility)
+    reason = sentence(test.verdict, speedup, ci95, test.pairs, policy.margin,
+                      test.more_pairs, more_s, stopped if not (test.decided or moved) else "",
+                      reproducibility=policy.reproducibility, load_moved=moved.text() if moved else "")
     return Verification(
         verdict=test.verdict, reason=reason, speedup=speedup, ci95=ci95,
-        pairs=test.pairs, repeat=test.pairs, margin=policy.margin, reproducibility=policy.reproducibility,
-        more_pairs=test.more_pairs,
+        pairs=test.pairs, repeat=test.pairs, margin=policy.margin, reproducibility=_round(spread.sd),
+        reproducibility_source=spread.source, more_pairs=test.more_pairs,
         more_s=more_s, stop_reason=stopped, baseline=_side(base), fixed=_side(fixed),
         min_sample_s=outcome.get("min_sample_s"), cache_policy=outcome["cache_policy"], layouts=layouts,
         load=outcome.get("load"),
         **context)
+
+
+def _pair_loads(base: dict[str, Any], fixed: dict[str, Any]) -> list[float]:
+    """The load average of each pair (the mean of its two samples'; nan where not recorded)."""
+    def load(run: dict[str, Any]) -> float:
+        x = run.get("load")
+        return float(x) if isinstance(x, (int, float)) else math.nan
+
+    return [(load(a) + load(b)) / 2 for a, b in zip(base["runs"], fixed["runs"])]
+
+
+def _history_entry(key: str, replayed: tuple[dict[str, Any], dict[str, Any]], v: Verification) -> dict[str, Any]:
+    """One run of one fix for the target's history (replay.drift reads mean and se)."""
+    mean, se = drift.mean_se(stats.log_ratios(*(_times(side) for side in replayed)))
+    load = v.load or {}
+    return {"fix": key, "mean": mean, "se": se, "pairs": v.pairs, "verdict": v.verdict,
+            "load": [load.get("min"), load.get("max")], "cores": load.get("cores")}
 
 
 def _replayed(v: Variant, outcome: dict[str, Any] | str | None) -> tuple[dict[str, Any], dict[str, Any]] | None:

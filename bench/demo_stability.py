@@ -1,11 +1,14 @@
-"""`make demo` five times in a row on a fresh clone: does every fix get the same verdict each time?
+"""`make demo` several times in a row on a fresh clone: do the verdicts of one fix agree?
 
     python bench/demo_stability.py [--runs 5] [--keep]
 
 Clones this repository's committed HEAD into a temporary directory (as CI and a newcomer get
-it), runs `make demo` there --runs times and prints, per fix of the demo trace, the verdict and
-speedup of every run, whether the verdicts agree, and the time each demo took. The peer is the
-demo itself: the target is the same verdict in every run for every fix.
+it), runs `make demo` there --runs times and prints, per fix of the demo trace, the verdict,
+speedup, interval and load of every run, and the time each demo took. The peer is the demo
+itself; the targets (issue 23): no fix gets opposite verdicts (improved beside regressed or
+equivalent, regressed beside equivalent) and the intervals of one fix overlap across runs. The
+runs share the clone's target, so from the second on each reads the ones before (the target's
+history, docs/replay.md); run it beside other work (`make test`) for the busy case.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def main() -> int:
             summary = json.loads((work / "out" / "demo.json").read_text())["summary"]
             fixes = summary["fixes"] + summary.get("fixes_not_to_apply", [])  # ranked, then measured slower
             for f in fixes:
-                table.setdefault(f["action"], []).append(f"{f['verdict']} {f['speedup'] or 0:.2f}x")
+                table.setdefault(f["action"], []).append(f)
             print(f"run {i + 1}: {walls[-1]:.0f} s: " + "; ".join(f"{f['action']}: {f['reason']}" for f in fixes),
                   flush=True)
         return report(table, walls)
@@ -60,15 +63,27 @@ def main() -> int:
             shutil.rmtree(clone, ignore_errors=True)
 
 
-def report(table: dict[str, list[str]], walls: list[float]) -> int:
+OPPOSITE = ({"improved", "regressed"}, {"improved", "equivalent"}, {"regressed", "equivalent"})
+
+
+def report(table: dict[str, list[dict]], walls: list[float]) -> int:
     print(f"\n{len(walls)} runs of make demo, median {statistics.median(walls):.0f} s each")
-    stable = 0
+    good = 0
     for action, runs in table.items():
-        verdicts = {r.split()[0] for r in runs}
-        stable += len(verdicts) == 1
-        print(f"  {action:48} {'same verdict' if len(verdicts) == 1 else 'VERDICT CHANGED':16} " + ", ".join(runs))
-    print(f"fixes with the same verdict in every run: {stable} of {len(table)} (target: all)")
-    return 0 if stable == len(table) else 1
+        verdicts = {r["verdict"] for r in runs}
+        cis = [r["ci95"] for r in runs if r.get("ci95")]
+        opposite = any(pair <= verdicts for pair in OPPOSITE)
+        apart = any(a[1] < b[0] for a in cis for b in cis)
+        good += not opposite and not apart
+        flag = "OPPOSITE VERDICTS" if opposite else "INTERVALS APART" if apart else "consistent"
+        print(f"  {action:40} {flag:18} " + ", ".join(
+            f"{r['verdict']} {r['speedup'] or 0:.2f}x ({_ci(r.get('ci95'))})" for r in runs))
+    print(f"fixes without opposite verdicts and with overlapping intervals: {good} of {len(table)} (target: all)")
+    return 0 if good == len(table) else 1
+
+
+def _ci(ci) -> str:
+    return f"{ci[0]:.2f}x-{ci[1]:.2f}x" if ci else "no interval"
 
 
 if __name__ == "__main__":

@@ -76,14 +76,12 @@ def verify_once(log: Path, target: Path, args: argparse.Namespace) -> tuple[list
 
 def _mean_se(v: dict | None) -> tuple[float, float] | None:
     """A run's mean log-ratio and its standard error, from the pairs its verification kept."""
-    import numpy as np
-
-    from replay import stats
+    from replay import drift, stats
 
     if not v or not v.get("baseline") or not v.get("fixed"):
         return None
     d = stats.log_ratios(v["baseline"]["runs_s"], v["fixed"]["runs_s"])
-    return (float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size))) if d.size >= 2 else None
+    return drift.mean_se(d) if d.size >= 2 else None
 
 
 def judge(runs: list[dict]) -> dict:

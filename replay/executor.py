@@ -1,7 +1,7 @@
 """The replay executor: runs plans with MPI ranks (``mpiexec``/``srun ... python -m replay.executor``).
 
 Several plans (variants: the recorded workload and its fixes) run in one MPI job, in
-rounds of one sample per variant (shuffled order; :mod:`replay.sampling`). A warm-up pass
+rounds of one sample per variant (shuffled, mirrored orders; :mod:`replay.sampling`). A warm-up pass
 of each variant records what it did and sets its passes per sample, so that a sample
 lasts at least ``--min-sample-s``; each pass runs in a fresh run directory inside a
 scratch directory made by :class:`replay.safety.Scratch`. Before every pass the files
@@ -9,10 +9,10 @@ the plan reads without writing first are prefilled and the page cache is kept ou
 (dropped when permitted, else the prefilled files evicted); the pass's files are
 removed after it, untimed, so no pass inherits another's dirty or cached pages. With
 ``--adaptive`` rank 0 runs the sequential test of :mod:`replay.stats` after every round
-and stops each fix once it is decided. Rank 0
-writes one JSON result: per variant the time per pass of every sample, per-phase times
-(max/min/mean over ranks) and the record of what the warm-up did (per file, per rank;
-the touched (file, rank) rows go to a side ``.npy``).
+and stops each fix once it is decided. Each sample records rank 0's node's 1-minute load
+average when it ends. Rank 0 writes one JSON result: per variant the time per pass of every
+sample, per-phase times (max/min/mean over ranks) and the record of what the warm-up did (per
+file, per rank; the touched (file, rank) rows go to a side ``.npy``).
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ class Session:
             for v in order:
                 entry = self._sample(v, passes[v], f"r{rnd:04d}")
                 if self.comm.rank == 0:
-                    entry["round"] = rnd
+                    entry.update(round=rnd, load=_load())  # per sample: the verdict checks it moved
                     samples[v].append(entry)
                     schedule.add(v, entry["time_s"])
                     written += entry["bytes_written"] * passes[v] + self.prefill_bytes[v] * passes[v]
@@ -197,7 +197,7 @@ class Session:
                        "max_pairs": policy.max_pairs, "looks": list(policy.looks())},
             "rounds": schedule.rounds, "stop_reason": schedule.stop_reason,
             "elapsed_s": time.monotonic() - self.started, "bytes_spent": schedule.spent_bytes,
-            "load": {"start": load_start, "end": _load(), "cores": os.cpu_count()},
+            "load": _load_span(load_start, samples),
             "budget": {"seconds": _finite(args.budget_s), "bytes": _finite(args.budget_bytes)},
             "variants": [{"label": label, "plan": self.plans[v].summary(), "passes": passes[v],
                           "warmup_s": warmups[v], "runs": samples[v], "stopped_at": schedule.stopped_at[v],
@@ -382,6 +382,14 @@ def _load() -> float | None:
         return round(os.getloadavg()[0], 2)
     except OSError:
         return None
+
+
+def _load_span(start: float | None, samples: list[list[dict]]) -> dict:
+    """The load at the start and the end of the measurement and the range its samples saw."""
+    end = _load()
+    seen = [x for x in (start, end, *(r.get("load") for runs in samples for r in runs)) if x is not None]
+    return {"start": start, "end": end, "min": min(seen, default=None), "max": max(seen, default=None),
+            "cores": os.cpu_count()}
 
 
 def _finite(x: float) -> float | None:

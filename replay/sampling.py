@@ -5,8 +5,12 @@
   (fresh files each pass, the page cache kept out before each, the files removed after
   each, all untimed), and the sample's time per pass is their mean. The pass count comes
   from a warm-up pass of each variant.
-- **Rounds**: one sample of every active variant per round, in a shuffled order (no variant
-  always runs right after another). In a comparison (``adaptive``) variant 0 is the
+- **Rounds**: one sample of every active variant per round. Rounds come in mirrored pairs: a
+  shuffled order, then the same order reversed (A B C, C B A): a sample is the finest grain
+  that stays valid (its passes add up to ``min_sample_s``), and over each pair of rounds
+  every variant's mean position is the same, so a load that rises or falls steadily slows
+  the baseline and a fix alike and cancels from their ratio (ABBA counterbalancing); the
+  shuffle keeps a variant from always following another. In a comparison (``adaptive``) variant 0 is the
   baseline; a fix stops being measured when the sequential test of :mod:`replay.stats`
   decides with a precise enough interval, or once a decision is out of reach (futility: it
   would need more than twice ``max_pairs``, judged from the third look on); the measurement
@@ -75,6 +79,7 @@ class Schedule:
         self._rng = np.random.default_rng(self.seed)
         self._started = time.monotonic()
         self._round_wall, self._round_bytes = [], []
+        self._last_order: list[int] = []
 
     def add(self, variant: int, time_per_pass: float) -> None:
         self.times[variant].append(time_per_pass)
@@ -119,8 +124,13 @@ class Schedule:
         if reason:
             self.stop_reason = reason
             return []
-        order = self.active()
-        return [order[i] for i in self._rng.permutation(len(order))]
+        active = self.active()
+        if self.rounds % 2 and self._last_order:  # the mirror of the round before
+            order = [v for v in reversed(self._last_order) if v in active]
+        else:
+            order = [active[i] for i in self._rng.permutation(len(active))]
+        self._last_order = order
+        return order
 
     def _why_stop(self) -> str:
         if not self.adaptive:

@@ -40,6 +40,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(item.stash[UNGROUPED], pytrace=False)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def replay_history(tmp_path_factory: pytest.TempPathFactory):
+    """Verifications keep their target's history under $XDG_STATE_HOME: the tests' own, so that
+    no test reads the user's (or another session's) runs and none is left behind."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     """The shared real corpus (../shared/corpus); present in CI."""
@@ -50,3 +59,18 @@ def corpus() -> Path:
 @pytest.fixture(scope="session")
 def data() -> Path:
     return DATA
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _site_model_data(tmp_path_factory: pytest.TempPathFactory):
+    """Every `--verify` of the tests appends its measured fixes to a model-data directory of the
+    session ([model] learn_from_verify is on by default), never to the user's own."""
+    import os
+
+    before = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_DATA_HOME", None)
+    else:
+        os.environ["XDG_DATA_HOME"] = before

@@ -118,3 +118,23 @@ def test_skew_autobench_keeps_its_imbalance_as_a_slow_aggregator(corpus):
     guesses = {a["value"].split(" on ")[0]: a["how"] for a in imb.assumptions}
     assert "DXT_ENABLE_IO_TRACE=1" in guesses["57 aggregators"]
     assert "estimated as the file's bytes over the slowest rank's bytes" in imb.message
+
+
+E3SM = "darshan-logs/darshan_logs/e3sm_io_heatmaps_and_dxt/e3sm_io_heatmap_only.darshan"
+
+
+def test_e3sm_reads_of_files_it_only_writes_are_read_modify_write_costed_by_their_time(corpus):
+    """E3SM-IO (PnetCDF, 512 ranks, 56 aggregators): 305,008 + 1,529 POSIX reads of the two
+    output files, which MPI-IO never reads, all of 0 bytes: ROMIO's read-modify-write."""
+    ctx = FactContext(load(corpus / E3SM), SiteConfig())
+    assert ctx.get("romio_read_count") == 305_008 + 1_529
+    assert ctx.get("romio_read_mean_size") == 0
+    # POSIX_F_READ_TIME 11137.0 s + 53.8 s summed over the 56 aggregators: ~199.8 s each
+    assert ctx.get("romio_read_time_s") == pytest.approx((11137.042 + 53.82) / 56, rel=1e-3)
+    # plus the extra writes' share of the write time (41.8 s): the reads no longer cost nothing
+    assert 235 < ctx.get("amplification_cost_s") < 245
+    # the small-read counts keep only the application's own reads (of the input deck)
+    assert ctx.get("small_read_count") == 7682 and ctx.get("read_ops") == 7682
+    found = {f.code: f for f in diagnose(load(corpus / E3SM), SiteConfig()).findings}
+    assert found["MPI007"].severity == "high" and "306,537 POSIX reads" in found["MPI007"].message
+    assert not {"IO002", "IO004"} & set(found)

@@ -37,21 +37,20 @@ def test_e3sm_gets_the_hints_fix_and_no_collective_or_coalesce(corpus):
     """7,680 collective reads and 102,912 collective writes: the fix is the aggregation's hints."""
     d = diagnosed(corpus / E3SM)
     found = by_code(d)
-    assert {"MPI007", "IO002", "IO004", "IMB003"} <= set(found)
+    assert {"MPI007", "IMB003"} <= set(found)
+    assert not {"IO002", "IO004"} & set(found)  # ROMIO's 0-byte reads are MPI007's, not small reads
     fixes = d.fixes()
     assert fixes and not [s for s in fixes + d.fixes_not_to_apply() if s.fix["transform"] in SWITCHES]
     (hints,) = [s for s in fixes if "MPI007" in s.codes]
     assert hints.fix == {"transform": "hints", "romio_ds_read": "disable", "romio_ds_write": "disable",
                          "cb_buffer_size": 4 << 20, "striping_unit": 4 << 20}
-    assert set(hints.codes) == {"MPI007", "IO002", "IO004"} and fixes[0] is hints
+    assert set(hints.codes) == {"MPI007"} and fixes[0] is hints
     assert hints.action == ("ROMIO hints: romio_ds_read=disable, romio_ds_write=disable, cb_buffer_size=4 MiB, "
                             "striping_unit=4 MiB")
     assert found["IMB003"].fix == {"transform": "hints", "cb_nodes": 8}
-    for code in ("IO002", "IO004", "IMB003"):  # every text says so
-        text = found[code].recommendation.text
-        assert "already collective" in text and "collectively" not in text.replace("already collective", ""), code
-        assert not [c for c in found[code].recommendation.commands if "_all(" in c], code
-    assert "cb_buffer_size" in " ".join(found["IO002"].recommendation.commands)
+    text = found["IMB003"].recommendation.text  # the text says so
+    assert "already collective" in text and "collectively" not in text.replace("already collective", "")
+    assert not [c for c in found["IMB003"].recommendation.commands if "_all(" in c]
 
 
 def test_collective_ior_reads_are_tuned_not_made_collective(corpus):
@@ -129,7 +128,8 @@ def test_the_model_does_not_predict_hints_its_features_cannot_see():
 
     profile = load(REPO / "tests/data/traps/T02.darshan")
     fix = next(f.fix for f in diagnose_profile(profile).findings if f.code == "MPI007")
-    fpp = {"transform": "layout", "mode": "fpp"}
+    fpp = {"transform": "collective", "cb_nodes": 2}  # one the model measured on such plans
     got = predict_fixes(load_model("default"), profile, [fix, fpp], np_=2, scale=0.05)
-    assert got[fix_key(fix)].speedup is None and "features do not change" in got[fix_key(fix)].reason
+    reason = got[fix_key(fix)].reason
+    assert got[fix_key(fix)].speedup is None and "changes nothing this model describes" in reason
     assert got[fix_key(fpp)].speedup is not None

@@ -103,3 +103,16 @@ def test_store_drops_an_uncommitted_batch_and_refuses_a_second_writer(tmp_path: 
     assert not orphan.exists()
     assert again.findings(["code"]).column("code").to_pylist() == ["X"]
     again.close()
+
+
+def test_recorder_trace_folders_are_one_log_each(corpus: Path):
+    base = corpus / "recorder"
+    logs = list(iter_logs([str(base)]))
+    traces = sorted(str(base / n / "trace") for n in ("R1_posix_small_shared", "R1_posix_small_shared_interprocess",
+                                                      "R3_posix_fpp_good", "R4_mdtest"))
+    assert sorted(log.path for log in logs if log.path.endswith("/trace")) == traces
+    assert not any("/trace/" in log.path for log in logs)  # never its per-rank files
+    r3 = next(log for log in logs if "R3_" in log.path)
+    assert r3.size == sum(f.stat().st_size for f in Path(r3.path).iterdir())
+    assert [log.path for log in iter_logs([r3.path])] == [r3.path]
+    assert content_hash(r3.path) == content_hash(r3.path) != content_hash(base / "R4_mdtest" / "trace")

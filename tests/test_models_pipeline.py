@@ -79,6 +79,12 @@ def test_the_default_model_is_what_its_shipped_calibration_trains(tmp_path):
         # ... and calibrates the same interval, from the same replayed fixes (to the last bits a
         # CPU's vectorised sums may order differently: 0.6290662062033524 on one VM, ...523 on another)
         assert _same(rebuilt.meta["speedup_interval"], shipped.meta["speedup_interval"])
+        # the model of measured fixes too: the same predictions of every shipped fix, the same interval
+        from advisor.models import pairs, speedup
+
+        fixes = speedup.Rows.of(pairs.read(DEFAULT_MODEL.parent / pairs.PAIRS_FILE))
+        assert np.array_equal(speedup.predict(shipped.speedup, fixes.x), speedup.predict(rebuilt.speedup, fixes.x))
+        assert _same(rebuilt.meta["speedup_model"], shipped.meta["speedup_model"])
     else:
         assert abs(rebuilt.meta["cv"]["mdape"] - shipped.meta["cv"]["mdape"]) < 0.03
 

@@ -193,11 +193,11 @@ def test_schedule_stops_each_fix_when_decided():
 def test_a_fix_out_of_reach_stops_early_and_leaves_the_rounds_to_the_others():
     """1.05x under a spread of 0.3 would need hundreds of pairs: stopped at the third look, while
     a 1.3x fix under the same noise goes on to its decision."""
-    rng = np.random.default_rng(5)
     effect = {0: 1.0, 1: 1 / 1.05, 2: 1 / 1.3}
     exact = stats.Policy(reproducibility=0.0)  # the pairs' noise alone (the floor: tests above)
     schedule = Schedule(3, exact, adaptive=True)
-    _run(schedule, lambda v, r: effect[v] * math.exp(rng.normal(0, 0.3 if v else 0.02)))
+    noise = np.random.default_rng(5).normal(0, 1, (3, 40))  # one draw per (variant, round): any order
+    _run(schedule, lambda v, r: effect[v] * math.exp(noise[v, r] * (0.3 if v else 0.02)))
     looks = exact.looks()
     assert schedule.stopped_why[1] == STOP_FUTILE and schedule.stopped_at[1] == looks[2]
     assert schedule.stopped_why[2] == STOP_DECIDED and schedule.stopped_at[2] > looks[2]

@@ -19,7 +19,9 @@ from advisor.api import diagnose_profile, load
 from advisor.config import ReplayConfig
 from advisor.cli import cli
 from advisor.verification import MEASURED, Verification
+from advisor.replay_history import History
 from advisor.verify import measure, verify_findings
+from replay import drift, stats
 from tests.gluster import gluster_mount  # noqa: F401  (fixture)
 
 MACSIO = ("darshan-repo-logs/darshan-util/pydarshan/darshan/examples/example_logs/"
@@ -57,6 +59,7 @@ def check_improved(v: Verification, target: Path, fstype: str) -> None:
     assert v.baseline.passes * v.baseline.median_s >= 0.9 * v.min_sample_s  # auto-ranged samples
     assert v.cache_policy and v.target == str(target.resolve())
     assert v.load["cores"] >= 1 and v.load["start"] >= 0 and v.load["end"] >= 0  # what ran beside it
+    assert 0 <= v.load["min"] <= v.load["max"] and v.reproducibility_source  # per-sample loads; the floor's source
     assert v.baseline.bytes > 0 and v.fixed.bytes > 0 and v.baseline.spread is not None
     assert v.reason.startswith("improved: ")
     assert not any(target.iterdir()), "the replay left files behind"
@@ -94,6 +97,29 @@ def test_stripe_is_not_verifiable_without_layout_control(corpus, tmp_path):
     (v,) = out.verifications
     assert v.verdict == "not-verifiable" and v.speedup is None
     assert v.reason == f"not verifiable: no stripe layout control on {out.context['fstype']}"
+
+
+def test_a_second_measurement_reads_the_first_from_the_target_s_history(corpus, tmp_path):
+    """Two measurements of one fix on one target: the second's run-to-run spread takes the first
+    into account (and says so, or says the larger estimate it used instead); [replay] drop_caches =
+    false keeps the node's page cache even as root."""
+    profile = load(corpus / CASES["small-io"][0])
+    fix = {"transform": "coalesce", "transfer_size": 4 << 20}
+    settings = ReplayConfig(drop_caches=False, min_sample_s=0.2)
+    first, second = (measure(profile, [fix], tmp_path, repeat=3, np=NP, scale=0.1, settings=settings)
+                     for _ in range(2))
+    assert first.context["cache_policy"].startswith("evict") and "drop-caches" not in first.context["cache_policy"]
+    assert first.verifications[0].reproducibility_source == "the site's [replay] reproducibility" or \
+        first.verifications[0].reproducibility_source.startswith("this measurement's")
+    (v,) = second.verifications
+    runs = [drift.mean_se(stats.log_ratios(*([r["time_s"] for r in side["runs"]] for side in m.replays[0])))
+            for m in (first, second)]
+    (kept,) = History.of(tmp_path).runs().values()  # conftest: the tests' own $XDG_STATE_HOME
+    assert kept == pytest.approx(runs)
+    assert v.reproducibility >= round(stats.between_run_sd([runs]), 4) - 1e-4  # the two runs' spread at least
+    assert v.reproducibility_source in ("this fix's 2 runs on this target", "the site's [replay] reproducibility") \
+        or v.reproducibility_source.startswith("this measurement's")
+    assert not any(tmp_path.iterdir())
 
 
 def test_replay_cli_measures_a_fix_and_checks_fidelity(corpus, tmp_path):

@@ -348,3 +348,28 @@ def test_a_measurement_says_the_load_it_ran_beside():
     assert place("/s", "ext4", {"start": None, "end": 1.0, "cores": 2}) == "/s (ext4)"  # unknown: not said
     assert place("/s", None, "1.0") == "/s"
     assert place("/s", None, {"start": 1, "end": 1, "cores": 4}) == "/s (load 1.0 on 4 cores)"
+    assert place("/s", "ext4", {"start": 2.0, "end": 2.2, "min": 1.9, "max": 5.8, "cores": 2}) == \
+        "/s (ext4, load 1.9-5.8 on 2 cores)"  # the range the samples saw, not only the ends
+
+
+def test_one_pair_reads_no_interval_in_every_reporter(monkeypatch):
+    """A one-pair measurement (--repeat 1) printed '95 % CI nanx-nanx': now the terminal, the HTML and
+    the JSON say '1 pair: no interval', and the JSON's ci95 is null."""
+    from advisor.verify import Variant, _verification
+    from replay import stats
+
+    side = {"runs": [{"time_s": 1.0, "sample_s": 1.0, "bytes_read": 0, "bytes_written": 1, "passes": 1,
+                      "data_ops": 1}]}
+    fast = {"runs": [{**side["runs"][0], "time_s": 0.8, "sample_s": 0.8}]}
+    v = _verification(Variant("fix", COALESCE, plan=object()), {"runs": {"baseline": side, "fix": fast},
+                      "stop_reason": "rounds done", "cache_policy": "evict"}, {"target": "/s", "fstype": "ext4"},
+                      stats.Policy.fixed(1))
+    diagnosis = Diagnosis(source={"path": "x.darshan", "format": "darshan"}, job={"jobid": "1", "nprocs": 4},
+                          findings=[finding("IO001", COALESCE, 1.0, v)])
+    monkeypatch.setenv("COLUMNS", "400")
+    buffer = io.StringIO()
+    print_report(diagnosis, console(buffer))
+    doc = json.loads(json.dumps(diagnosis.to_dict()))
+    for text in (buffer.getvalue(), render_html([diagnosis]), doc["findings"][0]["verification"]["reason"]):
+        assert "speedup 1.25x, 1 pair: no interval" in text and "nanx" not in text
+    assert doc["findings"][0]["verification"]["ci95"] is None

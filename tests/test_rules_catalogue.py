@@ -17,7 +17,7 @@ from tests.test_diagnose_corpus import CORPUS, LOGS, PYDARSHAN, case, diagnosis
 
 FIRES_ON = {
     "IO001": case("b_small_io_shared_4k"), "IO002": case("s_big_dxt_1k"), "IO003": case("b_small_io_shared_4k"),
-    "IO004": f"{LOGS}/e3sm_io_heatmaps_and_dxt/e3sm_io_heatmap_only.darshan",
+    "IO004": case("b_small_io_shared_4k"),
     "IO010": case("c_random_shared_64k"), "IO011": case("c_random_shared_64k"),
     "IO020": case("i_misaligned_1000000"), "IO021": f"{LOGS}/imbalanced_io/imbalanced-io.darshan",
     "IO030": f"{LOGS}/dlio_logs/snyder_python3_id3116902-2110483_12-19-66980-15861026832475351160_1.darshan",

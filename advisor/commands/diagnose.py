@@ -90,12 +90,14 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
 
 def _expand(paths: tuple[str, ...]) -> list[str | InputError]:
     """Directories stand for the inputs in them (one level, recognised formats only); a
-    directory that holds none, or cannot be listed, is an unusable input of its own."""
+    directory that holds none, or cannot be listed, is an unusable input of its own. A Recorder
+    trace folder is one input (its per-rank files are not inputs)."""
     from advisor.ingest import detect
+    from advisor.ingest.recorder import is_trace
 
     out: list[str | InputError] = []
     for path in paths:
-        if not os.path.isdir(path):
+        if not os.path.isdir(path) or is_trace(Path(path)):
             out.append(path)
             continue
         try:
@@ -104,13 +106,15 @@ def _expand(paths: tuple[str, ...]) -> list[str | InputError]:
             out.append(InputError(path, f"cannot list the directory: {exc.strerror or exc}"))
             continue
         found = [str(entry) for entry in entries if _recognised(entry, detect)]
-        out += found or [InputError(path, "no Darshan log, darshan-parser dump, IOR output or "
-                                          "snapshot in this directory")]
+        out += found or [InputError(path, "no Darshan log, darshan-parser dump, IOR output, "
+                                          "Recorder trace or snapshot in this directory")]
     return out
 
 
 def _recognised(entry: Path, detect) -> bool:
+    from advisor.ingest.recorder import is_trace
+
     try:
-        return entry.is_file() and bool(detect(entry))
+        return (entry.is_file() or is_trace(entry)) and bool(detect(entry))
     except (InputError, OSError):
         return False  # READMEs, scripts, per-rank CSVs next to the logs

@@ -17,7 +17,9 @@ def command(paths: tuple[str, ...], out: Path, folds: int):
     """Train a model of log-bandwidth from pattern features.
 
     PATHS are calibration directories (`ioadvisor calibrate --out`), IOR outputs and
-    Darshan logs with their measured performance (files or directories of them). Prints
+    Darshan logs with their measured performance (files or directories of them), and
+    measured fixes (pairs.csv, appended by every `--verify`; folded into the model of
+    what a fix buys). Prints
     the k-fold cross-validated error and the permutation importance of each feature.
     """
     from advisor.models.build import build_model
@@ -52,4 +54,13 @@ def _report(model, collected, out: Path) -> None:
             table.add_row(imp["feature"], f"{imp['mean']:.3f} ± {imp['std']:.3f}", shown)
     con.print(table)
     con.print(printable(f"speedup interval: {interval_summary(model.meta)}"), markup=False, highlight=False)
+    sm = model.meta.get("speedup_model")
+    if sm:
+        con.print(printable(f"speedup of a fix: learned from {sm['fixes']} measured fixes of {sm['workloads']} "
+                            f"workloads in {len(sm['families'])} families ({', '.join(sm['transforms'])}); "
+                            f"80 % interval x/÷{10 ** sm['widen_log10']:.2f} (out-of-family residuals)"),
+                  markup=False, highlight=False)
+    else:
+        con.print("speedup of a fix: the ratio of two predicted bandwidths (no measured fixes among the data, "
+                  "or too few: `--verify` adds them)", markup=False, highlight=False, style="dim")
     con.print(printable(f"model written to {out}: {describe(model.meta)}"), markup=False, highlight=False)

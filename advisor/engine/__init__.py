@@ -14,12 +14,14 @@ from advisor.engine.rules import Catalogue, load_catalogue
 from advisor.errors import ConfigError
 from advisor.expectation import JobExpectation
 from advisor.facts import PARAMS, FactContext, registry
+from advisor.facts.layers import layer_section
 from advisor.findings import Diagnosis, NotChecked
 from advisor.ingest.ior.view import results_data
 from advisor.profile import JobProfile
 
 SUMMARY_FACTS = ("bytes_read", "bytes_written", "io_time_s", "io_share", "io_layer", "read_time_s",
-                 "write_time_s", "meta_time_s", "files_accessed", "modules", "interfaces", "counter_notes")
+                 "write_time_s", "meta_time_s", "base_layer", "files_accessed", "modules", "interfaces",
+                 "counter_notes")
 
 
 def check_thresholds(config: SiteConfig, catalogue: Catalogue) -> None:
@@ -78,6 +80,9 @@ def _summary(ctx: FactContext) -> dict:
             value = ctx.value(name)
             if value is not None:
                 summary[name] = json_ready(value)
+    layers = layer_section(ctx)
+    if layers is not None:
+        summary["layers"] = json_ready(layers)
     return summary
 
 

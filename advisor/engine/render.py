@@ -39,7 +39,7 @@ def environment() -> ImmutableSandboxedEnvironment:
                        names=fmt_list, shell=shell_word, counted=counted,
                        kib=partial(_in_unit, unit=KiB), mib=partial(_in_unit, unit=MiB),  # kernel settings' units
                        lfs_size=partial(size_arg, upper=True),  # 4M, as `lfs setstripe -S` takes it
-                       size_arg=size_arg)  # 4m, as IOR's -t and -b take it
+                       size_arg=size_arg)  # 4m, as IOR's -t, IOzone's -s and fio's size= take it
     return env
 
 

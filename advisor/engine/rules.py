@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import yaml
 
 CODE = re.compile(r"^[A-Z]+[0-9]{3}$")
-INPUT_KINDS = ("darshan", "ior", "campaign", "snapshot")
+INPUT_KINDS = ("darshan", "ior", "iozone", "fio", "mdtest", "campaign", "snapshot")
 REQUIRED = ("code", "name", "title", "category", "severity", "condition", "message",
             "recommendation", "docs")
 OPTIONAL = ("thresholds", "cost", "evidence", "files", "ranks", "fix", "references", "inputs",

@@ -6,6 +6,9 @@ Not a fact module (its name starts with "_"): the helpers here let the fact modu
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import numpy as np
 
 from advisor.facts import FactContext, Missing, NotApplicable
@@ -43,12 +46,62 @@ def nprocs(ctx: FactContext) -> int:
     return max(int(ctx.profile.job.nprocs or 0), 1)
 
 
+# Files a job touches that are not its data: the program loading itself (shared libraries,
+# Python modules and their byte code, site-packages) and the kernel's and the system's own
+# files. Their I/O is real, but no data finding (small requests, alignment, file-per-process,
+# striping) may rest on them: H5Pset_alignment cannot align a .pyc import.
+_NOT_DATA_PREFIXES = ("/proc/", "/sys/", "/dev/", "/etc/", "/usr/lib/", "/usr/lib64/", "/lib/", "/lib64/",
+                      "/usr/share/")
+_NOT_DATA = re.compile(r"(\.pyc|\.pyo|\.py|\.pth|\.so(\.\d+)*)$|/(site-packages|dist-packages|__pycache__)/")
+
+
+def is_data_path(path: str) -> bool:
+    """Whether `path` can hold the job's data (not a standard stream, library, import or system file)."""
+    return path not in STD_STREAMS and not path.startswith(_NOT_DATA_PREFIXES) and not _NOT_DATA.search(path)
+
+
+def _not_data_ids(ctx: FactContext) -> np.ndarray:
+    def build() -> np.ndarray:
+        ids = [i for i, n in ctx.profile.names.items() if not is_data_path(n)]
+        return np.fromiter(ids, np.uint64, len(ids))
+
+    return ctx.memo("darshan.not_data_ids", build)
+
+
 def data_mask(ctx: FactContext, rec: ModuleRecords) -> np.ndarray:
-    """Records of real files (not the standard streams)."""
-    std = {i for i, n in ctx.profile.names.items() if n in STD_STREAMS}
-    if not std:
+    """Records of the job's data files (see :func:`is_data_path`)."""
+    not_data = _not_data_ids(ctx)
+    if not len(not_data):
         return np.ones(len(rec), bool)
-    return ~np.isin(rec.ids, np.fromiter(std, np.uint64, len(std)))
+    return ~np.isin(rec.ids, not_data)
+
+
+def data_records(ctx: FactContext, module: str) -> ModuleRecords:
+    """`module`'s records of data files only; Missing when there are none."""
+    def build() -> ModuleRecords:
+        rec = records(ctx, module)
+        keep = data_mask(ctx, rec)
+        if keep.all():
+            return rec
+        return ModuleRecords(rec.module, rec.ids[keep], rec.ranks[keep],
+                             {k: v[keep] for k, v in rec.counters.items()},
+                             {k: v[keep] for k, v in rec.fcounters.items()})
+
+    rec = ctx.memo(f"darshan.data_records.{module}", build)
+    if len(rec) == 0:
+        raise Missing(f"no {module} records of data files (only libraries, imports or system files)")
+    return rec
+
+
+def data_summary(ctx: FactContext, module: str):
+    """advisor.metrics.summarize_module of `module`'s data-file records, once per profile."""
+    from advisor.metrics import summarize_module
+
+    def build():
+        view = dataclasses.replace(ctx.profile, records={**ctx.profile.records, module: data_records(ctx, module)})
+        return summarize_module(view, module)
+
+    return ctx.memo(f"darshan.data_summary.{module}", build)
 
 
 def col(rec: ModuleRecords, name: str) -> np.ndarray:
@@ -117,8 +170,42 @@ def files(ctx: FactContext):
 
 
 def data_files(ctx: FactContext):
-    """Per-file summaries without the standard streams."""
-    return [f for f in files(ctx) if f.path not in STD_STREAMS]
+    """Per-file summaries of the job's data files (see :func:`is_data_path`)."""
+    return [f for f in files(ctx) if is_data_path(f.path)]
+
+
+def mpiio_write_only_ids(ctx: FactContext) -> np.ndarray:
+    """Record ids of the files the application wrote through MPI-IO and never read through it.
+
+    Every POSIX read of such a file is ROMIO's, not the application's: the read half of a
+    collective buffer's or a sieve buffer's read-modify-write (0 bytes where the file does
+    not reach yet). Empty without MPI-IO records.
+    """
+    from advisor.metrics import SPECS, Columns
+
+    def build() -> np.ndarray:
+        rec = maybe(ctx, "MPI-IO")
+        if rec is None:
+            return np.zeros(0, np.uint64)
+        cols = Columns.of(rec, SPECS["MPI-IO"])
+        ids, inv = np.unique(rec.ids, return_inverse=True)
+        reads = np.bincount(inv, weights=cols.reads + cols.bytes_read, minlength=len(ids))
+        writes = np.bincount(inv, weights=cols.writes, minlength=len(ids))
+        return ids[(reads == 0) & (writes > 0)]
+
+    return ctx.memo("darshan.mpiio_write_only_ids", build)
+
+
+def owner_files(ctx: FactContext, rec: ModuleRecords, key: str) -> np.ndarray:
+    """Per row of a dataset or variable module (H5D, PNETCDF_VAR), the record id of its file: the
+    `key` counter (H5D_FILE_REC_ID ...), else (older logs record 0 there) the file named before
+    the ':' of the dataset's or variable's name ('/out.h5:/grid/x', '/out.nc:temp')."""
+    files = np.asarray(rec.get(key, 0)).astype(np.uint64)
+    if (files != 0).all():
+        return files
+    by_name = {name: rid for rid, name in ctx.profile.names.items()}
+    named = [by_name.get(ctx.profile.name_of(i).rsplit(":", 1)[0], 0) for i in rec.ids]
+    return np.where(files != 0, files, np.asarray(named, np.uint64))
 
 
 def not_lustre(ctx: FactContext) -> str:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact
-from advisor.facts._darshan import col, nprocs, records, summary
+from advisor.facts._darshan import col, data_records, data_summary, nprocs, summary, top_files
 
 RANDOM_PENALTY = 0.5  # share of a random request's time a sequential stream would save (read-ahead, seeks)
 MISALIGNED_PENALTY = 0.3  # share of a misaligned request's time spent on the extra stripe/page/lock
 
 
 def _posix(ctx: FactContext):
-    s = summary(ctx).modules.get("POSIX")
+    """The POSIX totals of the job's data files (imports and libraries are not its access pattern)."""
+    s = data_summary(ctx, "POSIX")
     if s is None:
         raise Missing("no POSIX records in the log")
     return s
@@ -47,11 +48,9 @@ for _op, _ops, _seq, _time in (("read", "reads", "seq_read_frac", "read_time"),
 @fact("random_files", "path", "Files with the most non-sequential POSIX requests.",
       label="files with the most random requests")
 def random_files(ctx: FactContext) -> list[str]:
-    rec = records(ctx, "POSIX")
+    rec = data_records(ctx, "POSIX")
     rand = (col(rec, "READS") - col(rec, "SEQ_READS")).clip(min=0) + \
         (col(rec, "WRITES") - col(rec, "SEQ_WRITES")).clip(min=0)
-    from advisor.facts._darshan import top_files
-
     return top_files(ctx, rec, rand)
 
 
@@ -96,15 +95,13 @@ def misaligned_cost_s(ctx: FactContext) -> float:
 @fact("misaligned_files", "path", "Files with the most misaligned requests.",
       label="files with the most misaligned requests")
 def misaligned_files(ctx: FactContext) -> list[str]:
-    from advisor.facts._darshan import top_files
-
-    rec = records(ctx, "POSIX")
+    rec = data_records(ctx, "POSIX")
     return top_files(ctx, rec, col(rec, "FILE_NOT_ALIGNED"))
 
 
 def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str]]:
     """(bytes moved, distinct bytes of the file extent, seconds per process, files) for `op`."""
-    rec = records(ctx, "POSIX")
+    rec = data_records(ctx, "POSIX")
     b_col, m_col, t_col = (("BYTES_READ", "MAX_BYTE_READ", "F_READ_TIME") if op == "read"
                            else ("BYTES_WRITTEN", "MAX_BYTE_WRITTEN", "F_WRITE_TIME"))
     ids = rec.ids
@@ -168,4 +165,3 @@ def read_share_bytes(ctx: FactContext) -> float:
       label="read/write switches")
 def rw_switches(ctx: FactContext) -> int:
     return int(_posix(ctx).rw_switches)
-

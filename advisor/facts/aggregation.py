@@ -9,6 +9,9 @@ The same funnel can multiply the bytes: when the collective buffer of an aggrega
 holes (the ranks' pieces do not tile it), ROMIO reads the whole buffer, fills in the pieces
 and writes it back (read-modify-write); independent I/O with data sieving does the same on
 its sieve buffer. The POSIX layer then moves far more bytes than the MPI-IO layer asked for.
+The read half shows as POSIX reads of files the application never reads through MPI-IO (0 bytes
+while the file does not reach the buffer yet): their time is the time the reads take, not
+their share of the bytes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, requests
-from advisor.facts._darshan import col, data_files, dxt, nprocs, records
+from advisor.facts._darshan import col, data_files, dxt, mpiio_write_only_ids, nprocs, records
 from advisor.profile import shared_mask
 
 
@@ -112,7 +115,10 @@ class Amplified:
     mpiio_written: int
     posix_read: int
     posix_written: int
-    extra_s: float  # wall seconds the job spent on the extra bytes
+    extra_s: float  # wall seconds the job spent on the extra bytes and the read-modify-write reads
+    romio_reads: int = 0  # POSIX reads of a file MPI-IO never read: ROMIO's read-modify-write
+    romio_read_bytes: int = 0
+    romio_read_s: float = 0.0  # their wall seconds
 
     @property
     def extra_bytes(self) -> int:
@@ -125,14 +131,22 @@ def _extra_share(posix: int, mpiio: int) -> float:
 
 def _amplified(ctx: FactContext) -> list[Amplified]:
     out = []
+    write_only = set(mpiio_write_only_ids(ctx).tolist())
+    runtime = _run_time(ctx)
     for f in data_files(ctx):
         mpi, posix = f.by_module.get("MPI-IO"), f.by_module.get("POSIX")
-        if mpi is None or posix is None or posix.bytes <= mpi.bytes:
+        if mpi is None or posix is None:
             continue
-        summed = (posix.write_time * _extra_share(posix.bytes_written, mpi.bytes_written)
-                  + posix.read_time * _extra_share(posix.bytes_read, mpi.bytes_read))
+        romio = f.record_id in write_only and posix.reads > 0
+        if posix.bytes <= mpi.bytes and not romio:
+            continue
+        wall = _wall_share(posix)
+        # every read of a file MPI-IO never read is ROMIO's, whatever its size (0 bytes past EOF)
+        read_s = posix.read_time * (1.0 if romio else _extra_share(posix.bytes_read, mpi.bytes_read)) * wall
+        write_s = posix.write_time * _extra_share(posix.bytes_written, mpi.bytes_written) * wall
         out.append(Amplified(f.path, mpi.bytes_read, mpi.bytes_written, posix.bytes_read, posix.bytes_written,
-                             summed * _wall_share(posix)))
+                             min(read_s + write_s, runtime), posix.reads if romio else 0,
+                             posix.bytes_read if romio else 0, min(read_s, runtime) if romio else 0.0))
     out.sort(key=lambda a: -a.extra_s)
     return out
 
@@ -146,6 +160,11 @@ def _wall_share(posix) -> float:
     if posix.slowest_rank_time is not None and posix.io_time > 0:
         return min(1.0, posix.slowest_rank_time / posix.io_time)
     return 1.0 / max(posix.ranks, 1)
+
+
+def _run_time(ctx: FactContext) -> float:
+    """The run time, the bound of any one rank's seconds (infinite when unknown)."""
+    return float(ctx.value("runtime_s") or 0.0) or float("inf")
 
 
 def amplified(ctx: FactContext) -> list[Amplified]:
@@ -201,9 +220,30 @@ def amplified_extra_bytes(ctx: FactContext) -> int:
 
 
 @fact("amplification_cost_s", "seconds", "Wall seconds the POSIX layer spent on the extra bytes (their share of "
-      "the POSIX read and write time, as carried by the slowest rank of each file).", label="time on the extra bytes")
+      "the POSIX read and write time) and on every read of a file MPI-IO only wrote, as carried by the slowest "
+      "rank of each file (an aggregator), at most the run time.", label="time on the extra bytes")
 def amplification_cost_s(ctx: FactContext) -> float:
-    return float(sum(a.extra_s for a in amplified(ctx)))
+    return min(float(sum(a.extra_s for a in amplified(ctx))), _run_time(ctx))
+
+
+@fact("romio_read_count", "ops", "POSIX reads of files the application only writes through MPI-IO: ROMIO reading "
+      "its collective or sieve buffer before writing it back (left out of the small-read counts).",
+      label="read-modify-write reads")
+def romio_read_count(ctx: FactContext) -> int:
+    return sum(a.romio_reads for a in amplified(ctx))
+
+
+@fact("romio_read_mean_size", "bytes", "Mean size of those reads (0: they read past the end of the file).",
+      label="mean size of the read-modify-write reads")
+def romio_read_mean_size(ctx: FactContext) -> float:
+    n = ctx.get("romio_read_count")
+    return sum(a.romio_read_bytes for a in amplified(ctx)) / n if n else 0.0
+
+
+@fact("romio_read_time_s", "seconds", "Wall seconds those reads took, as carried by the slowest rank of each file "
+      "(an aggregator).", label="time in read-modify-write reads")
+def romio_read_time_s(ctx: FactContext) -> float:
+    return min(float(sum(a.romio_read_s for a in amplified(ctx))), _run_time(ctx))
 
 
 @fact("amplified_files", "path", "Files whose POSIX traffic most exceeds their MPI-IO traffic.",

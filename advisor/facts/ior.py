@@ -256,22 +256,34 @@ def ior_stripe_issues(ctx: FactContext) -> list[dict]:
 
 # ---- share of the sustainable peak ------------------------------------------------------------
 
-def _limits(ctx: FactContext, op: str, test: IorTest) -> list[tuple[str, float]]:
+def sustainable_limits(ctx: FactContext, op: str, nodes: int | None, osts_used: int | None) -> list[tuple[str, float]]:
+    """(name, MiB/s) of every limit the site config states for a test of `op` on `nodes` client
+    nodes keeping `osts_used` OSTs busy (None: that limit does not apply or is unknown)."""
     system = ctx.config.system
     limits: list[tuple[str, float]] = []
     aggregate = system.peak_write_mib_s if op == "write" else system.peak_read_mib_s
     if aggregate:
         limits.append(("aggregate", float(aggregate)))
-    if system.ost_peak_mib_s and system.osts:
-        used = _osts_used(ctx, test)
-        if used:
-            limits.append((f"{used} OSTs x {system.ost_peak_mib_s:g} MiB/s", used * system.ost_peak_mib_s))
+    if system.ost_peak_mib_s and system.osts and osts_used:
+        limits.append((f"{osts_used} OSTs x {system.ost_peak_mib_s:g} MiB/s", osts_used * system.ost_peak_mib_s))
     if system.oss_peak_mib_s and system.osses:
         limits.append((f"{system.osses} OSSs", system.osses * system.oss_peak_mib_s))
-    nodes = _nodes(test)
     if system.client_peak_mib_s and nodes:
-        limits.append((f"{nodes} client links", nodes * system.client_peak_mib_s))
+        limits.append((f"{nodes} client link{'s' if nodes > 1 else ''}", nodes * system.client_peak_mib_s))
     return limits
+
+
+def peak_record(op: str, test: str, best_mib_s: float, limits: list[tuple[str, float]]) -> dict:
+    """A PEAK record: the best result of `op` against the tightest of `limits`."""
+    name, limit = min(limits, key=lambda pair: pair[1])
+    return {"operation": op, "test": test, "best_mib_s": best_mib_s, "best_mb_s": best_mib_s * MB_PER_MIB,
+            "limit_name": name, "limit_mib_s": limit, "limit_mb_s": limit * MB_PER_MIB,
+            "share": best_mib_s / limit}
+
+
+def _limits(ctx: FactContext, op: str, test: IorTest) -> list[tuple[str, float]]:
+    osts_used = _osts_used(ctx, test) if ctx.config.system.ost_peak_mib_s and ctx.config.system.osts else None
+    return sustainable_limits(ctx, op, _nodes(test), osts_used)
 
 
 @fact("ior_peak_results", "record", "For write and read: the best result, the tightest sustainable limit the "
@@ -285,13 +297,8 @@ def ior_peak_results(ctx: FactContext) -> list[dict]:
         if not tests:
             continue
         best, test = max(tests, key=lambda pair: pair[0])
-        limits = _limits(ctx, op, test)
-        if not limits:
-            continue
-        name, limit = min(limits, key=lambda pair: pair[1])
-        out.append({"operation": op, "test": label(test), "best_mib_s": best, "best_mb_s": best * MB_PER_MIB,
-                    "limit_name": name, "limit_mib_s": limit, "limit_mb_s": limit * MB_PER_MIB,
-                    "share": best / limit})
+        if limits := _limits(ctx, op, test):
+            out.append(peak_record(op, label(test), best, limits))
     if not out:
         raise Missing("no sustainable peak in the site config ([system] peak_write_mib_s, "
                       "peak_read_mib_s, ost_peak_mib_s, oss_peak_mib_s or client_peak_mib_s)")

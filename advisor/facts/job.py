@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from advisor.facts import FactContext, Missing, fact
 from advisor.facts._darshan import darshan_like, data_files, maybe, nprocs, summary
-from advisor.facts.sanity import base_time, job_time
+from advisor.facts.layers import account
+from advisor.facts.sanity import LayerTime
 
 
 @fact("runtime_s", "seconds", "Wall-clock run time of the job.", label="run time")
@@ -43,25 +44,46 @@ def bytes_written(ctx: FactContext) -> int:
 @fact("read_time_s", "seconds", "Read time per process at the base layer (POSIX + STDIO), bounded by what a "
       "process could spend (facts/sanity.py).", label="read time per process")
 def read_time_s(ctx: FactContext) -> float:
-    return base_time(ctx).read
+    return _time(ctx, "base_time").read
 
 
 @fact("write_time_s", "seconds", "Write time per process at the base layer, bounded like read_time_s.",
       label="write time per process")
 def write_time_s(ctx: FactContext) -> float:
-    return base_time(ctx).write
+    return _time(ctx, "base_time").write
 
 
 @fact("meta_time_s", "seconds", "Metadata time (open, stat, seek, sync ...) per process, bounded like read_time_s.",
       label="metadata time per process")
 def meta_time_s(ctx: FactContext) -> float:
-    return base_time(ctx).meta
+    return _time(ctx, "base_time").meta
 
 
 @fact("io_time_s", "seconds", "I/O time per process at the layer the job called (io_layer: MPI-IO for its "
       "MPI-IO files, POSIX + STDIO for the rest), bounded by what a process could spend.", label="I/O time per process")
 def io_time_s(ctx: FactContext) -> float:
-    return job_time(ctx).total
+    return _time(ctx, "io_time").total
+
+
+@fact("io_layer", "enum", "The I/O layer the job's I/O time is measured at: MPI-IO when the job used it "
+      "(for the files it opened with MPI-IO), else POSIX + STDIO.", label="I/O time measured at")
+def io_layer(ctx: FactContext) -> str:
+    return _time(ctx, "io_time").layer
+
+
+@fact("base_layer", "enum", "The I/O layer read_time_s, write_time_s and meta_time_s are measured at: "
+      "POSIX + STDIO (what reached the file system), else the lowest layer the log has.",
+      label="read, write and metadata time measured at")
+def base_layer(ctx: FactContext) -> str:
+    return _time(ctx, "base_time").layer
+
+
+def _time(ctx: FactContext, which: str) -> LayerTime:
+    """The summary's times come from the layer account (advisor/facts/layers.py), which names their layer."""
+    value = getattr(account(ctx), which)
+    if value is None:
+        raise Missing("no POSIX, STDIO or MPI-IO records in the log")
+    return value
 
 
 @fact("io_share", "fraction", "Share of the run time each process spent in I/O on average (io_time_s / run time).",

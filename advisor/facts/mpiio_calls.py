@@ -120,9 +120,11 @@ def mpiio_coll_call_size(ctx: FactContext) -> float:
     return c.per_call(c.bytes)
 
 
-@fact("mpiio_coll_above_posix_s", "seconds", "Seconds per process the collective MPI-IO calls spent above "
-      "the POSIX time below them on the same files (synchronisation, offset and data exchange, waiting).",
-      label="collective MPI-IO time above POSIX per process")
+@fact("mpiio_coll_above_posix_s", "seconds", "Seconds per process the collective MPI-IO calls spent beyond "
+      "the POSIX time the ranks waited for below them on the same files (the slowest rank's, since only the "
+      "aggregators touch the file system; the layer account subtracts the mean per process instead): "
+      "synchronisation, offset and data exchange.",
+      label="collective MPI-IO time beyond the POSIX time waited for, per process")
 def mpiio_coll_above_posix_s(ctx: FactContext) -> float:
     return call_cost(ctx).above_s
 

@@ -5,6 +5,9 @@ bin includes exactly 1 MiB (1048576 bytes). The count is made exact from the DXT
 when there is a complete one, else from the four most common access sizes of each
 record (a frequent 1 MiB request size is always among them); only the part of the bin
 the common sizes do not explain is counted as small.
+
+POSIX reads of a file the application only writes through MPI-IO are ROMIO's read-modify-write
+(MPI007 counts and costs them), not the application's reads: they are left out here.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
-from advisor.facts._darshan import col, dxt, not_lustre, nprocs, records, top_files
+from advisor.facts._darshan import (col, data_records, dxt, mpiio_write_only_ids, not_lustre, nprocs, records,
+                                     top_files)
 from advisor.metrics import SIZE_BINS
 from advisor.profile import DXT_READ, DXT_WRITE, ModuleRecords, shared_mask
 
@@ -57,10 +61,12 @@ def _common_sizes(rec: ModuleRecords, lo: int, hi: int, threshold: int) -> tuple
     return below, above
 
 
-def _histogram_small(rec: ModuleRecords, threshold: int) -> dict[str, np.ndarray]:
+def _histogram_small(rec: ModuleRecords, threshold: int, agg: str = "") -> dict[str, np.ndarray]:
+    """Small requests per record and op from the size bins (`agg`: "AGG_" for the library modules,
+    whose bins count the aggregate size of one call's selection)."""
     small = {op: np.zeros(len(rec)) for op in OPS}
     for suffix, lo, hi in BINS:
-        counts = {op: col(rec, spec[1] + suffix) for op, spec in OPS.items()}
+        counts = {op: col(rec, spec[1] + agg + suffix) for op, spec in OPS.items()}
         if hi < threshold:
             for op in OPS:
                 small[op] += counts[op]
@@ -79,16 +85,19 @@ def _histogram_small(rec: ModuleRecords, threshold: int) -> dict[str, np.ndarray
 
 
 def _table(ctx: FactContext) -> SmallTable:
-    rec = records(ctx, "POSIX")
+    rec = data_records(ctx, "POSIX")
     threshold = int(ctx.param(SMALL))
+    romio_reads = np.isin(rec.ids, mpiio_write_only_ids(ctx))
     ops = {op: col(rec, spec[0]) for op, spec in OPS.items()}
+    ops["read"] = np.where(romio_reads, 0.0, ops["read"])
     try:
         trace = dxt(ctx, "DXT_POSIX")
     except Missing:
         trace = None
     if trace is not None:
-        return _from_dxt(rec, trace, ops, threshold)
+        return _from_dxt(rec, trace, ops, threshold, romio_reads)
     small = _histogram_small(rec, threshold)
+    small["read"] = np.where(romio_reads, 0.0, small["read"])
     seconds = {}
     for op, (_n_col, _p, t_col, *_r) in OPS.items():
         frac = np.divide(small[op], ops[op], out=np.zeros(len(rec)), where=ops[op] > 0)
@@ -115,11 +124,15 @@ def segment_rows(rec: ModuleRecords, trace) -> np.ndarray:
     return lookup[inverse.ravel()]
 
 
-def _from_dxt(rec: ModuleRecords, trace, ops, threshold: int) -> SmallTable:
+def _from_dxt(rec: ModuleRecords, trace, ops, threshold: int, romio_reads: np.ndarray) -> SmallTable:
+    """`romio_reads`: rows whose reads are ROMIO's read-modify-write (not counted)."""
     small, seconds, small_bytes = {}, {}, {}
     rows = segment_rows(rec, trace)
+    known = rows >= 0
     for op, spec in OPS.items():
-        sel = (trace.op == spec[4]) & (trace.length < threshold) & (rows >= 0)
+        sel = (trace.op == spec[4]) & (trace.length < threshold) & known
+        if op == "read":
+            sel[known] &= ~romio_reads[rows[known]]
         small[op] = np.bincount(rows[sel], minlength=len(rec)).astype(np.float64)
         seconds[op] = np.bincount(rows[sel], weights=(trace.end - trace.start)[sel], minlength=len(rec))
         small_bytes[op] = float(trace.length[sel].sum())
@@ -235,7 +248,7 @@ def small_count_method(ctx: FactContext) -> str:
 @fact("common_access_size", "bytes", "The most frequent POSIX request size of the job.",
       label="most common request size")
 def common_access_size(ctx: FactContext) -> int:
-    rec = records(ctx, "POSIX")
+    rec = data_records(ctx, "POSIX")
     counts: dict[int, float] = {}
     for k in range(1, 5):
         for size, count in zip(col(rec, f"ACCESS{k}_ACCESS"), col(rec, f"ACCESS{k}_COUNT")):
@@ -292,3 +305,66 @@ def _site_or_assumed(ctx: FactContext, key: str, default: float, assumed: str, l
       label="request size to coalesce into")
 def coalesce_size(ctx: FactContext) -> int:
     return 4 * ctx.get("rpc_size")
+
+
+@dataclass(frozen=True)
+class SmallCalls:
+    """Small read and write calls of an I/O library module (H5D, PNETCDF_VAR), all ranks."""
+
+    count: float
+    calls: float
+    seconds: float  # their share of the module's read and write time, summed over ranks
+    mean_size: float
+
+    def share(self) -> float:
+        return self.count / self.calls if self.calls else 0.0
+
+
+def small_calls(ctx: FactContext, module: str) -> SmallCalls:
+    """The calls of `module` whose selection is below small_request_bytes, from its size bins."""
+    from advisor.metrics import SPECS, Columns
+
+    def build() -> SmallCalls:
+        rec = records(ctx, module)
+        cols = Columns.of(rec, SPECS[module])
+        small = _histogram_small(rec, int(ctx.param(SMALL)), "AGG_")
+        count, seconds, moved = 0.0, 0.0, 0.0
+        for op, calls, t, b in (("read", cols.reads, cols.read_time, cols.bytes_read),
+                                ("write", cols.writes, cols.write_time, cols.bytes_written)):
+            frac = np.divide(small[op], calls, out=np.zeros(len(rec)), where=calls > 0)
+            count += float(small[op].sum())
+            seconds += float((t * frac).sum())
+            moved += float((np.minimum(np.divide(b, calls, out=np.zeros(len(rec)), where=calls > 0),
+                                       ctx.param(SMALL)) * small[op]).sum())
+        return SmallCalls(count, float((cols.reads + cols.writes).sum()), seconds, moved / count if count else 0.0)
+
+    return ctx.memo(f"small_calls.{module}", build)
+
+
+def register_small_calls(prefix: str, module: str, calls: str) -> None:
+    """The facts `<prefix>_small_calls`, `_small_share`, `_small_mean_size`, `_small_cost_s` of a library module."""
+
+    @fact(f"{prefix}_small_calls", "ops", f"{calls} whose selection is below small_request_bytes (size bins "
+          "corrected with the common access sizes), all ranks.", label=f"small {calls}")
+    def count(ctx: FactContext) -> int:
+        return int(round(small_calls(ctx, module).count))
+
+    @fact(f"{prefix}_small_share", "fraction", f"Share of the {calls} that are small.",
+          label=f"share of {calls} that are small")
+    def share(ctx: FactContext) -> float:
+        return small_calls(ctx, module).share()
+
+    @fact(f"{prefix}_small_mean_size", "bytes", f"Mean size of the small {calls}.",
+          label=f"mean size of small {calls}")
+    def mean_size(ctx: FactContext) -> float:
+        return small_calls(ctx, module).mean_size
+
+    @fact(f"{prefix}_small_cost_s", "seconds", f"Seconds per process the small {calls} lose against rpc_size "
+          "requests: their share of the call time, times what merging saves (request_latency_s each).",
+          label=f"time small {calls} lose per process")
+    def cost(ctx: FactContext) -> float:
+        small = small_calls(ctx, module)
+        return small.seconds / nprocs(ctx) * coalescing_saving(ctx, small.mean_size)
+
+    for fn in (count, share, mean_size, cost):
+        fn.__name__ = f"{prefix}_{fn.__name__}"

@@ -79,7 +79,7 @@ def _stamp(rec: ModuleRecords, prefix: str, what: str, edge: str) -> np.ndarray 
     return np.asarray(rec.get(name), np.float64) if rec.has(name) else None
 
 
-def _lives(rec: ModuleRecords, prefix: str, runtime: float) -> tuple[np.ndarray, np.ndarray, int] | None:
+def lives(rec: ModuleRecords, prefix: str, runtime: float) -> tuple[np.ndarray, np.ndarray, int] | None:
     """Per record, [first call start, last close end], and how many records have
     timestamps after the run; None when the log has no timestamps. A record never closed (or
     whose close is unknown) may have calls after its last recorded end: it lives to the end."""
@@ -109,10 +109,10 @@ def bounded(ctx: FactContext, module: str, keep: np.ndarray | None = None) -> Bo
     own, shared = keep & (rec.ranks >= 0), keep & (rec.ranks == SHARED_RANK)
     seconds = {"read": cols.read_time, "write": cols.write_time, "meta": cols.meta_time}
     summed = {k: (float(v[own].sum()) + float(v[shared].sum())) / n for k, v in seconds.items()}
-    lives = _lives(rec, spec.prefix, runtime)
-    if lives is None or not np.isfinite(runtime):
+    span = lives(rec, spec.prefix, runtime)
+    if span is None or not np.isfinite(runtime):
         return Bounded(summed, runtime)
-    start, end, _ = lives
+    start, end, _ = span
     per_rank = np.minimum(_rank_union(rec.ranks, own, shared, start, end, n), runtime)
     return Bounded(summed, float(per_rank.mean()))
 
@@ -122,10 +122,10 @@ def rank_bound(ctx: FactContext, module: str, n: int) -> np.ndarray:
     lives and of the shared records' lives, never more than the run time."""
     rec = ctx.profile.records[module]
     runtime = float(ctx.value("runtime_s") or 0.0) or np.inf
-    lives = _lives(rec, SPECS[module].prefix, runtime)
-    if lives is None:
+    span = lives(rec, SPECS[module].prefix, runtime)
+    if span is None:
         return np.full(n, runtime)
-    start, end, _ = lives
+    start, end, _ = span
     own, shared = rec.ranks >= 0, rec.ranks == SHARED_RANK
     return np.minimum(_rank_union(rec.ranks, own, shared, start, end, n), runtime)
 
@@ -151,13 +151,19 @@ class LayerTime:
 
 def _layer(ctx: FactContext, parts: list[tuple[str, np.ndarray | None]], name: str) -> LayerTime:
     runtime = float(ctx.value("runtime_s") or 0.0) or np.inf
+    return combine(name, [bounded(ctx, module, keep) for module, keep in parts], runtime)
+
+
+def combine(name: str, parts: list[Bounded], runtime: float) -> LayerTime:
+    """The seconds per process of several modules' calls together (each bounded on its own), never
+    more than the run time (`runtime`: inf when unknown). A kind outside KINDS (PnetCDF's wait)
+    counts in the total only."""
     kinds = {k: 0.0 for k in KINDS}
     total = summed = 0.0
-    for module, keep in parts:
-        b = bounded(ctx, module, keep)
+    for b in parts:
         total += b.total()
         for k in KINDS:
-            kinds[k] += b.consistent(k)
+            kinds[k] += b.consistent(k) if k in b.summed else 0.0
         summed += sum(b.summed.values())
     kinds = {k: min(v, runtime) for k, v in kinds.items()}  # modules' calls may overlap each other too
     return LayerTime(name, kinds["read"], kinds["write"], kinds["meta"], min(total, runtime), summed)
@@ -194,12 +200,6 @@ def job_time(ctx: FactContext) -> LayerTime:
     return ctx.memo("sanity.job", build)
 
 
-@fact("io_layer", "enum", "The I/O layer the job's I/O time is measured at: MPI-IO when the job used it "
-      "(for the files it opened with MPI-IO), else POSIX + STDIO.", label="I/O time measured at")
-def io_layer(ctx: FactContext) -> str:
-    return job_time(ctx).layer
-
-
 @fact("counter_notes", "text", "One line per counter the diagnosis did not believe as recorded "
       "(times no process could spend, timestamps outside the run, bytes without operations).",
       label="counters not believed")
@@ -231,9 +231,9 @@ def _outside_the_run(ctx: FactContext) -> list[str]:
     runtime = ctx.value("runtime_s")
     notes = []
     for module, rec in ctx.profile.records.items():
-        lives = _lives(rec, SPECS[module].prefix, runtime) if module in SPECS and runtime else None
-        if lives is not None and lives[2]:
-            notes.append(f"{lives[2]} {module} record(s) have timestamps more than"
+        span = lives(rec, SPECS[module].prefix, runtime) if module in SPECS and runtime else None
+        if span is not None and span[2]:
+            notes.append(f"{span[2]} {module} record(s) have timestamps more than"
                          f" {fmt_secs(CLOCK_ROUNDING_S)} after the end of the run ({fmt_secs(runtime)}; clock skew?)")
     return notes
 

@@ -1,7 +1,7 @@
 """Find the logs of an archive, one at a time.
 
-Inputs are directories (Darshan's ``<year>/<month>/<day>`` log tree or any tree),
-single files, and list files (``@FILE``: one path per line). Everything is a
+Inputs are directories (Darshan's ``<year>/<month>/<day>`` log tree or any tree; a
+Recorder trace folder in it is one log), single files, and list files (``@FILE``: one path per line). Everything is a
 generator: an archive of millions of logs is never held as a list.
 """
 
@@ -17,6 +17,7 @@ from datetime import date
 from pathlib import Path
 
 from advisor.errors import InputError
+from advisor.ingest.recorder import is_trace
 
 DEFAULT_PATTERNS = (
     "*.darshan",  # Darshan 3.x logs
@@ -40,11 +41,16 @@ class LogFile:
 
 
 def content_hash(path: str | os.PathLike) -> str:
-    """BLAKE2b-128 of the file content (hex); identifies a log independently of its path."""
+    """BLAKE2b-128 of the file content (hex); identifies a log independently of its path.
+    A Recorder trace folder: of its files' names and contents, in name order."""
     digest = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as fh:
-        while chunk := fh.read(HASH_CHUNK):
-            digest.update(chunk)
+    files = sorted(Path(path).iterdir()) if os.path.isdir(path) else [Path(path)]
+    for file in files:
+        if len(files) > 1:
+            digest.update(file.name.encode() + b"\0")
+        with open(file, "rb") as fh:
+            while chunk := fh.read(HASH_CHUNK):
+                digest.update(chunk)
     return digest.hexdigest()
 
 
@@ -60,6 +66,8 @@ def iter_logs(inputs: Iterable[str], patterns: tuple[str, ...] = DEFAULT_PATTERN
     for item in inputs:
         if item.startswith("@"):
             yield from _from_list(Path(item[1:]), patterns, since, until)
+        elif is_trace(Path(item)):
+            yield _trace_entry(item)
         elif os.path.isdir(item):
             yield from _walk(item, patterns, _DateWindow(since, until), ())
         else:
@@ -80,10 +88,21 @@ def _from_list(list_file: Path, patterns, since, until) -> Iterator[LogFile]:
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             path = line if os.path.isabs(line) else str(base / line)
-            if os.path.isdir(path):
+            if is_trace(Path(path)):
+                yield _trace_entry(path)
+            elif os.path.isdir(path):
                 yield from _walk(path, patterns, _DateWindow(since, until), ())
             else:
                 yield _entry(path)
+
+
+def _trace_entry(path: str) -> LogFile:
+    """A Recorder trace folder: one log, as large as its files, as new as its newest."""
+    try:
+        stats = [entry.stat() for entry in os.scandir(path) if entry.is_file()]
+        return LogFile(path, sum(st.st_size for st in stats), max(st.st_mtime_ns for st in stats))
+    except (OSError, ValueError):
+        return LogFile(path, -1, 0)
 
 
 def _entry(path: str) -> LogFile:
@@ -138,7 +157,9 @@ def _walk(root: str, patterns, window: _DateWindow, parts: tuple[int, ...]) -> I
         return  # an unreadable directory is skipped, like find(1) does after its warning
     for entry in entries:
         try:
-            if entry.is_dir(follow_symlinks=False):
+            if entry.is_dir(follow_symlinks=False) and is_trace(Path(entry.path)):
+                yield _trace_entry(entry.path)
+            elif entry.is_dir(follow_symlinks=False):
                 sub = _date_parts(parts, entry.name)
                 if sub is not None and window.excludes(sub):
                     continue

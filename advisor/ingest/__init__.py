@@ -34,7 +34,7 @@ class InputFormat:
 
 
 FORMATS: list[InputFormat] = []
-_FORMAT_MODULES = ("darshan_log", "parser_dump", "ior", "snapshot")
+_FORMAT_MODULES = ("darshan_log", "parser_dump", "ior", "iozone", "fio", "mdtest", "snapshot", "recorder")
 
 
 def register(fmt: InputFormat) -> InputFormat:
@@ -67,6 +67,12 @@ def _sniff_rank(fmt: InputFormat) -> int:
 def detect(path: str | Path) -> InputFormat:
     """The format of `path`, or InputError naming the path and why it is not an input."""
     path = Path(path)
+    if path.is_dir() or path.name == "recorder.mt":
+        from advisor.ingest.recorder import FORMAT, is_trace
+
+        _load_formats()
+        if is_trace(path):
+            return next(f for f in FORMATS if f.name == FORMAT)
     head = read_head(path)
     if not head:
         raise InputError(str(path), "empty file")
@@ -75,7 +81,20 @@ def detect(path: str | Path) -> InputFormat:
         if fmt.sniff(path, head):
             return fmt
     raise InputError(str(path),
-                     "not a recognised input (Darshan log, darshan-parser dump, IOR output or ioadvisor snapshot)")
+                     "not a recognised input (Darshan log, darshan-parser dump, IOR, IOzone, fio JSON or mdtest "
+                     "output, Recorder trace folder or ioadvisor snapshot)")
+
+
+def read_bounded(path: Path, max_bytes: int, what: str) -> bytes:
+    """The whole of a text input that must not exceed `max_bytes`; InputError (one line) when it
+    does or cannot be read. `what` names the input kind in the message ("an IOR output file")."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise InputError(str(path), f"{size} bytes is too large for {what}")
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
 
 
 def read_head(path: Path) -> bytes:

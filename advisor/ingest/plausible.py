@@ -71,6 +71,10 @@ def check(profile: JobProfile) -> JobProfile:
     if run is not None:
         for field, value, low, high in _ior_fields(run):
             _within(path, field, value, low, high)
+    own = getattr(profile, "plausible_fields", None)  # an input kind's own numbers (IOzone, ...)
+    if own is not None:
+        for field, value, low, high in own():
+            _within(path, field, value, low, high)
     return profile
 
 

@@ -41,7 +41,23 @@ def build_model(paths: list[str], folds: int = 5) -> tuple[train.Model, Collecte
         trained_on=_trained_on(collected), calibrations=collected.calibrations,
         speedup_interval=_interval(collected, ts, bands),
         target="log10 MiB/s of a phase (slowest rank)")
+    _speedup_model(model, collected)
     return model, collected
+
+
+def _speedup_model(model: train.Model, collected: Collected) -> None:
+    """The speedup of a fix, learned from the measured fixes among the data (advisor.models.speedup);
+    they must have been measured on the file system the calibration describes."""
+    from advisor.models import speedup
+
+    fstype = (model.meta.get("identity") or {}).get("fstype", "")
+    other = sorted({r["fstype"] for r in collected.pairs if r.get("fstype")} - {fstype, ""})
+    if fstype and other:
+        raise InputError("training data", f"measured fixes on {', '.join(other)} beside a calibration of "
+                                          f"{fstype}: train one model per mount")
+    built = speedup.build(collected.pairs)
+    if built is not None:
+        model.speedup, model.meta["speedup_model"] = built
 
 
 def _interval(collected: Collected, ts: train.TrainingSet, bands: tuple) -> dict:

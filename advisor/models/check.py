@@ -86,7 +86,7 @@ def compare(model: Model, profile, target: Path, repeat: int | None = None, np_:
         phases = replayed_phases(base, fix, replayed, fstype) if replayed and v.measured else None
         out.append(Comparison(label or profile.source.path, fix, codes[key], p.speedup,
                               p.interval, v.speedup if v.measured else None, v.ci95, v.verdict,
-                              p.extrapolated, v.reason or p.reason, base.nranks, phases))
+                              p.extrapolated, _reason(v.reason, p.reason), base.nranks, phases))
     return out
 
 
@@ -111,8 +111,19 @@ def repredict(model: Model, profile, measured: list[Comparison]) -> list[Compari
     out = []
     for c in measured:
         p = predicted[fix_key(c.fix)]
-        out.append(replace(c, predicted=p.speedup, interval=p.interval, extrapolated=p.extrapolated))
+        out.append(replace(c, predicted=p.speedup, interval=p.interval, extrapolated=p.extrapolated,
+                           reason=_reason(c.reason.split(DECLINED)[0], p.reason)))
     return out
+
+
+DECLINED = "; no prediction: "
+
+
+def _reason(measured: str, declined: str) -> str:
+    """The verification's sentence, and why the model gave no number when it gave none."""
+    if not declined:
+        return measured
+    return f"{measured}{DECLINED}{declined}" if measured else f"no prediction: {declined}"
 
 
 def median_error(comparisons: list[Comparison]) -> float:

@@ -35,6 +35,7 @@ from advisor.profile import JobProfile
 from advisor.units import MiB
 
 DEFAULT_MODEL = Path(__file__).parent / "default" / "model.skops"
+OUTSIDE = "outside what this model measured"  # a fix declined: "no prediction: " + OUTSIDE + (which, how far)
 
 
 def resolve(model_path: str | Path) -> Path:
@@ -125,19 +126,36 @@ def predict_fixes(model: Model, profile: JobProfile, fixes: list[dict], np_: int
         except ValueError as exc:
             out[key] = Prediction(reason=f"not predictable for this workload: {exc}")
             continue
+        common = {"np": base.nranks, "scale": base.meta.get("scale", 1.0)}
+        if model.speedup is not None:  # the two bandwidths would be another model's ratio: left out
+            out[key] = _measured_fix(model, base, fixed, fix, fstype, common)
+            continue
         fixed_parts = list(plan_parts(fixed, fstype).values())
         if repr(fixed_parts) == repr(base_parts):  # repr: NaN features compare equal
             # e.g. ROMIO hints the features do not describe: a speedup of 1 would be the model's blindness
             out[key] = Prediction(reason="not predictable: the model's features do not change with this fix")
             continue
         after = predict_parts(model, fixed_parts)
+        common.update(baseline_mib_s=_round(before.mib_s), fixed_mib_s=_round(after.mib_s))
         ratio, lo, hi = speedup(before, after, interval_widening(model))
         flags = sorted(set(before.outside) | set(after.outside))
         out[key] = Prediction(speedup=_round(ratio), interval=[_round(lo), _round(hi)],
-                              baseline_mib_s=_round(before.mib_s), fixed_mib_s=_round(after.mib_s),
-                              np=base.nranks, scale=base.meta.get("scale", 1.0),
-                              extrapolated=bool(flags), extrapolation=flags)
+                              extrapolated=bool(flags), extrapolation=flags, **common)
     return out
+
+
+def _measured_fix(model: Model, base, fixed, fix: dict, fstype: str, common: dict) -> Prediction:
+    """A fix predicted by the model of measured fixes (advisor.models.speedup), or declined with the
+    reason when it lies outside what that model measured."""
+    from advisor.models import speedup as learned
+    from advisor.models.pairs import plan_features
+
+    got = learned.predict_fix(model.speedup, model.meta.get("speedup_model") or {}, plan_features(base, fstype),
+                              plan_features(fixed, fstype), str(fix.get("transform", "")))
+    if isinstance(got, list):
+        return Prediction(reason=f"{OUTSIDE} ({'; '.join(got[:3])})", **common)
+    ratio, lo, hi = got
+    return Prediction(speedup=_round(ratio), interval=[_round(lo), _round(hi)], **common)
 
 
 def max_ranks(model: Model) -> int:
@@ -173,7 +191,28 @@ def _fix_predictions(model: Model, profile: JobProfile, diagnosis: Diagnosis, ex
         p = replace(predicted[fix_key(finding.fix)], warning=exp.mount_warning, model=label)
         if p.speedup and exp.measured_s:
             p.time_saved_s = _round(exp.measured_s * (1 - 1 / p.speedup))
+            p.job_io_s, p.saving = _round(exp.measured_s), "predicted"
         finding.prediction = p
+
+
+def against_measured(diagnosis: Diagnosis) -> None:
+    """After a replay (in place): each prediction beside what was measured of its fix. The saving
+    becomes the measured one, and a measured speedup outside the predicted interval is said."""
+    from advisor.formatting import fmt_speedup, fmt_speedup_range
+
+    for f in diagnosis.findings:
+        p, v = f.prediction, f.verification
+        if p is None or v is None or not v.measured:
+            continue
+        if p.job_io_s:
+            p.time_saved_s, p.saving = _round(p.job_io_s * (1 - 1 / v.speedup)), "measured"
+        if p.speedup and p.interval and not p.interval[0] <= v.speedup <= p.interval[1]:
+            how = "underestimates" if v.speedup > p.interval[1] else "overestimates"
+            p.versus_measured = (f"measured {fmt_speedup(v.speedup)}, outside the predicted "
+                                 f"{fmt_speedup_range(p.interval)}: the model {how} this workload")
+        elif p.speedup and p.interval:
+            p.versus_measured = (f"measured {fmt_speedup(v.speedup)}, inside the predicted "
+                                 f"{fmt_speedup_range(p.interval)}")
 
 
 def _summary(model: Model, exp: JobExpectation) -> dict:

@@ -92,10 +92,10 @@ def _row(workload: str, case: str, fix: str, variant: str, p: dict, speedup: flo
     return row
 
 
-def write(path: Path, rows: list[dict]) -> None:
+def write(path: Path, rows: list[dict], columns: tuple[str, ...] = COLUMNS) -> None:
     """`rows` as a gzipped CSV (reproducible bytes: no time stamp in the gzip header)."""
     text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(text, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     with open(path, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as fh:

@@ -21,11 +21,12 @@ import numpy as np
 from advisor.errors import AdvisorError, InputError
 from advisor.ingest.ior.model import IorProfile
 from advisor.models.calibrate import DATA_FILE, MOUNT_FILE, SHIPPED_DATA_FILE, Dataset
-from advisor.models import replays
+from advisor.models import pairs, replays
 from advisor.models.design import KEY_GROUP
 from advisor.models.features import FEATURES_VERSION, features, names
 from advisor.models.train import TrainingSet
 
+PAIRS_NAMES = (pairs.PAIRS_FILE, pairs.SITE_PAIRS_FILE)
 MIN_BYTES = 1 << 20  # a direction that moved less says nothing about bandwidth
 MIN_SECONDS = 1e-4
 
@@ -44,6 +45,7 @@ class Collected:
     fstypes: dict[str, int] = field(default_factory=dict)  # of logs
     skipped: list[str] = field(default_factory=list)
     replayed: list = field(default_factory=list)  # advisor.models.replays.ReplayedFix: measured fixes
+    pairs: list[dict] = field(default_factory=list)  # advisor.models.pairs rows: fixes measured as verify does
 
     def add(self, feats: dict[str, float], mib_s: float, group: str, nbytes: float = math.nan) -> None:
         self.rows.append(feats)
@@ -68,18 +70,33 @@ def collect(paths: list[str], with_replays: bool = True) -> Collected:
         p = Path(path)
         if p.name == replays.REPLAYS_FILE and p.is_file():
             replays.collect(p, out)
+        elif p.name in PAIRS_NAMES and p.is_file():
+            _pairs(p, out)
         elif any((p / name).exists() for name in (MOUNT_FILE, DATA_FILE, SHIPPED_DATA_FILE)):
             _calibration(p, out)
             if with_replays and (p / replays.REPLAYS_FILE).exists():
                 replays.collect(p / replays.REPLAYS_FILE, out)
+            for name in PAIRS_NAMES:
+                if (p / name).is_file():
+                    _pairs(p / name, out)
         elif p.is_dir():
             for file in _files(p):
-                _log(file, out, quiet=True)
+                if file.name in PAIRS_NAMES:
+                    _pairs(file, out)
+                else:
+                    _log(file, out, quiet=True)
         elif p.exists():
             _log(p, out, quiet=False)
         else:
             raise InputError(str(p), "no such file or directory")
     return out
+
+
+def _pairs(path: Path, out: Collected) -> None:
+    """Measured fixes (the campaign's, a site's verifications): the speedup model's rows."""
+    rows = pairs.read(path)
+    out.pairs += rows
+    out.origins[f"measured fixes {path}"] = len(rows)
 
 
 def _files(root: Path) -> list[Path]:

@@ -56,6 +56,8 @@ def save(model: Model, path: str | Path) -> Path:
     path = Path(path)
     payload = {"median": model.estimator, "lower": model.lower, "upper": model.upper,
                "features": list(model.features)}
+    if model.speedup is not None:
+        payload["speedup"] = model.speedup
     meta = {**model.meta, "format": FORMAT, "features": list(model.features),
             "features_version": model.features_version, "versions": versions(),
             "created": model.meta.get("created") or time.strftime("%Y-%m-%dT%H:%M:%S%z")}
@@ -155,7 +157,7 @@ def load(path: str | Path) -> Model:
         raise InputError(str(path), "damaged model file: the regressor's features differ from its metadata")
     meta = dict(meta, warnings=list(meta.get("warnings") or []) + warnings, path=str(path))
     return Model(payload["median"], list(payload["features"]), payload.get("lower"), payload.get("upper"),
-                 meta=meta, features_version=int(meta["features_version"]))
+                 meta=meta, features_version=int(meta["features_version"]), speedup=payload.get("speedup"))
 
 
 def describe(meta: dict) -> str:
@@ -165,4 +167,6 @@ def describe(meta: dict) -> str:
     where = f"{ident.get('fstype', '?')} {ident.get('source', '')} at {ident.get('mount_point', '?')}" \
         f" on {ident.get('host', '?')}" if ident else "unknown mount"
     err = f"CV median abs. error {cv['mdape']:.0%}, R^2 {cv['r2']:.2f}" if "mdape" in cv else "no CV error"
-    return f"{meta.get('kind', 'model')} of {meta.get('rows', '?')} rows ({where}); {err}"
+    fixes = meta.get("speedup_model") or {}
+    learned = f"; fixes' speedups from {fixes['fixes']} measured fixes" if fixes.get("fixes") else ""
+    return f"{meta.get('kind', 'model')} of {meta.get('rows', '?')} rows ({where}); {err}{learned}"

@@ -60,6 +60,7 @@ class Model:
     upper: object | None = None
     meta: dict = field(default_factory=dict)  # see advisor.models.store: ranges, cv, identity, ...
     features_version: int = FEATURES_VERSION
+    speedup: object | None = None  # log10 speedup of a fix from measured fixes (advisor.models.speedup)
 
     def predict_log(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """log10 MiB/s: (median, lower, upper) per row; the interval is at least the median."""

@@ -90,7 +90,7 @@ def _y_axis(svg: Svg, ys: Scale, x0: float, x1: float, what: str, ax: Axis) -> N
     svg.text(14, (ys.p0 + ys.p1) / 2, ax.title(what), "label", "middle", rotate=True)
 
 
-def _stacked_hbars(plot_id: str, title: str, labels: list[str], tips: list[str],
+def stacked_hbars(plot_id: str, title: str, labels: list[str], tips: list[str],
                    stacks: list[tuple[str, str, list[float]]], xlabel: str, desc: str) -> Svg:
     """Horizontal stacked bars, one row per label; `stacks` = (legend, css class, values)."""
     row_h = 22
@@ -127,7 +127,7 @@ def io_time_plot(fig: dict) -> Plot:
         f"{modules[top]} spends the most time in I/O: {fmt_secs(totals[top])} "
         f"(read {fmt_secs(read[top])}, write {fmt_secs(write[top])}, metadata {fmt_secs(meta[top])})"
         + (f" of a {fmt_secs(runtime)} run." if runtime else "."))
-    svg = _stacked_hbars("io-time", title, modules, modules, stacks, f"time ({{unit}}), {basis}", alt)
+    svg = stacked_hbars("io-time", title, modules, modules, stacks, f"time ({{unit}}), {basis}", alt)
     rows = [[m, fmt_secs(r), fmt_secs(w), fmt_secs(x), fmt_secs(r + w + x)]
             for m, r, w, x in zip(modules, read, write, meta)]
     return with_table(Plot("io-time", title, svg.markup("io-time"), alt),
@@ -325,7 +325,7 @@ def top_files_plot(fig: dict) -> Plot:
     alt = ("No file with I/O time." if not files else
            f"{shown}; the slowest is {paths[0]} with {fmt_secs(_file_total(files[0]))} of I/O.")
     labels = [fmt_middle(p, 30, "\u2026") for p in paths]
-    svg = _stacked_hbars("top-files", title, labels, paths, stacks, f"I/O time ({{unit}}), {basis}", alt)
+    svg = stacked_hbars("top-files", title, labels, paths, stacks, f"I/O time ({{unit}}), {basis}", alt)
     rows = [[p, fmt_secs(_file_total(f)), fmt_bytes(float(f.get("bytes_read", 0))),
              fmt_bytes(float(f.get("bytes_written", 0))), fmt_num(float(f.get("ranks", 0)))]
             for p, f in zip(paths, files)]

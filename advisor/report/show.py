@@ -19,9 +19,13 @@ from typing import IO, Any
 
 import numpy as np
 
+from advisor.engine.chain import json_ready
+from advisor.facts import FactContext
+from advisor.facts.layers import layer_section
 from advisor.formatting import counted, fmt_middle, printable
 from advisor.metrics import FileModuleStats, ModuleSummary, per_file, summarize
 from advisor.profile import JobProfile, LustreLayout
+from advisor.report.layers import file_table, layer_lines, layer_table
 from advisor.report.units import fmt_bytes, fmt_count, fmt_seconds, fmt_share
 
 SCHEMA = "ioadvisor/show/v1"
@@ -52,6 +56,7 @@ def show_entry(profile: JobProfile, top_files: int = 10) -> dict:
 
     summary = summarize(profile)
     shown = per_file(profile, None if top_files <= 0 else top_files)
+    layers = layer_section(FactContext(profile))
     data = results_data(profile)
     j = profile.job
     return {
@@ -73,6 +78,7 @@ def show_entry(profile: JobProfile, top_files: int = 10) -> dict:
             "rank_time_imbalance": _num(summary.rank_time_imbalance),
             "modules": {name: _module_json(ms) for name, ms in summary.modules.items()},
         },
+        "layers": json_ready(layers) if layers is not None else None,  # as `diagnose` has it in summary.layers
         "files_total": summary.files,
         "files": [{"path": _name(f.path, f.record_id), "record_id": str(f.record_id), "fstype": f.fstype,
                    "shared": f.shared, "ranks": f.ranks,
@@ -234,11 +240,16 @@ class Sections:
         if s["base_modules"]:
             out.header.append(
                 f"I/O ({'+'.join(s['base_modules'])}): read {fmt_bytes(s['bytes_read'])}, "
-                f"wrote {fmt_bytes(s['bytes_written'])} in {counted(s['files'], 'file')}; "
-                f"{fmt_seconds(s['io_time_s'])} I/O time over all ranks, "
-                f"{fmt_seconds(s['io_time_per_rank_s'])} per rank ({fmt_share(s['io_fraction'])} of run time)")
+                f"wrote {fmt_bytes(s['bytes_written'])} in {counted(s['files'], 'file')}")
+        layers = e.get("layers")
+        if layers and layers.get("io_time"):
+            io = layers["io_time"]
+            out.header.append(f"I/O time {fmt_seconds(io['total'])} per process in {io['layer']}"
+                              f"{_run_share(io['total'], j['runtime_s'])}; by layer:")
+        out.header += [f"  {printable(line)}" for line in layer_lines(layers)]
         out.header += [f"note: {printable(n)}" for n in e["source"]["notes"]]
-        out.tables = [t for t in (_modules_table(e), _totals_table(s), _files_table(e),
+        layers = [layer_table(e["layers"]), file_table(e["layers"])] if e.get("layers") else []
+        out.tables = [t for t in (_modules_table(e), *layers, _totals_table(s), _files_table(e),
                                   _lustre_table(e), _dxt_table(e)) if t[2]]
         out.tables += [(printable(t), c, [[printable(x) for x in r] for r in rows])
                        for t, c, rows in e.get("extra_tables", [])]
@@ -300,6 +311,10 @@ def _aligned(columns: list[str], rows: list[list[str]], width: int) -> list[str]
         indent = 2 + sum(widths[:-1]) + len(gap) * (len(widths) - 1)
         out += [" " * indent + more for more in tail[1:]]
     return out
+
+
+def _run_share(seconds: float, runtime: float | None) -> str:
+    return f" ({fmt_share(min(seconds / runtime, 1.0))} of the run)" if runtime else ""
 
 
 def _modules_table(e: dict):

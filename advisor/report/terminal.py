@@ -27,6 +27,7 @@ from advisor.formatting import fmt_bytes, fmt_middle, fmt_num, fmt_pct, fmt_secs
 from advisor.findings import Diagnosis, Finding
 from advisor.fixes import FixSummary, caution, fix_key
 from advisor.report.assumed import Assumed, assumed
+from advisor.report.layers import layer_lines
 from advisor.report.units import evidence_rows
 
 STYLE = {"high": "bold red", "warn": "yellow", "info": "cyan"}
@@ -78,6 +79,7 @@ def _header(d: Diagnosis) -> Panel:
         if s.get("io_share") is not None:
             io += f" ({fmt_pct(s.get('io_share'))} of the run)"
         lines.append(io)
+        lines.extend(f"  {_markup(line)}" for line in layer_lines(s.get("layers")))
         lines.extend(f"[dim]note: {_markup(n)}[/]" for n in s.get("counter_notes") or [])
     lines.extend(f"[dim]note: {_markup(n)}[/]" for n in d.source.get("notes") or [])
     counts = {sev: sum(f.severity == sev for f in d.findings) for sev in STYLE}

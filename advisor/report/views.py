@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import re
 from pathlib import PurePath
 
@@ -16,9 +17,11 @@ from markupsafe import escape
 
 from advisor.findings import Diagnosis, Finding, Prediction
 from advisor.verification import Verification
+from replay.stats import Z95
 from advisor.fixes import FixSummary, caution, fix_key, predicted_text
 from advisor.formatting import fmt_kind, fmt_speedup_range, printable
 from advisor.report.assumed import assumed
+from advisor.report.layers import file_table, layer_lines, layer_plot
 from advisor.report.plots import Plot, verification_plot
 from advisor.ingest.ior.view import ior_tables
 from advisor.report.units import evidence_rows, fmt_bytes, fmt_num, fmt_pct, fmt_secs
@@ -37,6 +40,8 @@ def job_view(d: Diagnosis, index: int) -> dict:
     findings = [{**finding_view(f, i + 1, runtime, job_id, numbered), "assumes": values.mark(f)}
                 for i, f in enumerate(d.sorted_findings())]
     plots, tables, problems = figure_views(d.figures) if isinstance(d.figures, dict) else ([], [], [])
+    layers = layer_views((d.summary or {}).get("layers"), problems)
+    plots[:0], tables[:0] = layers
     tables += result_tables(d.data)
     flag_rows(tables, d.findings)
     lost = max((f["cost_s"] for f in findings), default=0.0)  # findings overlap: their costs do not add up
@@ -92,6 +97,7 @@ def _header_facts(d: Diagnosis, runtime: float) -> list[tuple[str, str]]:
         share = f" ({fmt_pct(_float(summary['io_share']))} of run time)" if "io_share" in summary else ""
         layer = f" in {summary['io_layer']}" if summary.get("io_layer") else ""
         facts.append(("time in I/O", fmt_secs(_float(summary["io_time_s"])) + f" per process{layer}" + share))
+    facts += [("I/O time by layer", line) for line in layer_lines(summary.get("layers"))]
     for note in summary.get("counter_notes") or []:
         facts.append(("counters not believed", str(note)))
     for key, label in (("files_accessed", "files"), ("interfaces", "interfaces"), ("modules", "modules")):
@@ -264,6 +270,9 @@ def verification_view(v: Verification, fid: str) -> dict:
                        ("stop_reason", "stopped on")):
         if doc.get(key) not in (None, ""):
             details.append((label, str(doc[key])))
+    if v.reproducibility_source:
+        details.append(("run-to-run reproducibility", f"+-{math.expm1(Z95 * v.reproducibility):.0%} at 95 %, "
+                                                      f"from {v.reproducibility_source}"))
     for side, label in (("baseline", "as recorded"), ("fixed", "with the fix")):
         if isinstance(doc.get(side), dict):
             s = doc[side]
@@ -329,6 +338,22 @@ def figure_views(figures: dict) -> tuple[list[Plot], list[dict], list[str]]:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             problems.append(f"snapshot: not shown, malformed figure data ({type(exc).__name__})")
     return plots, tables, problems
+
+
+def layer_views(section, problems: list[str]) -> tuple[list[Plot], list[dict]]:
+    """The picture of where the I/O time went, layer by layer, and the per-file layer table
+    (a malformed saved section becomes a note)."""
+    if not isinstance(section, dict):
+        return [], []
+    try:
+        plot = layer_plot(section)
+        title, columns, rows = file_table(section)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        problems.append(f"layers: not drawn, malformed summary data ({type(exc).__name__})")
+        return [], []
+    table = {**_given_table({"title": title, "columns": columns, "rows": rows}),
+             "results": "Each listed file's time per process in each layer and its time above the layer below."}
+    return ([plot] if plot else []), ([table] if rows else [])
 
 
 def result_tables(data: dict) -> list[dict]:

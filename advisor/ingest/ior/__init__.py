@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from advisor.errors import InputError
-from advisor.ingest import InputFormat, register
+from advisor.ingest import InputFormat, read_bounded, register
 from advisor.ingest.ior.csv import RANK_HEADER, RESULTS_HEADER, SUMMARY_HEADER, parse_csv
 from advisor.ingest.ior.json import parse_json
 from advisor.ingest.ior.model import IorProfile, IorRun
@@ -65,13 +65,7 @@ def parse_ior(text: str, path: str = "<ior>") -> IorRun:
 def load_run(path: str | Path) -> IorRun:
     """Read and parse one IOR output file; InputError (one line) when unusable."""
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise InputError(str(path), f"{size} bytes is too large for an IOR output file")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    data = read_bounded(path, MAX_BYTES, "an IOR output file")
     if b"\x00" in data[:65536]:
         raise InputError(str(path), "not an IOR log (binary data)")
     return parse_ior(data.decode("utf-8", "replace"), str(path))

@@ -1,4 +1,5 @@
-"""IOR runs and node snapshots as data (typed numbers, JSON-ready), and the tables `show` draws from it.
+"""IOR runs, node snapshots and Recorder call counts as data (typed numbers, JSON-ready), and the
+tables `show` draws from it.
 
 :func:`results_data` is what ``show --json`` and ``diagnose --json`` carry for an input that is
 not Darshan-like: an IOR run's tests (parameters, per-operation summaries and every result row,
@@ -28,12 +29,16 @@ _ROW_NAMES = {"bw_mib": "bw_mib_s"}
 
 
 def results_data(profile: JobProfile) -> dict[str, Any]:
-    """``{"ior": ...}`` for an IOR run, ``{"snapshot": ...}`` for a node snapshot, else ``{}``."""
+    """``{"ior": ...}`` for an IOR run, ``{"snapshot": ...}`` for a node snapshot, what a benchmark's
+    profile gives of itself (``{"iozone"|"fio"|"mdtest": ..., "measurements": [...]}``), else ``{}``."""
     if isinstance(profile, IorProfile):
         return {"ior": ior_data(profile.run)}
     if isinstance(profile, SnapshotProfile):
         return {"snapshot": snapshot_data(profile.settings)}
-    return {}
+    if "recorder" in profile.extras:  # a Recorder trace: a Darshan-like profile with its call counts
+        return {"recorder": profile.extras["recorder"]}
+    own = getattr(profile, "results_data", None)  # an input kind that says its own (IOzone, fio, mdtest)
+    return own() if own is not None else {}
 
 
 def ior_data(run: IorRun) -> dict[str, Any]:
@@ -137,10 +142,71 @@ def snapshot_tables(doc: dict[str, Any]) -> list[Table]:
         ("Lustre parameters", ["param", "value"], params)) if t[2]]
 
 
+def iozone_tables(data: dict[str, Any]) -> list[Table]:
+    """Throughput mode: one row per test and thread count. Automatic mode: per test, the best value
+    and where it was reached, and the count of file/record size cells (the full surface is in the JSON)."""
+    unit = data["iozone"]["unit"]
+    rows, best = [], {}
+    for m in data["measurements"]:
+        if m["threads"] is not None:
+            rows.append([m["test"], str(m["threads"]), _size((m["file_kib"] or 0) * 1024),
+                         _size((m["record_kib"] or 0) * 1024), _num(m["value"]), _num(m["parent_value"]),
+                         _num(m["min_per_process"]), _num(m["max_per_process"])])
+        else:
+            count, top = best.get(m["test"], (0, None))
+            best[m["test"]] = (count + 1, m if top is None or m["value"] > top["value"] else top)
+    title = f"IOzone {data['iozone']['version'] or '?'}"
+    tables = []
+    if rows:
+        tables.append((f"{title} throughput ({unit})", ["test", "threads", "file", "record", "children",
+                                                        "parent", "min/process", "max/process"], rows))
+    if best:
+        tables.append((f"{title} automatic mode ({unit})", ["test", "cells", "best", "at file", "record"],
+                       [[test, str(n), _num(m["value"]), _size(m["file_kib"] * 1024), _size(m["record_kib"] * 1024)]
+                        for test, (n, m) in best.items()]))
+    return tables
+
+
+def fio_tables(data: dict[str, Any]) -> list[Table]:
+    """One row per job (or group) and direction: bandwidth, IOPS, completion latency percentiles."""
+    def pct(m: dict, p: str) -> str:
+        return _num(m["clat_percentiles_us"].get(p))
+
+    rows = [[m["job"], str(m["group"]), m["direction"], m["rw"] or "-", m["block_size"] or "-",
+             _num(m["bw_kib_s"] / 1024), _num(m["iops"]), _num(m["clat_mean_us"]), pct(m, "50.000000"),
+             pct(m, "99.000000"), pct(m, "99.990000")] for m in data["measurements"]]
+    return [(f"fio {data['fio']['version'] or '?'} jobs", ["job", "group", "dir", "rw", "bs", "MiB/s", "IOPS",
+                                                           "clat mean us", "p50 us", "p99 us", "p99.99 us"], rows)]
+
+
+def mdtest_tables(data: dict[str, Any]) -> list[Table]:
+    """One row per operation of each SUMMARY table."""
+    rows = [[m["operation"], m["unit"], _num(m["max"]), _num(m["min"]), _num(m["mean"]), _num(m["stddev"]),
+             str(m["iterations"])] for m in data["measurements"]]
+    return [(f"{data['mdtest']['version'] or 'mdtest'} summary", ["operation", "unit", "max", "min", "mean",
+                                                                  "std dev", "iterations"], rows)]
+
+
 def extra_tables(data: dict[str, Any]) -> list[Table]:
-    """Tables of :func:`results_data` (IOR runs, node snapshots), for `show`."""
+    """Tables of :func:`results_data` (IOR runs, IOzone, fio and mdtest outputs, node snapshots), for `show`."""
     if "ior" in data:
         return ior_tables(data["ior"])
+    for kind, tables in (("iozone", iozone_tables), ("fio", fio_tables), ("mdtest", mdtest_tables)):
+        if kind in data:
+            return tables(data)
     if "snapshot" in data:
         return snapshot_tables(data["snapshot"])
+    if "recorder" in data:
+        return recorder_tables(data["recorder"])
     return []
+
+
+def recorder_tables(doc: dict[str, Any]) -> list[Table]:
+    """A Recorder trace's calls per layer and per function (every rank, MPI included)."""
+    calls = doc["calls"]
+    layers = [[layer, f"{sum(funcs.values()):,}", str(len(funcs))] for layer, funcs in calls.items()]
+    rows = sorted(((layer, name, n) for layer, funcs in calls.items() for name, n in funcs.items()),
+                  key=lambda r: (-r[2], r[0], r[1]))
+    return [("Recorder calls per layer", ["layer", "calls", "functions"], layers),
+            ("Recorder calls per function", ["layer", "function", "calls"],
+             [[layer, name, f"{n:,}"] for layer, name, n in rows])]

@@ -1,0 +1,396 @@
+"""The layer account: where a job's I/O time went, layer by layer (docs/layers.md).
+
+An application calls HDF5 or PnetCDF, which call MPI-IO, which calls POSIX (or DFS, which
+calls DAOS); STDIO sits beside POSIX. Darshan times each layer's calls, and an upper layer's
+time includes the time of the calls it made below. For each layer present the account gives
+its time per process (summed over ranks / processes, bounded as :mod:`advisor.facts.sanity`
+bounds every time), bytes and operations; the time it spent above the layer below on the
+same files (the middleware's own cost: collective exchange, synchronisation, the library's
+own work); and how many more bytes and operations the layer below moved.
+
+Computed once per profile (:func:`account`); the job summary's ``layers`` section is its
+:meth:`LayerAccount.to_dict`, and `show`, the terminal header and the HTML page all print that
+section, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from advisor.facts import FactContext, Missing, NotApplicable
+from advisor.facts._darshan import darshan_like, nprocs
+from advisor.facts.sanity import LayerTime, base_time, bounded, combine, job_time, lives
+from advisor.metrics import SPECS, Columns
+from advisor.profile import SHARED_RANK, STD_STREAMS
+
+FILE_ROWS = 10  # files listed in the account, most time first
+NO_FILE = 0  # the file id of dataset records that name none (older H5D records: a 2020 MACSio log)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One I/O layer: the Darshan modules that time its calls and the layers that carry them."""
+
+    name: str
+    modules: tuple[str, ...]
+    below: tuple[str, ...] = ()  # nearest first: the first present on the layer's files carries them
+    own: str = ""  # what its time above the layer below is spent on
+
+
+# Top first. STDIO is beside POSIX, not below anything Darshan sees; DAOS records objects, not files.
+LAYERS = (
+    Layer("HDF5", ("H5F", "H5D"), ("MPI-IO", "POSIX"),
+          "HDF5's own work: metadata, chunking, type conversion, waits in collective calls"),
+    Layer("PnetCDF", ("PNETCDF_FILE", "PNETCDF_VAR"), ("MPI-IO",),
+          "PnetCDF's own work: header, request aggregation, waits in collective calls"),
+    Layer("MPI-IO", ("MPI-IO",), ("POSIX", "DFS"),
+          "collective buffering's data exchange, synchronisation, waits for the aggregators"),
+    Layer("DFS", ("DFS",), ("DAOS",), "DFS's own work: path lookup, object mapping"),
+    Layer("POSIX", ("POSIX",)),
+    Layer("STDIO", ("STDIO",)),
+    Layer("DAOS", ("DAOS",)),
+)
+BY_NAME = {layer.name: layer for layer in LAYERS}
+# Time counters beyond read, write and metadata: PnetCDF carries out nonblocking requests in ncmpi_wait.
+EXTRA_TIMES = {"PNETCDF_FILE": ("wait", "PNETCDF_FILE_F_WAIT_TIME")}
+
+
+@dataclass
+class LayerRow:
+    """One layer of the job: seconds per process (None: not timed by this log), bytes, operations,
+    and its cost above the layer below on the same files."""
+
+    layer: str
+    modules: list[str]
+    time_s: float | None
+    summed_s: float | None  # as the counters sum it (before the bounds)
+    read_s: float | None
+    write_s: float | None
+    meta_s: float | None
+    bytes_read: int
+    bytes_written: int
+    reads: int
+    writes: int
+    meta_ops: int
+    files: int
+    below: str = ""  # the layer that carried its calls
+    below_time_s: float | None = None  # that layer's time on this layer's files
+    own_time_s: float | None = None  # time_s - below_time_s, never negative
+    own: str = ""  # what the own time is spent on
+    byte_amplification: float | None = None  # bytes below / bytes here, same files
+    op_amplification: float | None = None  # reads + writes below / here, same files
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+
+@dataclass
+class FileLayer:
+    """What one layer did on one file (seconds per process, bounded by the file's own calls)."""
+
+    layer: str
+    time_s: float | None
+    bytes: int
+    ops: int
+    own_time_s: float | None = None
+    below: str = ""
+
+
+@dataclass
+class FileRow:
+    path: str
+    layers: list[FileLayer]
+
+
+@dataclass
+class LayerAccount:
+    """Every layer of one job, and the two figures the summary states with the layer of each:
+    `io_time` (io_time_s: the layer the job called) and `base_time` (read/write/meta_time_s)."""
+
+    nprocs: int
+    runtime_s: float
+    io_time: LayerTime | None
+    base_time: LayerTime | None
+    rows: list[LayerRow]
+    files: list[FileRow]
+    files_total: int
+    basis: str = "seconds per process: summed over ranks / processes, bounded by what a process could spend"
+
+    def row(self, name: str) -> LayerRow | None:
+        return next((r for r in self.rows if r.layer == name), None)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _Module:
+    """Per record of one module: the file it belongs to, its seconds, life, bytes and operations."""
+
+    keys: np.ndarray  # file id (a dataset's or variable's file)
+    seconds: dict[str, np.ndarray]  # kind -> seconds summed over the record's ranks
+    life: np.ndarray | None  # first open to last close, None without timestamps
+    shared: np.ndarray
+    cols: Columns
+    timed: bool  # some time counter was monitored (Darshan writes -1 where not)
+    n: int  # processes the sums are divided by
+
+
+_FIELDS = ("time", "bytes_read", "bytes_written", "reads", "writes", "meta_ops")
+
+
+@dataclass
+class _Files:
+    """One layer's figures per file, as arrays aligned with `keys` (sorted file ids): seconds per
+    process (bounded by the file's records' lives), bytes and operations."""
+
+    keys: np.ndarray
+    time: np.ndarray
+    bytes_read: np.ndarray
+    bytes_written: np.ndarray
+    reads: np.ndarray
+    writes: np.ndarray
+    meta_ops: np.ndarray
+
+    @property
+    def bytes(self) -> np.ndarray:
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def ops(self) -> np.ndarray:
+        return self.reads + self.writes
+
+    def on(self, files: np.ndarray) -> np.ndarray:
+        """Which of the layer's files are in `files`."""
+        return np.isin(self.keys, files, assume_unique=True, kind="sort")
+
+    def index(self, key: int) -> int | None:
+        i = int(np.searchsorted(self.keys, np.uint64(key)))
+        return i if i < len(self.keys) and self.keys[i] == key else None
+
+
+def account(ctx: FactContext) -> LayerAccount:
+    """The layer account of the profile (once per profile); NotApplicable for non-Darshan inputs."""
+    darshan_like(ctx)
+    return ctx.memo("layers.account", lambda: _build(ctx))
+
+
+def layer_section(ctx: FactContext) -> dict | None:
+    """The account as the job summary's ``layers`` section; None for inputs without Darshan layers."""
+    try:
+        found = account(ctx)
+    except (Missing, NotApplicable):
+        return None
+    return found.to_dict() if found.rows else None
+
+
+def _build(ctx: FactContext) -> LayerAccount:
+    runtime = float(ctx.value("runtime_s") or 0.0)
+    present = [layer for layer in LAYERS if any(_has(ctx, m) for m in layer.modules)]
+    views = {m: _module(ctx, m, runtime) for layer in present for m in layer.modules if _has(ctx, m)}
+    per_file = {layer.name: _layer_files(layer, views, runtime) for layer in present}
+    rows = [_row(ctx, layer, views, per_file, runtime) for layer in present]
+    if not rows:  # Darshan modules, none of them an I/O layer (BG/Q, HEATMAP only)
+        return LayerAccount(nprocs(ctx), runtime, None, None, [], [], 0)
+    listed = _listed_files(ctx, per_file)[0]
+    return LayerAccount(nprocs(ctx), runtime, _maybe(job_time, ctx), _maybe(base_time, ctx), rows,
+                        _file_rows(ctx, present, views, per_file), len(listed))
+
+
+def _has(ctx: FactContext, module: str) -> bool:
+    rec = ctx.profile.records.get(module)
+    return rec is not None and len(rec) > 0 and module in SPECS
+
+
+def _maybe(build, ctx: FactContext) -> LayerTime | None:
+    with contextlib.suppress(Missing):
+        return build(ctx)
+    return None
+
+
+def _module(ctx: FactContext, module: str, runtime: float) -> _Module:
+    rec, spec = ctx.profile.records[module], SPECS[module]
+    cols = Columns.of(rec, spec)
+    keys = rec.counters.get(spec.file_key, rec.ids) if spec.file_key else rec.ids
+    seconds = {"read": cols.read_time, "write": cols.write_time, "meta": cols.meta_time}
+    names = [f"{spec.prefix}_F_{k}_TIME" for k in ("READ", "WRITE", "META")]
+    if module in EXTRA_TIMES:
+        kind, name = EXTRA_TIMES[module]
+        seconds[kind] = np.clip(np.asarray(rec.get(name, 0), np.float64), 0, None)
+        names.append(name)
+    timed = any(rec.has(c) and bool((np.asarray(rec.get(c)) >= 0).any()) for c in names)
+    span = lives(rec, spec.prefix, runtime or np.inf)
+    life = None if span is None or not runtime else np.clip(span[1] - span[0], 0, runtime)
+    n = max(nprocs(ctx), int(rec.ranks.max()) + 1)
+    return _Module(np.asarray(keys).astype(np.uint64), seconds, life, rec.ranks == SHARED_RANK, cols, timed, n)
+
+
+def _layer_files(layer: Layer, views: dict[str, _Module], runtime: float) -> _Files:
+    """The layer's figures per file. Bytes: the module that saw the most of them (PnetCDF's file
+    record counts the header besides the variables' bytes); operations and seconds: summed."""
+    parts = [_module_files(views[m]) for m in layer.modules if m in views]
+    keys = _group(np.concatenate([k for k, _ in parts]))[0]
+    out = _Files(keys, *(np.zeros(len(keys), np.float64 if f == "time" else np.int64) for f in _FIELDS))
+    for uniq, figs in parts:
+        at = np.searchsorted(keys, uniq)
+        out.time[at] += figs["time"]
+        for f in ("reads", "writes", "meta_ops"):
+            getattr(out, f)[at] += figs[f]
+        more = figs["bytes_read"] + figs["bytes_written"] > out.bytes[at]
+        out.bytes_read[at[more]], out.bytes_written[at[more]] = figs["bytes_read"][more], figs["bytes_written"][more]
+    if runtime:
+        np.minimum(out.time, runtime, out=out.time)
+    return out
+
+
+def _group(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct keys, index of each key among them), by sorting: numpy's hashing unique is
+    several times slower on random 64-bit record ids."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    first = np.concatenate(([True], ordered[1:] != ordered[:-1])) if len(keys) else np.zeros(0, bool)
+    inv = np.empty(len(keys), np.int64)
+    inv[order] = np.cumsum(first) - 1
+    return ordered[first], inv
+
+
+def _module_files(view: _Module) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(file ids, field -> value per file) of one module's records."""
+    uniq, inv = _group(view.keys)
+    n = len(uniq)
+    time = np.bincount(inv, weights=sum(view.seconds.values()), minlength=n) / view.n
+    if view.life is not None:  # a rank's calls on a file lie within its records' lives
+        own = ~view.shared
+        bound = (np.bincount(inv[own], weights=view.life[own], minlength=n) / view.n
+                 + np.bincount(inv[view.shared], weights=view.life[view.shared], minlength=n))
+        time = np.minimum(time, bound)
+    c = view.cols
+    figs = {f: np.rint(np.bincount(inv, weights=getattr(c, f), minlength=n)).astype(np.int64) for f in _FIELDS[1:]}
+    return uniq, {"time": time, **figs}
+
+
+def _time(ctx: FactContext, layer: Layer, views: dict[str, _Module], files: np.ndarray | None,
+          runtime: float) -> LayerTime | None:
+    """The layer's seconds per process on `files` (None: all of them), bounded; None when untimed."""
+    keeps = {m: None if files is None else np.isin(views[m].keys, files, kind="sort")
+             for m in layer.modules if m in views and views[m].timed}
+    if not keeps:
+        return None
+    if all(keep is None or keep.all() for keep in keeps.values()):  # every file: computed once
+        return ctx.memo(f"layers.time.{layer.name}", lambda: _bounded_time(ctx, layer, views, None, runtime))
+    return _bounded_time(ctx, layer, views, keeps, runtime)
+
+
+def _bounded_time(ctx: FactContext, layer: Layer, views: dict[str, _Module],
+                  keeps: dict[str, np.ndarray] | None, runtime: float) -> LayerTime:
+    parts = []
+    for module in layer.modules:
+        view = views.get(module)
+        if view is None or not view.timed:
+            continue
+        keep = np.ones(len(view.keys), bool) if keeps is None else keeps[module]
+        b = bounded(ctx, module, keep)
+        for kind, seconds in view.seconds.items():  # the extra kinds (PnetCDF's wait)
+            b.summed.setdefault(kind, float(seconds[keep].sum()) / view.n)
+        parts.append(b)
+    return combine(layer.name, parts, runtime or np.inf)
+
+
+def _below(layer: Layer, per_file: dict[str, _Files]) -> tuple[str, np.ndarray, bool]:
+    """The layer that carried `layer`'s calls, the files both saw, and whether they name the same
+    files (DAOS records objects, not DFS's files: then the whole layers are compared)."""
+    mine = per_file[layer.name].keys
+    mine = mine[mine != NO_FILE]
+    for name in layer.below:
+        if name in per_file:
+            same = np.intersect1d(mine, per_file[name].keys, assume_unique=True)
+            if len(same):
+                return name, same, True
+    for name in layer.below:
+        if name in per_file:
+            return name, per_file[name].keys, False
+    return "", mine[:0], True
+
+
+def _row(ctx: FactContext, layer: Layer, views: dict[str, _Module], per_file: dict[str, _Files],
+         runtime: float) -> LayerRow:
+    files = per_file[layer.name]
+    t = _time(ctx, layer, views, None, runtime)
+    totals = [int(getattr(files, f).sum()) for f in _FIELDS[1:]]
+    row = LayerRow(layer.name, [m for m in layer.modules if m in views], t and t.total, t and t.summed,
+                   t and t.read, t and t.write, t and t.meta, *totals, files=int((files.keys != NO_FILE).sum()))
+    if t is None:
+        row.notes.append("not timed in this log: its time counters hold -1 (not monitored by this Darshan)")
+    below, same, matched = _below(layer, per_file)
+    if below:
+        _compare(ctx, row, layer, below, same, matched, views, per_file, runtime)
+    return row
+
+
+def _compare(ctx: FactContext, row: LayerRow, layer: Layer, below: str, same: np.ndarray, matched: bool,
+             views: dict[str, _Module], per_file: dict[str, _Files], runtime: float) -> None:
+    """The layer's time above `below` and the amplification, on the files both saw."""
+    row.below, row.own = below, layer.own
+    here, there = per_file[layer.name], per_file[below]
+    unplaced = here.index(NO_FILE) is not None  # then its whole time and bytes are compared
+    lower = _time(ctx, BY_NAME[below], views, same, runtime)
+    upper = _time(ctx, layer, views, same, runtime) if matched and not unplaced else None
+    row.below_time_s = lower and lower.total
+    mine = (here.on(same) if matched else np.ones(len(here.keys), bool)) | (here.keys == NO_FILE)
+    if row.time_s is not None and lower is not None:
+        top = upper.total if upper is not None else row.time_s
+        row.own_time_s = max(0.0, top - lower.total)
+        if lower.total > top * 1.01 + 1e-3:
+            row.notes.append(f"{below} spent more time on these files than {layer.name}: calls {layer.name}'s "
+                             "counters do not time moved data below it")
+    under = there.on(same)
+    up_bytes, down_bytes = int(here.bytes[mine].sum()), int(there.bytes[under].sum())
+    up_ops, down_ops = int(here.ops[mine].sum()), int(there.ops[under].sum())
+    row.byte_amplification = down_bytes / up_bytes if up_bytes else None
+    row.op_amplification = down_ops / up_ops if up_ops else None
+    if unplaced:
+        row.notes.append(f"some of its records name no file (this Darshan's {'/'.join(row.modules)}): its whole "
+                         f"time is compared with {below}'s on the files it names")
+    if not matched:
+        row.notes.append(f"{below} records name other objects than {layer.name}'s files: the whole layers are compared")
+    elif len(same) < row.files:
+        row.notes.append(f"{row.files - len(same)} of its {row.files} files were not seen by {below}")
+
+
+def _listed_files(ctx: FactContext, per_file: dict[str, _Files]) -> tuple[np.ndarray, np.ndarray]:
+    """(file ids, most seconds per process in a timed layer) of the files the per-file account
+    lists: named by a record, not a standard stream."""
+    keys, inv = _group(np.concatenate([f.keys for f in per_file.values()]))
+    times = np.zeros(len(keys))
+    np.maximum.at(times, inv, np.concatenate([f.time for f in per_file.values()]))
+    skip = [NO_FILE, *(i for i, name in ctx.profile.names.items() if name in STD_STREAMS)]
+    keep = ~np.isin(keys, np.asarray(skip, np.uint64), kind="sort")
+    return keys[keep], times[keep]
+
+
+def _file_rows(ctx: FactContext, present: list[Layer], views: dict[str, _Module],
+               per_file: dict[str, _Files]) -> list[FileRow]:
+    """The FILE_ROWS files with the most time in a timed layer, each layer's figures on them."""
+    timed = {layer.name for layer in present if any(views[m].timed for m in layer.modules if m in views)}
+    keys, times = _listed_files(ctx, {n: f for n, f in per_file.items() if n in timed} or per_file)
+    top = np.lexsort((keys, -times))[:FILE_ROWS]
+    rows = []
+    for key in keys[top].tolist():
+        cells = []
+        for layer in present:
+            i = per_file[layer.name].index(key)
+            if i is None:
+                continue
+            below = next((b for b in layer.below if b in per_file and per_file[b].index(key) is not None), "")
+            t = float(per_file[layer.name].time[i]) if layer.name in timed else None
+            under = float(per_file[below].time[per_file[below].index(key)]) if below in timed else None
+            own = max(0.0, t - under) if t is not None and under is not None else None
+            cells.append(FileLayer(layer.name, t, int(per_file[layer.name].bytes[i]),
+                                   int(per_file[layer.name].ops[i]), own, below))
+        rows.append(FileRow(ctx.profile.name_of(key) or f"<unnamed record {key:#x}>", cells))  # DFS, DAOS
+    return rows

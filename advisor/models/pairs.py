@@ -1,0 +1,143 @@
+"""Measured fixes as paired rows: a plan before and after a fix, and the speedup verification measured.
+
+A fix's speedup is learned from what verification itself measures (:func:`advisor.verify.measure`:
+auto-ranged samples, the same cache policy, the sequential paired test): the ratio of the
+baseline's time to the fixed plan's, in which much of the node's state cancels. A row holds the
+two plans' *descriptors* (:func:`plan_features`: dimensionless shares and ratios of the whole plan,
+so that they transfer across workloads) and the measured speedup with its 95 % interval.
+
+Rows come from the designed campaign (:mod:`advisor.models.campaign`, family = a pattern family)
+and from a site's own verifications (family ``site:...``, appended after every ``--verify``).
+They are gzipped CSV (``pairs.csv.gz`` in a model's data directory) or plain CSV appended to.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from advisor.errors import InputError
+from advisor.models.features import SMALL_CALL, features
+
+PAIRS_FILE = "pairs.csv.gz"  # shipped (read-only) rows
+SITE_PAIRS_FILE = "pairs.csv"  # rows a site's verifications append to
+PAIRS_VERSION = 1
+
+DESCRIPTORS = ("log2_call_pages", "log2_calls_per_mib", "small_call_share", "log2_pieces_per_call",
+               "read_fraction", "reread_fraction", "consecutive_fraction", "forward_fraction",
+               "unaligned_fraction", "shared_fraction", "ranks_per_file", "io_rank_fraction",
+               "fsync_per_write", "log2_write_bytes_per_fsync", "mpiio_fraction", "collective_fraction",
+               "opens_per_call", "log2_nprocs")
+"""What a plan is, in shares and ratios (sizes only relative to a 4 KiB page)."""
+PAGE = 4096
+
+COLUMNS = ("family", "workload", "fix", "transform", "speedup", "ci_low", "ci_high", "pairs", "verdict",
+           "load1", "cache_policy", "fstype", "measured_at", "version",
+           *(f"b_{d}" for d in DESCRIPTORS), *(f"a_{d}" for d in DESCRIPTORS))
+
+
+def plan_features(plan, fstype: str = "") -> dict[str, float]:
+    """The descriptors of a whole plan (every phase that moves data, taken together)."""
+    from advisor.models.sources.plan import plan_parts
+    from replay.edit import data_mask, ranks_per_file
+
+    parts = list(plan_parts(plan, fstype).values())
+    if not parts:
+        return {d: math.nan for d in DESCRIPTORS}
+    whole = parts[0]
+    for part in parts[1:]:
+        whole = whole.merged(part)
+    f = features(whole)
+    ops = {k: np.asarray(v) for k, v in plan.ops.items()}
+    data = data_mask(ops)
+    lengths = ops["length"][data]
+    per_file = ranks_per_file({k: v[data] for k, v in ops.items()}, plan.nranks, plan.nfiles)
+    used = per_file[per_file > 0]
+    call_bytes = whole.bytes / whole.calls if whole.calls else math.nan
+    out = {
+        "log2_call_pages": math.log2(call_bytes / PAGE) if call_bytes > 0 else math.nan,
+        "log2_calls_per_mib": math.log2(whole.calls / (whole.bytes / 2**20)) if whole.bytes else math.nan,
+        "small_call_share": float((lengths < SMALL_CALL).mean()) if len(lengths) else math.nan,
+        "ranks_per_file": float(used.mean() / max(plan.nranks, 1)) if len(used) else math.nan,
+    }
+    for name in DESCRIPTORS:
+        if name not in out:
+            out[name] = f.get(name, math.nan)
+    if math.isnan(out["log2_write_bytes_per_fsync"]) and not whole.bytes_written:
+        out["log2_write_bytes_per_fsync"] = math.nan
+    return {k: (float(v) if v is not None and math.isfinite(v) else math.nan) for k, v in out.items()}
+
+
+def fix_text(fix: dict) -> str:
+    return json.dumps(fix, sort_keys=True, separators=(",", ":"))
+
+
+def row(family: str, workload: str, fix: dict, before: dict, after: dict, verification,
+        load1: float | None = None) -> dict:
+    """One CSV row of a measured fix (a :class:`advisor.verification.Verification` that measured)."""
+    ci = verification.ci95 or [math.nan, math.nan]
+    out = {"family": family, "workload": workload, "fix": fix_text(fix), "transform": fix.get("transform", ""),
+           "speedup": f"{verification.speedup:.6g}", "ci_low": _num(ci[0]), "ci_high": _num(ci[1]),
+           "pairs": verification.pairs, "verdict": verification.verdict,
+           "load1": _num(os.getloadavg()[0] if load1 is None else load1),
+           "cache_policy": verification.cache_policy or "", "fstype": verification.fstype or "",
+           "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "version": PAIRS_VERSION}
+    out.update({f"b_{k}": _num(before.get(k)) for k in DESCRIPTORS})
+    out.update({f"a_{k}": _num(after.get(k)) for k in DESCRIPTORS})
+    return out
+
+
+def _num(x) -> str:
+    return "" if x is None or not math.isfinite(float(x)) else f"{float(x):.6g}"
+
+
+def append(path: Path, rows: list[dict]) -> None:
+    """Append rows to a plain CSV (its header first when new); refuses another layout of columns."""
+    path = Path(path)
+    new = not path.exists() or path.stat().st_size == 0
+    if not new:
+        with open(path, newline="") as fh:
+            header = next(csv.reader(fh), [])
+        if tuple(header) != COLUMNS:
+            raise InputError(str(path), "has other columns than this ioadvisor writes for measured fixes")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_gz(path: Path, rows: list[dict]) -> None:
+    """Rows as a gzipped CSV with reproducible bytes (no time stamp in the gzip header)."""
+    from advisor.models.replays import write
+
+    write(path, rows, COLUMNS)
+
+
+def read(path: Path) -> list[dict]:
+    """Rows of a pairs file (gzipped or plain CSV); InputError naming the file otherwise."""
+    path = Path(path)
+    try:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), f"not a readable CSV of measured fixes: {exc}") from None
+    for r in rows:
+        if r.get("version") != str(PAIRS_VERSION) or not r.get("speedup"):
+            raise InputError(str(path), f"not measured fixes of version {PAIRS_VERSION} "
+                                        f"(a row of {r.get('workload', '?')})")
+    return rows
+
+
+def descriptors(r: dict, side: str) -> dict[str, float]:
+    """One side ('b' before, 'a' after) of a row as numbers (NaN where empty)."""
+    return {k: float(r[f"{side}_{k}"]) if r.get(f"{side}_{k}") else math.nan for k in DESCRIPTORS}

@@ -1,0 +1,236 @@
+"""The speedup of a fix, learned from paired measurements of fixes (what verification measures).
+
+Inputs of a fix on a workload (:func:`inputs`): what the workload's plan is, in shares and ratios
+(:data:`advisor.models.pairs.DESCRIPTORS`), and what the fix changes of it (each descriptor after
+the fix minus before: a coalescing to 4 MiB raises ``log2_call_pages`` by 10 on 4 KiB requests,
+by 2 on 1 MiB ones). No absolute size, no fix name: a fix is judged by what it does to the plan,
+so what is learned of one fix transfers to another that changes the plan alike. The target is
+log10 of the speedup verification measured (:mod:`advisor.models.pairs`).
+
+The interval is symmetric in log10: the prediction widened by the 80 % conformal quantile of
+|measured - predicted| over fixes each predicted by a model that never saw their *family*
+(:func:`family_scores`), the distribution a new workload is predicted from.
+
+A fix outside what the model measured gets no number (:func:`outside`): an input beyond the
+training rows' range (with a margin), or a fix that changes nothing the descriptors see and was
+never measured (a stripe layout on a model measured on a local disk).
+
+The held-out protocol (``bench/models.py --held-out``, docs/models.md section 6), fixed before
+any held-out figure was seen: :func:`leave_out` with ``by="family"`` (every pattern family of
+the campaign held out in turn) and ``by="transform"`` (every fix transform held out in turn).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from advisor.models import conformal
+from advisor.models.pairs import DESCRIPTORS, descriptors
+
+INPUTS = [f"b_{d}" for d in DESCRIPTORS] + [f"d_{d}" for d in DESCRIPTORS]
+"""The workload's descriptors (b_) and the fix's change of them (d_)."""
+MARGIN = 0.1  # share of a feature's training span a value may lie beyond it
+MIN_SLACK = {"fraction": 0.05, "log2": 0.5}  # ... and at least this much (shares, log2 values)
+STILL = 1e-6  # a change smaller than this is no change
+MIN_FAMILIES = 3  # fewer families say nothing about a new one
+MIN_FIXES = 20  # fewer measured fixes make no speedup model
+
+
+def inputs(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """The model's inputs of one fix: the plan before, and the change the fix makes."""
+    out = {f"b_{k}": before.get(k, math.nan) for k in DESCRIPTORS}
+    for k in DESCRIPTORS:
+        b, a = before.get(k, math.nan), after.get(k, math.nan)
+        out[f"d_{k}"] = (a - b) if math.isfinite(a) and math.isfinite(b) else math.nan
+    return out
+
+
+@dataclass
+class Rows:
+    """Measured fixes as a matrix: inputs, log10 speedup, family, transform."""
+
+    x: np.ndarray
+    y: np.ndarray
+    family: np.ndarray
+    transform: np.ndarray
+    workload: np.ndarray
+    origins: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def subset(self, keep: np.ndarray) -> Rows:
+        return Rows(self.x[keep], self.y[keep], self.family[keep], self.transform[keep], self.workload[keep],
+                    dict(self.origins))
+
+    @classmethod
+    def of(cls, rows: list[dict]) -> Rows:
+        x = np.array([[inputs(descriptors(r, "b"), descriptors(r, "a"))[n] for n in INPUTS] for r in rows],
+                     float).reshape(len(rows), len(INPUTS))
+        return cls(x, np.log10([float(r["speedup"]) for r in rows]), np.array([r["family"] for r in rows]),
+                   np.array([r["transform"] for r in rows]), np.array([r["workload"] for r in rows]))
+
+
+def regressor():
+    """The one regressor of log10 speedup (fixed with the held-out protocol, never tuned on it)."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    return HistGradientBoostingRegressor(max_iter=150, learning_rate=0.05, max_leaf_nodes=7,
+                                         min_samples_leaf=5, l2_regularization=1.0, random_state=0)
+
+
+def fit(rows: Rows):
+    from advisor.models.train import one_thread
+
+    with one_thread():
+        return regressor().fit(rows.x, rows.y)
+
+
+def predict(estimator, x: np.ndarray) -> np.ndarray:
+    from advisor.models.train import one_thread
+
+    with one_thread():
+        return estimator.predict(np.atleast_2d(x))
+
+
+def ranges(rows: Rows) -> dict:
+    """What the model measured: each input's [min, max], and the transforms."""
+    out = {}
+    for j, name in enumerate(INPUTS):
+        col = rows.x[:, j]
+        seen = col[np.isfinite(col)]
+        out[name] = [float(seen.min()), float(seen.max())] if len(seen) else []
+    return {"inputs": out, "transforms": sorted(set(rows.transform.tolist()))}
+
+
+def outside(measured: dict, x: dict[str, float], transform: str) -> list[str]:
+    """Why a fix lies outside what the model measured, in words ([] when inside)."""
+    out = []
+    spans = measured.get("inputs") or {}
+    for name in INPUTS:
+        value, span = x.get(name, math.nan), spans.get(name)
+        if value is None or not math.isfinite(value) or span is None:
+            continue
+        if not span:
+            out.append(f"{_said(name)} {value:.3g}, never measured")
+            continue
+        floor = MIN_SLACK["log2" if "log2" in name else "fraction"]
+        slack = max(MARGIN * (span[1] - span[0]), floor)
+        if value < span[0] - slack or value > span[1] + slack:
+            out.append(f"{_said(name)} {value:.3g} vs measured {span[0]:.3g}..{span[1]:.3g}")
+    still = all(abs(x.get(f"d_{d}", 0.0)) < STILL or not math.isfinite(x.get(f"d_{d}", 0.0)) for d in DESCRIPTORS)
+    if still and transform not in (measured.get("transforms") or []):
+        out.append(f"the fix '{transform}' changes nothing this model describes and was never measured")
+    return out
+
+
+def _said(name: str) -> str:
+    side, feature = name.split("_", 1)
+    return f"{feature} {'change' if side == 'd' else ''}".strip()
+
+
+def calibrated_width(scores: np.ndarray) -> float:
+    """log10 half-width of the 80 % interval from out-of-family |residuals|."""
+    return conformal.quantile(np.abs(scores)) if len(scores) else math.inf
+
+
+def family_scores(rows: Rows, by: str = "family") -> np.ndarray:
+    """Residual (measured - predicted, log10) of every row, predicted by a model fitted without its
+    `by` group (family or transform)."""
+    groups = getattr(rows, by)
+    out = np.full(len(rows), math.nan)
+    for g in np.unique(groups):
+        held = groups == g
+        if (~held).sum() < 10:
+            continue
+        out[held] = rows.y[held] - predict(fit(rows.subset(~held)), rows.x[held])
+    return out
+
+
+@dataclass
+class Judged:
+    """One held-out fix: measured, predicted (None: outside what the model measured), interval."""
+
+    family: str
+    workload: str
+    transform: str
+    measured: float
+    predicted: float | None
+    interval: tuple[float, float] | None
+    outside: list[str]
+
+    @property
+    def error(self) -> float | None:
+        return abs(self.predicted / self.measured - 1) if self.predicted else None
+
+    @property
+    def inside(self) -> bool:
+        """Measured inside the interval; a fix without a prediction counts as a miss."""
+        return self.interval is not None and self.interval[0] <= self.measured <= self.interval[1]
+
+
+def leave_out(rows: Rows, by: str = "family") -> list[Judged]:
+    """The held-out protocol: every `by` group (``family`` or ``transform``) in turn is predicted by a
+    model fitted on the others, its interval calibrated on the others' out-of-group residuals (each
+    from a model that saw neither that group nor the held-out one)."""
+    groups = getattr(rows, by)
+    out = []
+    for g in np.unique(groups):
+        held = groups == g
+        train = rows.subset(~held)
+        if len(np.unique(getattr(train, by))) < 2:
+            continue
+        estimator = fit(train)
+        width = calibrated_width(family_scores(train, by))
+        measured = ranges(train)
+        pred = predict(estimator, rows.x[held])
+        for i, p in zip(np.flatnonzero(held), pred):
+            x = dict(zip(INPUTS, rows.x[i]))
+            why = outside(measured, x, str(rows.transform[i]))
+            value = None if why else float(10 ** p)
+            band = None if why else (float(10 ** (p - width)), float(10 ** (p + width)))
+            out.append(Judged(str(rows.family[i]), str(rows.workload[i]), str(rows.transform[i]),
+                              float(10 ** rows.y[i]), value, band, why))
+    return out
+
+
+def figures(judged: list[Judged]) -> dict:
+    """Median |predicted / measured - 1| (over the fixes predicted), the share of all held-out
+    fixes whose measured speedup lies in the predicted 80 % interval (no prediction: a miss)."""
+    errors = [j.error for j in judged if j.error is not None]
+    return {"fixes": len(judged), "predicted": len(errors),
+            "median_error": float(np.median(errors)) if errors else math.nan,
+            "inside": sum(j.inside for j in judged),
+            "coverage": sum(j.inside for j in judged) / len(judged) if judged else math.nan}
+
+
+def build(measured: list[dict]) -> tuple[object, dict] | None:
+    """The speedup regressor of every measured fix and its metadata (None with too few to learn):
+    what it measured (ranges, transforms), and its interval calibrated out of family."""
+    rows = Rows.of(measured)
+    if len(rows) < MIN_FIXES or len(set(rows.family)) < MIN_FAMILIES:
+        return None
+    scores = family_scores(rows)
+    scores = scores[np.isfinite(scores)]
+    meta = {"fixes": len(rows), "workloads": len(set(rows.workload)), "families": sorted(set(rows.family)),
+            "transforms": sorted(set(rows.transform)), "coverage": conformal.COVERAGE,
+            "widen_log10": calibrated_width(scores), "inputs": INPUTS, "measured": ranges(rows),
+            "target": "log10 of the speedup verification measured (before / after, paired)",
+            "method": "gradient-boosted regressor of what the plan is and what the fix changes of it; "
+                      "the interval the 80 % conformal quantile of out-of-family residuals"}
+    return fit(rows), meta
+
+
+def predict_fix(estimator, meta: dict, before: dict[str, float], after: dict[str, float],
+                transform: str) -> tuple[float, float, float] | list[str]:
+    """(speedup, low, high) of one fix, or the reasons it lies outside what the model measured."""
+    x = inputs(before, after)
+    why = outside(meta.get("measured") or {}, x, transform)
+    if why:
+        return why
+    (log_ratio,) = predict(estimator, np.array([[x[n] for n in meta.get("inputs", INPUTS)]], float))
+    width = float(meta["widen_log10"])
+    return float(10 ** log_ratio), float(10 ** (log_ratio - width)), float(10 ** (log_ratio + width))

@@ -1,0 +1,63 @@
+"""Diagnoses of the shared Recorder traces: the rules apply to calls as they apply to Darshan logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor.api import diagnose_path, diagnose_profile, load
+from advisor.report.figures import figure_data
+from tests.recorder_traces import flash_trace, recorder_dir  # noqa: F401
+
+
+def _codes(diagnosis, severities=("high", "warn")) -> set[str]:
+    return {f.code for f in diagnosis.findings if f.severity in severities}
+
+
+def test_small_shared_writes_found(corpus: Path) -> None:
+    """ior -t 4k on one shared file: 4,096 writes of 4 KiB, counted from the per-call segments."""
+    for name in ("R1_posix_small_shared", "R1_posix_small_shared_interprocess"):
+        d = diagnose_path(recorder_dir(corpus) / name / "trace")
+        assert {"IO001", "IO003"} <= _codes(d), name
+        (small,) = [f for f in d.findings if f.code == "IO001"]
+        assert small.evidence["small_write_count"] == 4096
+        assert small.evidence["small_count_method"] == "dxt"
+
+
+def test_good_file_per_process_has_no_warning(corpus: Path) -> None:
+    d = diagnose_path(recorder_dir(corpus) / "R3_posix_fpp_good" / "trace")
+    assert d.error is None and _codes(d) == set()
+    assert d.summary["bytes_written"] == 256 << 20 and d.summary["bytes_read"] == 256 << 20
+
+
+def test_mdtest_metadata_reaches_the_metadata_facts(corpus: Path) -> None:
+    """mdtest -n 200 -F on 4 ranks: the facts MD001/MD003 read come from the calls; 800 files and
+    2.6% of a 1.6 s run (mostly MPI start-up) are below their thresholds (1,000 files, 10%)."""
+    d = diagnose_path(recorder_dir(corpus) / "R4_mdtest" / "trace")
+    assert d.error is None
+    assert d.summary["bytes_written"] == 0 and d.summary["bytes_read"] == 0
+    assert d.summary["files_accessed"] == 810  # 800 files, the tree's directories
+    # all of its I/O time is metadata: opens (creates), closes, unlinks, mkdir, rmdir
+    assert d.summary["meta_time_s"] == d.summary["io_time_s"] > 0.02
+    assert 0.01 < d.summary["io_share"] < 0.1
+
+
+def test_flash_layers_from_hdf5_mpiio_and_posix(flash_trace: Path) -> None:  # noqa: F811
+    profile = load(flash_trace, timeout_s=900)
+    assert profile.job.nprocs == 1024
+    assert {"POSIX", "MPI-IO", "H5F", "H5D", "DXT_POSIX", "DXT_MPIIO"} <= set(profile.modules)
+    d = diagnose_profile(profile)
+    assert d.error is None
+    assert d.summary["interfaces"] == ["POSIX", "MPI-IO", "HDF5"]
+    layers = figure_data(profile)["io_time"]  # the report's time-per-layer figure
+    assert layers["modules"] == ["POSIX", "MPI-IO", "H5F", "H5D"]
+    write = dict(zip(layers["modules"], layers["write"]))
+    meta = dict(zip(layers["modules"], layers["meta"]))
+    # H5Dwrite encloses its MPI-IO writes, which enclose the POSIX writes of the aggregators
+    assert write["H5D"] > write["MPI-IO"] > write["POSIX"] > 0
+    assert meta["H5F"] > 0
+    # HDF5 writes carry the bytes of their MPI-IO calls; MPI-IO those of the POSIX writes below
+    h5d, mpiio = profile.records["H5D"], profile.records["MPI-IO"]
+    posix = profile.records["POSIX"]
+    assert 0.99 < h5d.counters["H5D_BYTES_WRITTEN"].sum() / mpiio.counters["MPIIO_BYTES_WRITTEN"].sum() <= 1
+    assert 0.99 < mpiio.counters["MPIIO_BYTES_WRITTEN"].sum() / posix.counters["POSIX_BYTES_WRITTEN"].sum() <= 1
+    assert mpiio.counters["MPIIO_COLL_WRITES"].sum() == 128 * 1024
