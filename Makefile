@@ -10,7 +10,9 @@ OUT    ?= out
 .PHONY: demo dist docs docs-screenshot docs-screenshots test venv system-deps bench lint clean
 
 $(STAMP): setup.cfg pyproject.toml
+	@echo "make: creating the virtual environment $(VENV)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "make: installing ioadvisor and its dependencies into $(VENV) (about a minute the first time)"
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e '.[test]'
 	touch $(STAMP)
@@ -19,6 +21,7 @@ venv: $(STAMP)
 
 demo: $(STAMP)
 	@mkdir -p $(OUT) $(OUT)/replay-scratch
+	@echo "make: diagnosing $(TRACE), then replaying each fix in $(OUT)/replay-scratch (about a minute; one line per round)"
 	$(VENV)/bin/ioadvisor diagnose $(TRACE) --json $(OUT)/demo.json --html $(OUT)/demo.html --verify --target $(OUT)/replay-scratch --model default
 	@echo "report: $(OUT)/demo.html (JSON: $(OUT)/demo.json)"
 	@echo "ioadvisor is installed in $(VENV): run $(VENV)/bin/ioadvisor, or 'source $(VENV)/bin/activate' first"

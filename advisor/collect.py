@@ -278,6 +278,12 @@ def collect(dirs: list[str] | None = None, root: str = "/") -> dict[str, Any]:
 
 # ---- small helpers shared with the snapshot facts ------------------------------------
 
+def storage_devices(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The block devices of a snapshot that are storage (not loop, zram or other virtual devices):
+    the ones `collect` counts and `show` and the HTML report list."""
+    return [d for d in doc.get("block_devices") or [] if isinstance(d, dict) and not d.get("virtual")]
+
+
 def expand_cpulist(text: str) -> list[int]:
     """``0-3,8,10-11`` -> [0, 1, 2, 3, 8, 10, 11]."""
     cpus: list[int] = []

@@ -115,6 +115,14 @@ class Finding:
     # [{"value": what was assumed, "key": the site-config key that would make it exact, "how": else what would}]
     assumptions: list[dict[str, str]] = field(default_factory=list)
 
+    def held_note(self) -> str:
+        """Why the severity is below what the cost's share gives, when the rule's ceiling holds it
+        there: 'MPI002 stays warn, the most its rule reports: its cost alone would make it high'."""
+        by_cost = (self.confidence or {}).get("by_cost")
+        if not by_cost:
+            return ""
+        return f"{self.code} stays {self.severity}, the most its rule reports: its cost alone would make it {by_cost}"
+
     @property
     def file_count(self) -> int:
         """How many files the finding concerns (more than `files` lists when files_total is set)."""
@@ -202,10 +210,11 @@ class Diagnosis:
         )
 
 
-def diagnoses_json(diagnoses: list[Diagnosis]) -> str:
-    """The document `diagnose --json` and the hook write: one diagnosis as an object, several as a list."""
+def diagnoses_json(diagnoses: list[Diagnosis], as_list: bool = False) -> str:
+    """The document `diagnose --json` and the hook write: one diagnosis as an object (the shape
+    readers of v1 expect), several, or any number when `as_list`, as a list in input order."""
     docs = [d.to_dict() for d in diagnoses]
-    return json.dumps(docs[0] if len(docs) == 1 else docs, indent=2, default=_json_default) + "\n"
+    return json.dumps(docs[0] if len(docs) == 1 and not as_list else docs, indent=2, default=_json_default) + "\n"
 
 
 def _json_default(value: Any) -> Any:

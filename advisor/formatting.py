@@ -62,7 +62,8 @@ def shell_word(value: Any) -> str:
 
 
 def fmt_bytes(n: Any) -> str:
-    """1536 -> '1.5 KiB'; exact powers stay exact ('1 MiB')."""
+    """1536 -> '1.5 KiB'; a whole number of units shows none ('1 MiB'), and so does an amount that
+    rounds to one: 64 MiB + 2 KiB of stdout is '64 MiB', as 64 MiB is, never '64.0 MiB' beside it."""
     if n is None:
         return "?"
     value = float(n)
@@ -70,7 +71,8 @@ def fmt_bytes(n: Any) -> str:
         if abs(value) < 1024 or unit == IEC[-1]:
             if unit == "B":
                 return f"{int(value):,} B"
-            return f"{value:,.0f} {unit}" if value.is_integer() else f"{value:,.1f} {unit}"
+            text = f"{value:,.1f}"
+            return f"{text.removesuffix('.0')} {unit}"
         value /= 1024
     return f"{value:.1f} PiB"  # unreachable
 
@@ -106,6 +108,17 @@ def fmt_num(x: Any) -> str:
     if isinstance(x, float) and not x.is_integer():
         return f"{x:,.2f}" if abs(x) < 100 else f"{x:,.0f}"
     return f"{int(x):,}"
+
+
+def counted(n: Any, noun: str, many: str = "") -> str:
+    """'1 file', '2,048 processes', '1 directory': a count and its noun, singular for one (plural:
+    `many`, else the noun + 'es' after s/x/sh/ch, 'ies' for a consonant + y, else + 's')."""
+    if n == 1:
+        return f"1 {noun}"
+    if not many:
+        many = (noun + "es" if noun.endswith(("s", "x", "sh", "ch")) else
+                noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s")
+    return f"{fmt_num(n)} {many}"
 
 
 def fmt_rate(x: Any) -> str:

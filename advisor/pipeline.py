@@ -43,6 +43,7 @@ class Verify:
     nprocs: int | None = None
     scale: float | None = None
     settings: ReplayConfig | None = None
+    quiet: bool = False  # no progress lines on stderr (``--json -``)
 
 
 @dataclass(frozen=True)
@@ -217,8 +218,12 @@ def _predict(model: Model, profile: JobProfile, diagnosis: Diagnosis, expectatio
 def _verify(profile: JobProfile, diagnosis: Diagnosis, verify: Verify) -> None:
     from advisor.verify import verify_findings
 
-    verify_findings(profile, diagnosis, verify.target, verify.repeat, verify.nprocs, verify.scale,
-                    settings=verify.settings)
+    from advisor.report.progress import steps
+
+    name = str(diagnosis.source.get("path", "") or "the job").rsplit("/", 1)[-1]
+    with steps(f"replaying {name} on {verify.target}", quiet=verify.quiet) as on_progress:
+        verify_findings(profile, diagnosis, verify.target, verify.repeat, verify.nprocs, verify.scale,
+                        settings=verify.settings, on_progress=on_progress)
 
 
 def _learn(profile: JobProfile, diagnosis: Diagnosis, verify: Verify, config: SiteConfig,

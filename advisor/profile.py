@@ -16,11 +16,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from advisor.units import STD_STREAMS  # noqa: F401 (re-exported: facts read it from here)
+
 SHARED_RANK = -1
 """Darshan's rank for a record reduced over all ranks of a shared file."""
 DATA_MODULES = ("POSIX", "STDIO")
 """The layer that reaches the file system; MPI-IO and HDF5 time is spent in these below them."""
-STD_STREAMS = ("<STDIN>", "<STDOUT>", "<STDERR>")
 
 
 @dataclass

@@ -108,3 +108,6 @@ def check_kind(kind: str) -> str:
     if kind not in KINDS:
         raise ValueError(f"unknown unit kind {kind!r} (kinds: {', '.join(KINDS)})")
     return kind
+
+STD_STREAMS = ("<STDIN>", "<STDOUT>", "<STDERR>")
+"""Darshan's names of the standard streams: recorded like files, never counted as files."""

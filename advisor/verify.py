@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -109,7 +110,8 @@ def replay_plan(profile: JobProfile, *, np: int | None = None, scale: float | No
 def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, repeat: int | None = None,
             np: int | None = None, scale: float | None = None, odirect: bool = False,
             think_time: bool = False, keep: bool = False, source: str = "auto",
-            base: Plan | None = None, settings: ReplayConfig | None = None) -> Measurement:
+            base: Plan | None = None, settings: ReplayConfig | None = None,
+            on_progress: Callable[[str], None] | None = None) -> Measurement:
     """Replay the baseline and each fix (`repeat`: exactly that many rounds and one look; None:
     the sequential test of ``settings``). Without fixes the baseline alone runs."""
     settings = settings or ReplayConfig()
@@ -130,7 +132,7 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
     history = History.of(target_path, settings.history, settings.history_dir)
     past, workload = history.runs(), base.summary()
     launch = _Launch(base, target_path, repeat, settings, odirect=odirect, think_time=think_time, keep=keep,
-                     prior=drift.prior(settings.reproducibility, past).sd)
+                     prior=drift.prior(settings.reproducibility, past).sd, on_progress=on_progress)
     outcomes = launch.each(runnable) if runnable or not fixes else {}
     first = next(iter(outcomes.values()), None) if outcomes else None
     out = Measurement(fixes=list(fixes), context=dict(context), plan=workload,
@@ -213,7 +215,8 @@ class _Launch:
                              min_sample_s=self.settings.min_sample_s,
                              policy=replace(self.policy, reproducibility=self.flags["prior"]) if adaptive else None,
                              budget_s=budget_s if adaptive else math.inf,
-                             budget_bytes=self.settings.budget_gib * GiB if adaptive else math.inf)
+                             budget_bytes=self.settings.budget_gib * GiB if adaptive else math.inf,
+                             on_progress=self.flags["on_progress"])
         try:
             with safety.Scratch(self.target, keep=self.flags["keep"],
                                 allow_mount_root=self.settings.allow_mount_root) as scratch:

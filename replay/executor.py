@@ -38,7 +38,7 @@ from replay.rank import BUFFER_CAP, Buffer, RankRunner, file_path
 from replay.record import reduce_record
 from replay.reshape import neighbour_reads
 from replay.safety import SafetyError, check_scratch, die_with_parent, drop_caches
-from replay.sampling import Budget, Schedule, passes_for
+from replay.sampling import PROGRESS, Budget, Schedule, passes_for
 
 RESULT_SCHEMA = "ioadvisor/replay-result/v2"
 PREFILL_CHUNK = 4 << 20
@@ -179,6 +179,7 @@ class Session:
                     written += entry["bytes_written"] * passes[v] + self.prefill_bytes[v] * passes[v]
             if self.comm.rank == 0:
                 schedule.end_round(time.monotonic() - t0, written)
+                print(PROGRESS + schedule.progress(), file=sys.stderr, flush=True)  # launch.py streams it
                 # a warm-up pass is often slower than the passes after it: a sample shorter
                 # than wanted gets more passes from the next round on (the mean per pass holds)
                 passes = [max(k, passes_for(min(t), self.args.min_sample_s)) if t else k

@@ -10,6 +10,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import numpy as np
 
 from replay import safety, stats
 from replay.safety import Scratch
+from replay.sampling import PROGRESS
 
 
 class LaunchError(Exception):
@@ -36,6 +39,7 @@ class LaunchOptions:
     policy: stats.Policy | None = None  # adaptive: variant 0 is the baseline, rounds until decided
     budget_s: float = math.inf
     budget_bytes: float = math.inf
+    on_progress: Callable[[str], None] | None = None  # called with each round's progress line
 
     def executor_args(self) -> list[str]:
         args = ["--repeat", str(self.repeat), "--cache", self.cache, "--min-sample-s", repr(self.min_sample_s)]
@@ -83,7 +87,7 @@ def run_plans(scratch: Scratch, plans: list[Path], labels: list[str], opts: Laun
                                           env=env, start_new_session=True,
                                           preexec_fn=_launcher_dies_with_us))
     try:
-        stdout, stderr = proc.communicate(timeout=opts.timeout_s)
+        stdout, stderr = _communicate(proc, opts)
     except subprocess.TimeoutExpired:
         scratch.kill_children()
         raise LaunchError(f"replay did not finish within {opts.timeout_s:.0f} s") from None
@@ -96,6 +100,28 @@ def run_plans(scratch: Scratch, plans: list[Path], labels: list[str], opts: Laun
         pairs = out.with_name(f"{out.stem}.{safe}.pairs.npy")
         v["record"]["pairs"] = np.load(pairs, allow_pickle=False) if pairs.exists() else None
     return result
+
+
+def _communicate(proc: subprocess.Popen, opts: LaunchOptions) -> tuple[str, str]:
+    """The job's stdout and stderr, its progress lines passed to `opts.on_progress` as they come
+    (stderr is read line by line in a thread, so the job never blocks on a full pipe)."""
+    if opts.on_progress is None:
+        return proc.communicate(timeout=opts.timeout_s)
+    errors: list[str] = []
+
+    def pump() -> None:
+        for line in proc.stderr:
+            if line.startswith(PROGRESS):
+                opts.on_progress(line[len(PROGRESS):].strip())
+            else:
+                errors.append(line)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    stdout = proc.stdout.read()
+    proc.wait(timeout=opts.timeout_s)
+    reader.join()
+    return stdout, "".join(errors)
 
 
 def _failure_line(code: int, stdout: str, stderr: str) -> str:

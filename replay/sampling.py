@@ -48,6 +48,10 @@ class Budget:
     bytes: float = math.inf
 
 
+PROGRESS = "ioadvisor-replay-progress: "
+"""Prefix of the executor's progress lines on stderr (one per round); replay.launch passes them on."""
+
+
 @dataclass
 class Schedule:
     """Which variants the next round samples, until the measurement is done."""
@@ -91,6 +95,14 @@ class Schedule:
                 why = STOP_DECIDED if test.settled else STOP_FUTILE if self._futile(test) else ""
                 if why:
                     self.stopped_at[v], self.stopped_why[v] = len(self.times[v]), why
+
+    def progress(self) -> str:
+        """One line after a round, for the caller's progress display: 'round 3 of at most 40, 2
+        fixes still undecided, 12 s'."""
+        most = self.repeat if not self.adaptive else self.policy.max_pairs
+        open_ = len(self.active()[1:])
+        undecided = f", {open_} fix{'es' if open_ != 1 else ''} still undecided" if self.adaptive and open_ else ""
+        return f"round {self.rounds} of at most {most}{undecided}, {time.monotonic() - self._started:.0f} s"
 
     def _futile(self, test: stats.Decision) -> bool:
         """An undecided fix whose projected pairs to a decision lie far beyond max_pairs: its

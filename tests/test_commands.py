@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from advisor.commands import calibrate, collect, hook, replay, report, show, train
 from advisor.commands.diagnose import command as diagnose
 from advisor.errors import InputError
+from advisor.verify import default_np
 from tests.conftest import CORPUS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,7 +125,8 @@ def test_replay_plan_only_prints_the_plan_as_json():
     done = invoke(replay.command, DEMO, "--plan-only", "--json", "-", "--scale", "0.5")
     doc = json.loads(done.stdout)
     assert done.exit_code == 0 and doc["schema"] == replay.SCHEMA
-    assert doc["plan"]["np"] == 4 and doc["plan"]["scale"] == pytest.approx(0.5, rel=0.1)
+    # the ranks the replay runs: the job's 4 folded onto the CPUs here
+    assert doc["plan"]["np"] == default_np(4) and doc["plan"]["scale"] == pytest.approx(0.5, rel=0.1)
     assert "needs --target" in invoke(replay.command, DEMO).output
 
 

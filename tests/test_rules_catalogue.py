@@ -86,15 +86,16 @@ def test_cli_rules_and_explain():
 
 @pytest.mark.parametrize("columns", ["200", "60"])
 def test_rules_code_prints_each_command_verbatim(columns):
-    """C comments and '*' are not Markdown: every command of every rule comes out as written,
-    one per line (a narrow terminal may wrap a long one, never join two)."""
+    """C comments and '*' are not Markdown: every command of every rule comes out as written
+    (its template outlined), one per line (a narrow terminal may wrap a long one, never join two)."""
+    from advisor.engine.render import outline
     from advisor.engine.rules import load_catalogue
 
     for code in ("IO001", "LUS002", "MPI007", "SRV002"):
         out = _cli("rules", code, env={**os.environ, "COLUMNS": columns})
         assert out.returncode == 0, out.stderr
         printed = out.stdout.splitlines()
-        for command in load_catalogue().get(code).recommendation["commands"]:
+        for command in map(lambda c: outline(c, code=True), load_catalogue().get(code).recommendation["commands"]):
             if len(command) < int(columns) - 4:
                 assert any(line.strip() == command.strip() for line in printed), (code, command)
             # wrapped or not: the command's words in order, nothing else between them

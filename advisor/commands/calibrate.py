@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -53,6 +54,14 @@ class _bar:
     def __enter__(self):
         if self.quiet:
             return None
+        if not sys.stderr.isatty():  # a log: one line per batch measured (a bar would print only at the end)
+            from advisor.report.progress import steps
+
+            self.lines = steps("calibrating")
+            line = self.lines.__enter__()
+            return lambda p: line(f"{p.measured} patterns, {p.rows} rows, "
+                                  f"{p.elapsed_s:.0f} s of a {self.budget_s:.0f} s budget")
+        self.lines = None
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -68,4 +77,4 @@ class _bar:
 
     def __exit__(self, *exc):
         if not self.quiet:
-            self.bar.__exit__(*exc)
+            (self.lines or self.bar).__exit__(*exc)

@@ -10,7 +10,7 @@ import click
 
 from advisor.errors import InputError
 from advisor.fileio import write_atomic
-from advisor.formatting import printable
+from advisor.formatting import counted, printable
 
 
 @click.command(name="collect")
@@ -25,7 +25,7 @@ def command(out: Path | None, dirs: tuple[Path, ...]) -> None:
     The JSON is ``ioadvisor/snapshot/v1``; feed it to ``ioadvisor diagnose`` with the site
     config to check it against the site's targets.
     """
-    from advisor.collect import collect
+    from advisor.collect import collect, storage_devices
 
     for d in dirs:
         if not d.exists():
@@ -38,5 +38,5 @@ def command(out: Path | None, dirs: tuple[Path, ...]) -> None:
     if out.parent and not out.parent.is_dir():
         raise InputError(str(out), "its directory does not exist")
     write_atomic(out, text)  # never half-written
-    click.echo(printable(f"snapshot of {doc['host']['hostname']} written to {out} "
-                         f"({len(doc['block_devices'])} block devices, {len(doc['notes'])} notes)"), err=True)
+    devices, notes = counted(len(storage_devices(doc)), "block device"), counted(len(doc["notes"]), "note")
+    click.echo(printable(f"snapshot of {doc['host']['hostname']} written to {out} ({devices}, {notes})"), err=True)

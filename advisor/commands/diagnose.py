@@ -24,7 +24,9 @@ from advisor.formatting import printable
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="Site config (TOML); default $IOADVISOR_CONFIG.")
 @click.option("--json", "json_out", metavar="FILE|-", default=None,
-              help="Write the diagnosis as JSON (ioadvisor/diagnosis/v1); '-' for stdout.")
+              help="Write the diagnosis as JSON (ioadvisor/diagnosis/v1); '-' for stdout. One input file "
+                   "gives one object; several inputs or a directory give a list, one object per input "
+                   "in order (an unreadable one as its error).")
 @click.option("--html", "html_out", metavar="FILE", default=None, help="Write a self-contained HTML report.")
 @click.option("--fail-on", type=click.Choice(["high", "warn"]), default=None,
               help="Exit with status 1 when a finding of this severity or worse exists.")
@@ -54,7 +56,8 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     if verify and not target:
         raise click.UsageError("--verify needs --target DIR (a scratch directory on the mount to test)")
     config = load_config(config_path)
-    checked = pipeline.Verify(Path(target), repeat, nprocs, scale, config.section("replay")) if verify else None
+    checked = pipeline.Verify(Path(target), repeat, nprocs, scale, config.section("replay"),
+                              quiet=json_out == "-") if verify else None
     stages = pipeline.Stages.from_config(config, model=model_path, verify=checked,
                                          figures=bool(json_out or html_out), campaign=True,
                                          baselines=tuple(baselines))
@@ -66,7 +69,8 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     diagnoses = done.diagnoses
 
     if json_out:  # every input in order, an unusable one as its error result
-        fileio.write_atomic(json_out, diagnoses_json([r.diagnosis for r in done.results]))
+        several = len(paths) > 1 or any(os.path.isdir(p) for p in paths)  # the shape follows the command line
+        fileio.write_atomic(json_out, diagnoses_json([r.diagnosis for r in done.results], as_list=several))
     if html_out and diagnoses:
         from advisor.report.html import write_html  # Jinja2 and the plots: only for --html
 

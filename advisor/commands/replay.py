@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from advisor.formatting import printable
+from advisor.formatting import counted, fmt_num, printable
 
 SCHEMA = "ioadvisor/replay/v1"
 
@@ -98,10 +98,8 @@ def command(path, plan_only, json_out, target, fix_spec, repeat, config_path, np
     from advisor.verify import measure, replay_plan
 
     profile = api.load(path)
-    if plan_only:
-        from advisor.replay_plan import build_plan
-
-        plan = build_plan(profile, source=source, scale=scale, np=nprocs, think_time=think_time)
+    if plan_only:  # the plan the replay would run: ranks folded onto the CPUs here, the same scale
+        plan = replay_plan(profile, np=nprocs, scale=scale, think_time=think_time, source=source)
         doc = {"schema": SCHEMA, "input": path, "plan": plan.summary()}
         _emit(doc, json_out, _print_plan)
         return
@@ -111,8 +109,11 @@ def command(path, plan_only, json_out, target, fix_spec, repeat, config_path, np
     fixes, proposers = _fixes(profile, fix_spec)
     probed = _probe_for(fixes, proposers, Path(target), quiet=json_out == "-")
     base = replay_plan(profile, np=nprocs, scale=scale, think_time=think_time, source=source)
-    result = measure(profile, fixes, Path(target), repeat=repeat, odirect=odirect, think_time=think_time,
-                     keep=keep, base=base, settings=settings)
+    from advisor.report.progress import steps
+
+    with steps(f"replaying {Path(path).name} on {target}", quiet=json_out == "-") as on_progress:
+        result = measure(profile, fixes, Path(target), repeat=repeat, odirect=odirect, think_time=think_time,
+                         keep=keep, base=base, settings=settings, on_progress=on_progress)
     doc = _document(path, profile, result, proposers)
     doc["probe"] = probed
     _emit(doc, json_out, _print_result)
@@ -193,14 +194,21 @@ def _print_plan(doc: dict) -> None:
 
     p, out = doc["plan"], console()
     out.print(f"[bold]replay plan[/] of {_shown(doc['input'])}: source {p['source']}, scale {p['scale']:g}, "
-              f"{p['np']} ranks (job: {p['nprocs_source']})")
-    out.print(f"  {p['nfiles']} files ({p['shared_files']} shared) in {p['directories']} directories, "
-              f"{p['phases']} phases")
+              + _ranks(p["np"], p["nprocs_source"]))
+    out.print(f"  {counted(p['nfiles'], 'file')} ({fmt_num(p['shared_files'])} shared) in "
+              f"{counted(p['directories'], 'directory')}, {counted(p['phases'], 'phase')}")
     out.print("  operations: " + ", ".join(f"{k} {v:,}" for k, v in p["ops"].items()))
     out.print(f"  bytes: read {_mib(p['bytes_read'])}, written {_mib(p['bytes_written'])}; "
               f"needs {_mib(p['planned_bytes'])} on the target")
     for note in p.get("notes", []):
         out.print(f"  note: {_shown(note)}")
+
+
+def _ranks(np: int, job_ranks: int) -> str:
+    """'2 ranks (the job's 2,048 folded onto them)': what the replay runs, beside the job."""
+    if np == job_ranks:
+        return f"{counted(np, 'rank')}, as the job"
+    return f"{counted(np, 'rank')} (the job's {fmt_num(job_ranks)} folded onto them)"
 
 
 def _print_result(doc: dict) -> None:

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.engine.expr import Node, unparse
+from advisor.engine.render import outline
 from advisor.errors import ConfigError, InputError
 
 
@@ -147,7 +148,7 @@ Category `{rule.category}`, severity up to `{rule.severity}`
 - Evidence: {_evidence(rule)}
 - Cost: `{' '.join(rule.cost_text.split()) or 'not estimated'}`
 - Replay fix: {fix}
-- Recommendation: {' '.join(rule.recommendation['text'].split())}
+- Recommendation: {outline(rule.recommendation['text'])}
 - References: {', '.join(rule.references) or 'none'}
 - Defined in {rule.source.rsplit('/', 1)[-1]}
 {_commands(rule.recommendation["commands"])}"""
@@ -159,5 +160,5 @@ def _commands(commands: list[str]) -> str:
     if not commands:
         return ""
     fence = "`" * max(3, 1 + max((len(run) for c in commands for run in re.findall(r"`+", c)), default=0))
-    body = "\n".join(commands)
+    body = "\n".join(outline(c, code=True) for c in commands)
     return f"\nCommands it suggests (a finding fills in the job's values):\n\n{fence}\n{body}\n{fence}\n"

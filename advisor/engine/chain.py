@@ -96,12 +96,10 @@ def _evaluate(rule: Rule, ctx: FactContext, fired: set[str], runtime_s: float, o
 
 def _say_assumed(finding: Finding, assumed: list[Assumption]) -> None:
     """A finding resting on values neither the input nor the site config gave says so, and
-    names what would make each exact (in its message, and as data in `assumptions`)."""
-    if not assumed:
-        return
-    finding.assumptions = [asdict(a) for a in assumed]
-    finding.message = (finding.message.rstrip() + " Assumed, not read from the input or the site config: "
-                       + "; ".join(a.sentence() for a in assumed) + ".")  # every reporter shows the message
+    names what would make each exact, as data in `assumptions`: the reporters list them once
+    per report and mark the findings that use them (advisor.report.assumed)."""
+    if assumed:
+        finding.assumptions = [{k: v for k, v in asdict(a).items() if v or k != "ran_on"} for a in assumed]
 
 
 def _label(rule: Rule) -> str:

@@ -9,13 +9,15 @@ are kept across runs in Jinja2's own bytecode cache, in the per-user cache direc
 from __future__ import annotations
 
 import contextlib
+import re
 import hashlib
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import ConfigError
-from advisor.formatting import (fmt_bytes, fmt_list, fmt_num, fmt_pct, fmt_rate, fmt_ratio, fmt_secs, shell_word,
+from advisor.formatting import (counted, fmt_bytes, fmt_list, fmt_num, fmt_pct, fmt_rate, fmt_ratio, fmt_secs,
+                                 shell_word,
                                  size_arg)
 from advisor.units import KiB, MiB
 
@@ -34,7 +36,7 @@ def environment() -> ImmutableSandboxedEnvironment:
                                         loader=jinja2.FunctionLoader(_TEXTS.get),
                                         bytecode_cache=_bytecode_cache(jinja2.__version__))
     env.filters.update(bytes=fmt_bytes, pct=fmt_pct, secs=fmt_secs, num=fmt_num, rate=fmt_rate, ratio=fmt_ratio,
-                       names=fmt_list, shell=shell_word,
+                       names=fmt_list, shell=shell_word, counted=counted,
                        kib=partial(_in_unit, unit=KiB), mib=partial(_in_unit, unit=MiB),  # kernel settings' units
                        lfs_size=partial(size_arg, upper=True),  # 4M, as `lfs setstripe -S` takes it
                        size_arg=size_arg)  # 4m, as IOR's -t, IOzone's -s and fio's size= take it
@@ -145,3 +147,33 @@ def _shown(text: str) -> list[tuple[str, str | None]]:
 
 def render(text: str, values: dict[str, Any]) -> str:
     return compile_template(text).render(values).strip()
+
+
+_PRINT = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}", re.S)
+_TAG = re.compile(r"\s*\{%-?\s*(if|elif|else|endif|for|endfor)\b\s*(.*?)\s*-?%\}\s*", re.S)
+
+
+def outline(text: str, code: bool = False) -> str:
+    """A template as a reader of the rule's page sees it, without Jinja2 syntax: each value it
+    prints as ``<name>``, each condition as ``[when cond]``, each loop as ``[for each x in xs]``;
+    decorative strings (separators between loop items) are left out. `code` keeps the plain
+    ``<name>`` of a command line; prose quotes names in backticks (Markdown would take
+    ``<name>`` for an HTML tag)."""
+    quote = (lambda s: s) if code else (lambda s: f"`{s}`")
+
+    def value(match: re.Match) -> str:
+        expr = match.group(1)
+        if expr[:1] in "'\"" or "loop." in expr:  # a separator or a literal decoration
+            return ""
+        return quote(f"<{expr.split('|')[0].strip()}>")
+
+    def tag(match: re.Match) -> str:
+        word, rest = match.group(1), " ".join(match.group(2).split())
+        shown = {"if": f" [when {quote(rest)}] ", "elif": f" [else, when {quote(rest)}] ", "else": " [otherwise] ",
+                 "for": f" [for each {quote(rest)}] "}.get(word, " ")
+        return shown
+
+    plain = _TAG.sub(tag, _PRINT.sub(value, text))
+    if code:  # a command keeps its own spacing
+        return "\n".join(line.strip() for line in plain.split("\n")).strip()
+    return " ".join(plain.split())

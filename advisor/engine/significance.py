@@ -17,7 +17,7 @@ A finding's severity is the lowest of three levels:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from advisor.config import SiteConfig
@@ -77,9 +77,10 @@ class Confidence:
     level: str  # high, medium, low
     reason: str
     ratio: float | None = None  # effect / noise, for timing evidence
+    by_cost: str | None = None  # the severity the cost's share alone gives, when the rule's ceiling held it lower
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if v is not None or k != "by_cost"}
 
 
 DECLARED = Confidence("high", "stated by the input (counters, settings, outputs), not a timed effect")
@@ -145,7 +146,10 @@ def grade(ceiling: str, kind: str, impact: Impact, noise: dict | None,
     by_cost = impact_level(impact, limits)
     if by_cost is None:
         return None, sure
-    return lowest(ceiling, by_cost, CAP[sure.level]), sure
+    severity = lowest(ceiling, by_cost, CAP[sure.level])
+    if severity == ceiling and SEVERITY_RANK[ceiling] > SEVERITY_RANK[by_cost]:  # the rule's ceiling, not the cost
+        sure = replace(sure, by_cost=by_cost)
+    return severity, sure
 
 
 def lowest(*severities: str) -> str:

@@ -86,9 +86,8 @@ class Assumption:
     value: str
     key: str = ""
     how: str = ""
+    ran_on: str = ""  # a Lustre default assumed for a job whose files were elsewhere: their file systems
 
-    def sentence(self) -> str:
-        return f"{self.value}: " + (f"set {self.key} in the site config to make it exact" if self.key else self.how)
 
 
 FACTS: dict[str, Fact] = {}
@@ -234,11 +233,12 @@ class FactContext:
         return self._memo[key]
 
     # -- where values come from ------------------------------------------------------------
-    def assume(self, value: str, key: str = "", how: str = "") -> None:
+    def assume(self, value: str, key: str = "", how: str = "", ran_on: str = "") -> None:
         """Record, for the fact being computed (and every fact reading it), that it used `value`
-        which neither the input nor the site config gave; `key` or `how` says what would."""
+        which neither the input nor the site config gave; `key` or `how` says what would;
+        `ran_on` names the job's file systems when `value` is a Lustre default and none was Lustre."""
         if self._collecting:
-            self._collecting[-1][Assumption(value, key, how)] = None
+            self._collecting[-1][Assumption(value, key, how, ran_on)] = None
 
     @contextmanager
     def tracing(self) -> Iterator[dict[Assumption, None]]:

@@ -206,3 +206,13 @@ def owner_files(ctx: FactContext, rec: ModuleRecords, key: str) -> np.ndarray:
     by_name = {name: rid for rid, name in ctx.profile.names.items()}
     named = [by_name.get(ctx.profile.name_of(i).rsplit(":", 1)[0], 0) for i in rec.ids]
     return np.where(files != 0, files, np.asarray(named, np.uint64))
+
+
+def not_lustre(ctx: FactContext) -> str:
+    """The job's file systems ('ext4') when they are known and none is Lustre, else '': a value
+    assumed as Lustre's default for such a job says so."""
+    try:
+        kinds = sorted({f.fstype for f in data_files(ctx) if f.fstype})
+    except Missing:  # not a Darshan log (IOR output, snapshot): nothing says where it ran
+        return ""
+    return ", ".join(kinds) if kinds and "lustre" not in kinds else ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact
-from advisor.facts._darshan import col, data_files, dxt, maybe, nprocs, records, summary, total
+from advisor.facts._darshan import col, data_files, dxt, maybe, not_lustre, nprocs, records, summary, total
 from advisor.facts.sanity import bounded
 
 
@@ -149,7 +149,8 @@ def _stripe_size(ctx: FactContext, record_id: int) -> int:
         return layout.stripe_size
     if ctx.config.system.default_stripe_size:
         return ctx.config.system.default_stripe_size
-    ctx.assume("stripes of 1 MiB (Lustre's default) where the log has no layout", "[system] default_stripe_size")
+    ctx.assume("stripes of 1 MiB (Lustre's default) where the log has no layout", "[system] default_stripe_size",
+               ran_on=not_lustre(ctx))
     return 1 << 20
 
 

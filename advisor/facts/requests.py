@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
-from advisor.facts._darshan import col, data_records, dxt, mpiio_write_only_ids, nprocs, records, top_files
+from advisor.facts._darshan import (col, data_records, dxt, mpiio_write_only_ids, not_lustre, nprocs, records,
+                                     top_files)
 from advisor.metrics import SIZE_BINS
 from advisor.profile import DXT_READ, DXT_WRITE, ModuleRecords, shared_mask
 
@@ -261,14 +262,15 @@ def common_access_size(ctx: FactContext) -> int:
 @fact("rpc_size", "bytes", "The file system's bulk RPC size: [system] rpc_size, else Lustre's default "
       "(1 MiB), assumed.", label="RPC size")
 def rpc_size(ctx: FactContext) -> int:
-    return int(_site_or_assumed(ctx, "rpc_size", DEFAULT_RPC_SIZE, "an RPC size of 1 MiB (Lustre's default)"))
+    return int(_site_or_assumed(ctx, "rpc_size", DEFAULT_RPC_SIZE, "an RPC size of 1 MiB (Lustre's default)",
+                                lustre=True))
 
 
 @fact("request_latency_s", "seconds", "The fixed cost of one request, an RPC round trip: [system] "
       "request_latency_s, else 100 us (a Lustre RPC over a fast network), assumed.", label="latency per request")
 def request_latency_s(ctx: FactContext) -> float:
     return float(_site_or_assumed(ctx, "request_latency_s", DEFAULT_REQUEST_LATENCY_S,
-                                  "a latency of 100 us per request (a Lustre RPC round trip)"))
+                                  "a latency of 100 us per request (a Lustre RPC round trip)", lustre=True))
 
 
 @fact("stream_rate", "rate", "What one process moves per second in large requests: [system] stream_mib_s, else "
@@ -289,12 +291,13 @@ def coalescing_saving(ctx: FactContext, size: float) -> float:
     return max(0.0, 1.0 - size / ctx.get("rpc_size")) * latency / (latency + size / ctx.get("stream_rate"))
 
 
-def _site_or_assumed(ctx: FactContext, key: str, default: float, assumed: str) -> float:
-    """The site config's `[system] key`, else `default`, recorded as assumed (`assumed` says what)."""
+def _site_or_assumed(ctx: FactContext, key: str, default: float, assumed: str, lustre: bool = False) -> float:
+    """The site config's `[system] key`, else `default`, recorded as assumed (`assumed` says what;
+    a `lustre` default says when the job ran elsewhere)."""
     value = getattr(ctx.config.system, key)
     if value:
         return value
-    ctx.assume(assumed, f"[system] {key}")
+    ctx.assume(assumed, f"[system] {key}", ran_on=not_lustre(ctx) if lustre else "")
     return default
 
 

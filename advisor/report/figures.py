@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from advisor import metrics
+from advisor.collect import storage_devices
 from advisor.facts.ost import MIN_RECORD_BYTES
 from advisor.ingest.ior.view import snapshot_data
 from advisor.ingest.snapshot import SnapshotProfile
@@ -210,8 +211,7 @@ def snapshot_tables(snap: dict) -> dict | None:
         tables.append({"title": "node", "columns": ["setting", "value"], "rows": node})
     columns = ("name", "read_ahead_kb", "max_sectors_kb", "max_hw_sectors_kb", "nr_requests", "queue_depth",
                "scheduler", "rotational")
-    devices = [[str(d.get(c, "")) for c in columns] for d in snap.get("block_devices") or []
-               if isinstance(d, dict) and (d.get("size_bytes") or not d.get("virtual"))]
+    devices = [[str(d.get(c, "")) for c in columns] for d in storage_devices(snap)]
     if devices:
         tables.append({"title": "block devices", "columns": ["device", *columns[1:]], "rows": devices})
     lustre = snap.get("lustre") or {}

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup
 
-from advisor.formatting import fmt_middle
+from advisor.formatting import counted, fmt_middle
 from advisor.report.svg import Axis, Scale, Svg, axis, text_width
 from advisor.report.units import compact_count, fmt_bytes, fmt_num, fmt_rate, fmt_secs
-from advisor.units import MiB
+from advisor.units import STD_STREAMS, MiB
 
 WIDTH = 860
 LEFT, RIGHT, TOP, BOTTOM = 78, 16, 26, 46
@@ -320,8 +320,10 @@ def top_files_plot(fig: dict) -> Plot:
               for name, cls, key in (("read", "c-read", "read_s"), ("write", "c-write", "write_s"),
                                      ("metadata", "c-meta", "meta_s"))]
     basis = str(fig.get("basis", "summed over ranks"))
+    streams = [p for p in paths if p in STD_STREAMS]  # shown, but not files (the header's count)
+    shown = counted(len(paths) - len(streams), "file") + "".join(f" and {s}" for s in streams)
     alt = ("No file with I/O time." if not files else
-           f"{len(files)} files; the slowest is {paths[0]} with {fmt_secs(_file_total(files[0]))} of I/O.")
+           f"{shown}; the slowest is {paths[0]} with {fmt_secs(_file_total(files[0]))} of I/O.")
     labels = [fmt_middle(p, 30, "\u2026") for p in paths]
     svg = stacked_hbars("top-files", title, labels, paths, stacks, f"I/O time ({{unit}}), {basis}", alt)
     rows = [[p, fmt_secs(_file_total(f)), fmt_bytes(float(f.get("bytes_read", 0))),

@@ -22,7 +22,7 @@ import numpy as np
 from advisor.engine.chain import json_ready
 from advisor.facts import FactContext
 from advisor.facts.layers import layer_section
-from advisor.formatting import fmt_middle, printable
+from advisor.formatting import counted, fmt_middle, printable
 from advisor.metrics import FileModuleStats, ModuleSummary, per_file, summarize
 from advisor.profile import JobProfile, LustreLayout
 from advisor.report.layers import file_table, layer_lines, layer_table
@@ -227,10 +227,11 @@ class Sections:
     def of(cls, e: dict) -> Sections:
         j, s = e["job"], e["summary"]
         out = cls(title=printable(e["path"]))
+        job = (f"job {printable(j['jobid'])}, {counted(j['nprocs'], 'process')}, "
+               f"run time {fmt_seconds(j['runtime_s'])}, ")
+        snapshot = e["source"]["format"] == "snapshot"  # a node's settings: no job, no ranks, no run time
         out.header = [
-            f"job {printable(j['jobid'])}, {j['nprocs']} process{'' if j['nprocs'] == 1 else 'es'}, "
-            f"run time {fmt_seconds(j['runtime_s'])}, "
-            f"started {when(j['start_time'])}",
+            f"{'collected' if snapshot else job + 'started'} {when(j['start_time'])}",
             f"exe: {printable(j['exe']) or 'unknown'}",
             f"log: {e['source']['format']} {e['source']['log_version']} written by "
             f"{'Darshan ' if e['source']['format'].startswith('darshan') else ''}"
@@ -239,7 +240,7 @@ class Sections:
         if s["base_modules"]:
             out.header.append(
                 f"I/O ({'+'.join(s['base_modules'])}): read {fmt_bytes(s['bytes_read'])}, "
-                f"wrote {fmt_bytes(s['bytes_written'])} in {fmt_count(s['files'])} files")
+                f"wrote {fmt_bytes(s['bytes_written'])} in {counted(s['files'], 'file')}")
         layers = e.get("layers")
         if layers and layers.get("io_time"):
             io = layers["io_time"]

@@ -26,6 +26,7 @@ from rich.text import Text
 from advisor.formatting import fmt_bytes, fmt_middle, fmt_num, fmt_pct, fmt_secs, printable
 from advisor.findings import Diagnosis, Finding
 from advisor.fixes import FixSummary, caution, fix_key
+from advisor.report.assumed import Assumed, assumed
 from advisor.report.layers import layer_lines
 from advisor.report.units import evidence_rows
 
@@ -54,8 +55,12 @@ def print_report(diagnosis: Diagnosis, out: Console | None = None, verbose: bool
         out.print(_text("  No problems found by the rules that could run.", "green"))
     fixes, avoid = diagnosis.fixes(), diagnosis.fixes_not_to_apply()
     numbers = {fix_key(fix.fix): i for i, fix in enumerate(fixes + avoid, 1)}
+    values = assumed(findings)
     for finding in findings:
-        out.print(_finding(finding, verbose, numbers.get(fix_key(finding.fix)) if finding.fix else None))
+        out.print(_finding(finding, verbose, numbers.get(fix_key(finding.fix)) if finding.fix else None,
+                           values.mark(finding)))
+    if values.lines:
+        out.print(_assumed(values))
     if fixes or avoid:
         out.print(_fixes(fixes, avoid))
     footer = _footer(diagnosis, verbose)
@@ -89,13 +94,14 @@ def _job_line(job: dict[str, Any]) -> str:
         when = job.get("start_time")
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when)) if isinstance(when, (int, float)) else ""
         return f"{exe}  {stamp}".rstrip()
-    return (f"job {_markup(job.get('jobid') or '-')}  ranks {job.get('nprocs', 0)}  "
+    return (f"job {_markup(job.get('jobid') or '-')}  ranks {fmt_num(job.get('nprocs', 0))}  "
             f"run time {fmt_secs(job.get('runtime_s'))}  exe {exe}")
 
 
-def _finding(f: Finding, verbose: bool, fix_no: int | None = None) -> Padding:
+def _finding(f: Finding, verbose: bool, fix_no: int | None = None, assumes: str = "") -> Padding:
     """A finding with its own cost; what its fix measured or is predicted to save is the fix's,
-    said once in the fixes block (`fix_no`: the fix's number there)."""
+    said once in the fixes block (`fix_no`: the fix's number there); `assumes` marks the assumed
+    values it rests on, listed once after the findings."""
     head = Text.assemble((f" {LABEL[f.severity]} ", STYLE[f.severity]), " ", _text(f.code, "bold"), " ",
                          _text(f.title, "bold"))
     if f.cost_s > 0:
@@ -104,6 +110,10 @@ def _finding(f: Finding, verbose: bool, fix_no: int | None = None) -> Padding:
     if f.confidence and (verbose or f.cost_s > 0):  # a finding without a cost states what the input says
         parts.append(Padding(_text(f"confidence {f.confidence['level']}: {f.confidence['reason']}", "dim"),
                              (0, 0, 0, 7)))
+    if held := f.held_note():
+        parts.append(Padding(_text(held, "dim"), (0, 0, 0, 7)))
+    if assumes:
+        parts.append(Padding(_text(assumes, "dim"), (0, 0, 0, 7)))
     if f.files:
         shown = ", ".join(fmt_middle(printable(p), 70) for p in f.files[:MAX_FILES])
         more = f" and {fmt_num(f.file_count - MAX_FILES)} more" if f.file_count > MAX_FILES else ""
@@ -124,6 +134,17 @@ def _finding(f: Finding, verbose: bool, fix_no: int | None = None) -> Padding:
         tested = " and ".join(w for w, done in (("replayed", f.verification), ("predicted", f.prediction)) if done)
         parts.append(Padding(_text(f"{tested}: fix {fix_no} below", "magenta"), (0, 0, 0, 7)))
     return Padding(Group(*parts), (1, 0, 0, 0))
+
+
+def _assumed(values: Assumed) -> Padding:
+    """The assumed values, once: numbered as the findings' marks name them."""
+    table = Table.grid(padding=(0, 1))
+    table.add_column(justify="right", min_width=4)
+    table.add_column()
+    for i, text in enumerate(values.lines, 1):
+        table.add_row(f"{i}.", _text(text))
+    return Padding(Group(Text("Assumed values (not read from the input or the site config):", style="bold"),
+                         table), (1, 0, 0, 0))
 
 
 def _fixes(fixes: list[FixSummary], avoid: list[FixSummary]) -> Padding:
@@ -166,7 +187,7 @@ def _footer(d: Diagnosis, verbose: bool) -> Padding | None:
     lines = [Text(f"Not checked ({len(d.not_checked)}):", style="bold dim")]
     for reason, checks in by_reason.items():
         shown = ", ".join(checks if verbose else checks[:6]) + ("" if verbose or len(checks) <= 6 else ", ...")
-        lines.append(_text(f"  {shown}: {reason}", "dim"))
+        lines.append(Padding(_text(f"{shown}: {reason}", "dim"), (0, 0, 0, 2)))  # wrapped lines keep the indent
     return Padding(Group(*lines), (1, 0, 0, 0))
 
 

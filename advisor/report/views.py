@@ -20,6 +20,7 @@ from advisor.verification import Verification
 from replay.stats import Z95
 from advisor.fixes import FixSummary, caution, fix_key, predicted_text
 from advisor.formatting import fmt_kind, fmt_speedup_range, printable
+from advisor.report.assumed import assumed
 from advisor.report.layers import file_table, layer_lines, layer_plot
 from advisor.report.plots import Plot, verification_plot
 from advisor.ingest.ior.view import ior_tables
@@ -35,7 +36,9 @@ def job_view(d: Diagnosis, index: int) -> dict:
     job_id = f"job{index}"
     fixes = d.fixes() + d.fixes_not_to_apply()  # numbered on: the slower ones are not ranked
     numbered = {fix_key(s.fix): (i, s) for i, s in enumerate(fixes, 1)}
-    findings = [finding_view(f, i + 1, runtime, job_id, numbered) for i, f in enumerate(d.sorted_findings())]
+    values = assumed(d.sorted_findings())  # listed once, each finding marked
+    findings = [{**finding_view(f, i + 1, runtime, job_id, numbered), "assumes": values.mark(f)}
+                for i, f in enumerate(d.sorted_findings())]
     plots, tables, problems = figure_views(d.figures) if isinstance(d.figures, dict) else ([], [], [])
     layers = layer_views((d.summary or {}).get("layers"), problems)
     plots[:0], tables[:0] = layers
@@ -52,11 +55,13 @@ def job_view(d: Diagnosis, index: int) -> dict:
         and d.summary["model"].get("model") else "",
         "error": d.error,
         "findings": findings,
+        "assumed": values.lines,
         "fixes": [r for r in fix_rows if not r["avoid"]],
         "avoid": [r for r in fix_rows if r["avoid"]],
         "counts": {s: sum(f["severity"] == s for f in findings) for s in ("high", "warn", "info")},
         "lost": fmt_secs(lost) if lost else "",
         "lost_share": fmt_pct(lost / runtime) if lost and runtime else "",
+        "lost_held": max(d.findings, key=lambda f: _float(f.cost_s)).held_note() if lost else "",
         "not_checked": [(str(n.check), str(n.reason)) for n in d.not_checked],
         "notes": [str(n) for n in d.source.get("notes", []) or []],
         "plots": plots,

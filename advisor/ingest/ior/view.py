@@ -14,6 +14,8 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from advisor.ingest.ior.model import FPP, SHARED, IorIteration, IorProfile, IorRun, IorSummary, IorTest
+from advisor.collect import storage_devices
+from advisor.formatting import counted
 from advisor.ingest.snapshot import SnapshotProfile
 from advisor.profile import JobProfile
 
@@ -124,13 +126,14 @@ def snapshot_tables(doc: dict[str, Any]) -> list[Table]:
     """Node, storage devices (not loop/zram) and Lustre parameters of a snapshot."""
     cpu, mem = doc["cpu"], doc["memory"]
     node = [["host", doc["host"].get("hostname", "")], ["kernel", doc["host"].get("kernel", "")],
-            ["CPUs", f"{cpu.get('logical_cpus')} ({cpu.get('sockets')} sockets, {cpu.get('cores')} cores, "
+            ["CPUs", f"{cpu.get('logical_cpus')} ({counted(cpu.get('sockets'), 'socket')}, "
+                     f"{counted(cpu.get('cores'), 'core')}, "
                      f"{cpu.get('threads_per_core')} threads per core)"],
             ["NUMA nodes", str(len(doc.get("numa", [])))], ["memory", _size(mem.get("total_bytes"))]]
     devices = [[d["name"], _num(d["read_ahead_kb"]), _num(d["max_sectors_kb"]), _num(d.get("max_hw_sectors_kb")),
                 _num(d["nr_requests"]), _num(d.get("queue_depth")), d.get("scheduler") or "-",
                 {True: "hdd", False: "ssd"}.get(d.get("rotational"), "?")]
-               for d in doc["block_devices"] if not d.get("virtual")]
+               for d in storage_devices(doc)]
     params = [[k, (str(v).splitlines() or [""])[0]] for k, v in sorted(doc["lustre"]["params"].items())]
     return [t for t in (
         ("Node", ["item", "value"], node),
