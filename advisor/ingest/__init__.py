@@ -31,6 +31,9 @@ class InputFormat:
     name: str
     sniff: Callable[[Path, bytes], bool]
     load: Callable[[Path], JobProfile]
+    # a format whose input is a folder of files (a Recorder trace) says which folders (or which of
+    # their files) are one input
+    folder: Callable[[Path], bool] | None = None
 
 
 FORMATS: list[InputFormat] = []
@@ -67,16 +70,13 @@ def _sniff_rank(fmt: InputFormat) -> int:
 def detect(path: str | Path) -> InputFormat:
     """The format of `path`, or InputError naming the path and why it is not an input."""
     path = Path(path)
-    if path.is_dir() or path.name == "recorder.mt":
-        from advisor.ingest.recorder import FORMAT, is_trace
-
-        _load_formats()
-        if is_trace(path):
-            return next(f for f in FORMATS if f.name == FORMAT)
+    _load_formats()
+    for fmt in FORMATS:
+        if fmt.folder is not None and fmt.folder(path):
+            return fmt
     head = read_head(path)
     if not head:
         raise InputError(str(path), "empty file")
-    _load_formats()
     for fmt in FORMATS:
         if fmt.sniff(path, head):
             return fmt

@@ -122,4 +122,4 @@ def _segments(module: str, rows: list[tuple]) -> DxtTrace:
     return trace.subset(order)
 
 
-register(InputFormat(FORMAT, _sniff, load))
+register(InputFormat(FORMAT, _sniff, load, folder=is_trace))
