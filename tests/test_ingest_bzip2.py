@@ -198,3 +198,16 @@ def test_uncompressed_log_is_read_past_libdarshan_utils_first_buffer(corpus, tmp
     assert trace.readable and len(trace) == len(original.dxt["DXT_POSIX"]) == 32768
     assert (trace.offset == original.dxt["DXT_POSIX"].offset).all()
     assert "uncompressed regions compressed as zlib" in plain.source.parser
+
+
+def test_the_zlib_copy_holds_the_header_with_zlib_and_every_region_inflates(corpus):
+    """darshan_recompress.rewrite_as_zlib: the header says zlib and each region of the copy is one zlib stream."""
+    from advisor.ingest.darshan_recompress import rewrite_as_zlib
+
+    with tempfile.TemporaryFile() as fh:
+        rewrite_as_zlib(corpus / LOG, fh)
+        fh.seek(0)
+        copy = fh.read()
+    assert comp_type(copy[:32]) == ZLIB and copy[COMP_TYPE_AT] == ZLIB
+    _, parts = regions(copy[:4096], len(copy), "copy")
+    assert parts and all(zlib.decompress(copy[p.off:p.off + p.length]) for p in parts if p.length)

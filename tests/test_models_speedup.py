@@ -159,3 +159,13 @@ def test_corpus_workloads_are_predicted_or_declined_with_the_reason(corpus):
         fixes = [{"transform": "coalesce", "transfer_size": 4 << 20}, {"transform": "collective", "cb_nodes": 1}]
         for p in predict_fixes(model, profile, fixes).values():
             assert (p.speedup and p.interval[0] < p.speedup < p.interval[1]) or p.reason.startswith(OUTSIDE)
+
+
+def test_the_sites_measured_fixes_go_where_the_config_says(tmp_path, monkeypatch):
+    """models.learn.data_dir: [model] data when set, else $XDG_DATA_HOME/ioadvisor/model-data."""
+    from advisor.config import ModelConfig
+    from advisor.models.learn import data_dir
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert data_dir(ModelConfig()) == tmp_path / "xdg" / "ioadvisor" / "model-data"
+    assert data_dir(ModelConfig(data=str(tmp_path / "site"))) == tmp_path / "site"

@@ -190,3 +190,16 @@ def test_the_terminal_header_writes_the_rank_count_as_the_findings_do():
     badost = CORPUS / "darshan-repo-logs/darshan-util/pydarshan/darshan/examples/example_logs/sample-badost.darshan"
     out = _cli("diagnose", str(badost), env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}).stdout
     assert "ranks 2,048" in out and "2048" not in out
+
+
+def test_progress_is_one_line_per_step_in_a_log_and_nothing_when_quiet(capsys):
+    """report.progress.steps: no terminal attached (pytest's capture): one line per step on stderr."""
+    from advisor.report.progress import steps
+
+    with steps("replaying", quiet=True) as say:
+        assert say is None
+    with steps("replaying") as say:
+        say("round 1 of at most 40")
+        say("round 2 of at most 40")
+    assert capsys.readouterr().err.splitlines() == ["replaying ...", "replaying: round 1 of at most 40",
+                                                     "replaying: round 2 of at most 40"]

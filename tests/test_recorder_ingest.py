@@ -85,3 +85,19 @@ def test_show_lists_calls_per_layer_and_function(corpus: Path) -> None:
     assert tables["Recorder calls per function"][:3] == [
         ["POSIX", "close", "1,600"], ["POSIX", "open", "1,600"], ["POSIX", "unlink", "800"]]
     assert entry["recorder"]["calls"]["POSIX"]["mkdir"] == 6
+
+
+def test_call_arguments_and_per_file_counters_follow_darshans_rules():
+    """recorder.calls: which paths Darshan would record, integers Recorder prints; recorder.records:
+    one file's counters built as Darshan's POSIX module counts them."""
+    from advisor.ingest.recorder.calls import integer, traced_path
+    from advisor.ingest.recorder.records import FileRecord
+
+    assert traced_path("/scratch/rec/R1/testFile") and not traced_path("/proc/self/maps")
+    assert not traced_path("0x7ffd1234") and (integer("4096"), integer("MPI_INFO_NULL")) == (4096, 0)
+    rec = FileRecord("POSIX", "/scratch/f", 0)
+    rec.add("OPENS")
+    rec.span("WRITE", 1.0, 1.5)
+    rec.span("WRITE", 0.5, 1.2)  # the first start and the last end
+    assert rec.counters["OPENS"] == 1
+    assert (rec.counters["F_WRITE_START_TIMESTAMP"], rec.counters["F_WRITE_END_TIMESTAMP"]) == (0.5, 1.5)

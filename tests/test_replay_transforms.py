@@ -230,6 +230,9 @@ def test_mpiio_calls_merges_collective_calls_and_pads_the_rank_left_with_fewer()
              nranks=2, nfiles=2)
     fixed = apply_fix(p, {"transform": "mpiio_calls", "call_bytes": 8 * KiB})
     fixed.validate()
+    from replay.mpiio_calls import mpiio_calls  # the transform itself gives the same plan
+
+    assert rows(mpiio_calls(p, call_bytes=8 * KiB), 0) == rows(fixed, 0)
     assert rows(fixed, 0) == [(OPEN, 0, 0, 0), (WRITE, 0, 0, 8 * KiB), (WRITE, 0, 8 * KiB, 4 * KiB),
                                                (CLOSE, 0, 0, 0), (WRITE, 1, 0, 2 * KiB), (WRITE, 1, 4 * KiB, KiB)]
     assert rows(fixed, 1) == [(OPEN, 0, 0, 0), (WRITE, 0, 64 * KiB, 6 * KiB),

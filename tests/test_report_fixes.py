@@ -195,7 +195,13 @@ def test_terminal_lists_the_fixes_after_the_findings(demo_run):
     text, fixes = demo_run["text"], summary["fixes"] + summary["fixes_not_to_apply"]
     block = text[text.index("Fixes, best first:"):text.index("Not checked")]
     assert text.rindex("fix: ") < text.index("Fixes, best first:")
-    lines = [line.strip() for line in block.splitlines()[1:] if line.strip()]
+    lines: list[str] = []
+    for line in (raw.strip() for raw in block.splitlines()[1:] if raw.strip()):
+        if re.match(r"\d+\. |Do not apply|\(diagnose --verify", line) or not lines:
+            lines.append(line)
+        else:  # a fix line the terminal's width wrapped
+            lines[-1] += " " + line
+    lines = [line for line in lines if not line.startswith("(diagnose --verify")]
     if summary["fixes_not_to_apply"]:  # numbered on under their own heading
         assert lines.pop(len(summary["fixes"])) == "Do not apply as is (measured or predicted slower):"
     assert len(lines) == len(fixes)

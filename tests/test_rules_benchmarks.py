@@ -51,3 +51,13 @@ def test_far_below_what_the_servers_sustain_points_at_the_servers(corpus):
 def test_random_fio_jobs_are_not_judged_as_streaming(corpus, memory):
     codes = _codes(FIO, _site(client_memory_bytes=memory, client_peak_mib_s=10))
     assert not {"BEN020", "BEN021", "BEN022"} & set(codes)
+
+
+def test_iozone_results_are_the_sequential_tests_in_mib_s(corpus):
+    """facts.benchmarks: readers and re-readers of DUSCC's -t 64 run; re-reads measure the cache by design."""
+    from advisor.facts.benchmarks import _iozone
+    from advisor.ingest.iozone import load as load_iozone
+
+    (r,) = _iozone(load_iozone(DUSCC / "tput_3.493_t64_read_duscc-bm.txt"))
+    assert (r.operation, r.direct) == ("read", False) and r.label.startswith("IOzone readers (64 threads")
+    assert r.mib_s == pytest.approx(108879387.38 / 1024) and r.data_bytes == 159744 * 1024 * 64
