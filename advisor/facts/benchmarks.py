@@ -79,11 +79,11 @@ def bench_cache_tests(ctx: FactContext) -> list[dict]:
       "tightest sustainable limit the site config states for one client node, and the share reached.",
       label="best results against the sustainable peak", fields=PEAK)
 def bench_peak_results(ctx: FactContext) -> list[dict]:
-    out = []
-    if not results(ctx):
+    out, found = [], results(ctx)
+    if not found:
         raise Missing("no sequential bandwidth result (random tests and ops/s do not measure streaming)")
     for op in ("write", "read"):
-        best = max((r for r in results(ctx) if r.operation == op), key=lambda r: r.mib_s, default=None)
+        best = max((r for r in found if r.operation == op), key=lambda r: r.mib_s, default=None)
         if best and (limits := sustainable_limits(ctx, op, nodes=1, osts_used=None)):
             out.append(peak_record(op, best.label, best.mib_s, limits))
     if not out:
