@@ -37,6 +37,7 @@ class Side:
     spread: float | None = None  # run-to-run: standard deviation of ln(time per pass)
     bytes: int = 0  # moved by one pass
     data_ops: int = 0
+    cpu_wait_share: float | None = None  # median share of a sample's time the ranks waited for a CPU
 
     @classmethod
     def from_dict(cls, doc: Any) -> Side | None:
@@ -71,6 +72,7 @@ class Verification:
     source: str | None = None
     layouts: dict[str, Any] | None = None  # layout fixes: {baseline, fixed} as read back after the run
     load: dict[str, Any] | None = None  # rank 0's node's 1-minute load average: start, end, min, max; cores
+    cpu_contention: dict[str, Any] | None = None  # the ranks waited for CPUs: the speedup without the waits
 
     @property
     def measured(self) -> bool:

@@ -255,21 +255,25 @@ def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dic
     moved = drift.load_effect(d, _pair_loads(base, fixed), load.get("cores"), policy.margin)
     if moved:  # one verdict would be wrong for part of the measurement: none is given
         test = replace(test, verdict=stats.INCONCLUSIVE, more_pairs=None, settled=False)
+    busy = drift.cpu_contention(base["runs"], fixed["runs"], policy)
+    if busy:
+        test = drift.with_contention(test, busy)
+    why_none = "; ".join(x.text() for x in (moved, busy) if x and test.verdict == stats.INCONCLUSIVE)
     more_s = _round(_more_seconds(test, base, fixed))
     stopped = fixed.get("stopped_why") or outcome["stop_reason"]
     # the sentence is written from the rounded numbers the JSON keeps, so that both say the same
     # speedup (2.2849 would read 2.28x in words and 2.285 -> 2.29x from the JSON)
     speedup, ci95 = _round(test.speedup), [_round(x) for x in test.ci] if all(map(math.isfinite, test.ci)) else None
     reason = sentence(test.verdict, speedup, ci95, test.pairs, policy.margin,
-                      test.more_pairs, more_s, stopped if not (test.decided or moved) else "",
-                      reproducibility=policy.reproducibility, load_moved=moved.text() if moved else "")
+                      test.more_pairs, more_s, stopped if not (test.decided or why_none) else "",
+                      reproducibility=policy.reproducibility, load_moved=why_none)
     return Verification(
         verdict=test.verdict, reason=reason, speedup=speedup, ci95=ci95,
         pairs=test.pairs, repeat=test.pairs, margin=policy.margin, reproducibility=_round(spread.sd),
         reproducibility_source=spread.source, more_pairs=test.more_pairs,
         more_s=more_s, stop_reason=stopped, baseline=_side(base), fixed=_side(fixed),
         min_sample_s=outcome.get("min_sample_s"), cache_policy=outcome["cache_policy"], layouts=layouts,
-        load=outcome.get("load"),
+        load=outcome.get("load"), cpu_contention=busy.as_dict() if busy else None,
         **context)
 
 
@@ -317,7 +321,7 @@ def _side(variant: dict[str, Any]) -> Side:
     return Side(median_s=_round(med), bandwidth_mib_s=_round(moved / MiB / med if med > 0 else 0.0),
                 runs_s=[_round(t) for t in times], passes=int(variant["runs"][-1]["passes"]),
                 spread=_round(spread) if math.isfinite(spread) else None, bytes=moved,
-                data_ops=first["data_ops"])
+                data_ops=first["data_ops"], cpu_wait_share=_round(drift.wait_share(variant["runs"])))
 
 
 def _round(x: float | None) -> float | None:

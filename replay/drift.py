@@ -23,13 +23,20 @@ cores during the measurement *and* the pair log-ratios follow it (their regressi
 load has a slope whose 95 % interval excludes 0, and the fitted speedups at the two ends of
 the load range fall on different sides of a decision line), no single verdict describes the
 fix: :func:`load_effect` says so, and the verification is inconclusive with that reason.
+The CPUs: every sample records how long its ranks were runnable but held off a CPU by other
+work (the kernel's ``run_delay``, :func:`replay.rank.cpu_wait_s`). A fix that changes what the
+ranks do on their CPUs (collective buffering's exchange, more or fewer calls) meets a busy node
+differently from the baseline, so its speedup there is not the one a quiet node measures. When
+the ranks waited :data:`WAIT_SHARE` of either side's time, :func:`cpu_contention` measures the
+speedup again with the waits taken out of every sample: the interval becomes the span of both,
+and a verdict stands only if both give it.
 Only numpy and the standard library: the executor imports :mod:`replay.stats`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -38,6 +45,7 @@ from replay import stats
 BLOCK = 4  # rounds per block: two mirrored round pairs (replay.sampling), a linear drift cancels
 MIN_HISTORY_DF = 4  # runs beyond each fix's first, in all, before the history replaces the site constant
 LOAD_MOVE = 0.5  # a load range of half the cores or more has moved (2 cores: 1.9 -> 2.9)
+WAIT_SHARE = 0.05  # ranks held off their CPUs for 5 % of a side's time: the node was busy
 
 
 @dataclass(frozen=True)
@@ -143,3 +151,53 @@ def load_effect(log_ratios, loads, cores: int | None, margin: float) -> LoadEffe
 
 def _side(speedup: float, margin: float) -> int:
     return 1 if speedup > 1 + margin else -1 if speedup < 1 / (1 + margin) else 0
+
+
+@dataclass(frozen=True)
+class CpuContention:
+    """Other work held the replay's ranks off their CPUs during a measurement."""
+
+    baseline_share: float  # median share of a sample's time the slowest-waiting rank waited
+    fixed_share: float
+    unwaited: stats.Decision  # the test on the samples with the waits taken out
+
+    def text(self) -> str:
+        lo, hi = self.unwaited.ci
+        return (f"other work held the ranks off their CPUs for {self.fixed_share:.0%} of the fix's time and "
+                f"{self.baseline_share:.0%} of the baseline's; without those waits the fix measures "
+                f"{self.unwaited.speedup:.2f}x ({lo:.2f}x-{hi:.2f}x, {self.unwaited.verdict})")
+
+    def as_dict(self) -> dict:
+        return {"baseline_share": round(self.baseline_share, 4), "fixed_share": round(self.fixed_share, 4),
+                "speedup_without": round(self.unwaited.speedup, 4),
+                "ci95_without": [round(x, 4) for x in self.unwaited.ci], "verdict_without": self.unwaited.verdict}
+
+
+def wait_share(runs: list[dict]) -> float | None:
+    """The median share of a sample's time its ranks waited for a CPU (None: not recorded)."""
+    shares = [r["cpu_wait_s"] / r["time_s"] for r in runs
+              if r.get("cpu_wait_s") is not None and r.get("time_s", 0) > 0]
+    return float(np.median(shares)) if shares and len(shares) == len(runs) else None
+
+
+def cpu_contention(base_runs: list[dict], fixed_runs: list[dict], policy: stats.Policy) -> CpuContention | None:
+    """The measurement again without the CPU waits, when the ranks waited ``WAIT_SHARE`` of
+    either side's time; None on a node that left them their CPUs (or kept no schedstat)."""
+    shares = wait_share(base_runs), wait_share(fixed_runs)
+    if None in shares or max(shares) < WAIT_SHARE:
+        return None
+
+    def unwaited(runs: list[dict]) -> list[float]:  # at least a tenth of the sample: a rank ran
+        return [max(r["time_s"] - r["cpu_wait_s"], r["time_s"] / 10) for r in runs]
+
+    test = stats.sequential(stats.log_ratios(unwaited(base_runs), unwaited(fixed_runs)), policy, final=True)
+    return CpuContention(shares[0], shares[1], test)
+
+
+def with_contention(test: stats.Decision, busy: CpuContention) -> stats.Decision:
+    """The verdict over both measurements: the span of their intervals; their verdict if they
+    agree, else inconclusive (which of them the job would see depends on its nodes' load)."""
+    ci = (min(test.ci[0], busy.unwaited.ci[0]), max(test.ci[1], busy.unwaited.ci[1]))
+    if busy.unwaited.verdict == test.verdict:
+        return replace(test, ci=ci)
+    return replace(test, ci=ci, verdict=stats.INCONCLUSIVE, more_pairs=None, settled=False)

@@ -230,7 +230,7 @@ class Session:
         pages or the cached data of the one before); the time per pass (max over ranks, mean
         over passes) and what one pass moved."""
         plan, info = self.plans[v], self.infos[v]
-        elapsed, phases = 0.0, np.zeros(max(info["nphases"], 1))
+        elapsed, phases, waited = 0.0, np.zeros(max(info["nphases"], 1)), 0.0
         for p in range(passes):
             rundir = self.scratch / f"{name}-{v}-p{p:04d}"
             try:
@@ -244,9 +244,11 @@ class Session:
             finally:
                 self._cleanup(rundir)
             elapsed, phases = elapsed + took, phases + per_phase
+            waited = waited + runner.cpu_wait if waited is not None and runner.cpu_wait is not None else None
             if keep_record:
                 self.last_record, self.last_hints, keep_record = runner.record, runner.applied_hints, False
-        entry = self._run_entry(elapsed / passes, phases / passes, runner)
+        entry = self._run_entry(elapsed / passes, phases / passes, runner,
+                                None if waited is None else waited / passes)
         if entry is not None:
             entry.update(passes=passes, sample_s=entry["time_s"] * passes)
         return entry
@@ -339,11 +341,15 @@ class Session:
         self.comm.Barrier()
 
     # -- results ---------------------------------------------------------------------------------
-    def _run_entry(self, elapsed: float, phases: np.ndarray, runner: RankRunner) -> dict | None:
+    def _run_entry(self, elapsed: float, phases: np.ndarray, runner: RankRunner,
+                   cpu_wait: float | None) -> dict | None:
         from mpi4py import MPI
 
         comm = self.comm
         t = comm.reduce(elapsed, op=MPI.MAX, root=0)
+        # the longest any rank waited for a CPU (-1: a rank without schedstat, none is reported)
+        wait = comm.reduce(-1.0 if cpu_wait is None else cpu_wait, op=MPI.MAX, root=0)
+        unknown = comm.reduce(cpu_wait is None, op=MPI.LOR, root=0)
         pmax = np.zeros_like(phases) if comm.rank == 0 else None
         pmin = np.zeros_like(phases) if comm.rank == 0 else None
         psum = np.zeros_like(phases) if comm.rank == 0 else None
@@ -355,7 +361,8 @@ class Session:
         comm.Reduce(tot[:5], moved, op=MPI.SUM, root=0)  # opens, reads, writes, bytes r/w
         if comm.rank != 0:
             return None
-        return {"time_s": t, "bytes_read": int(moved[3]), "bytes_written": int(moved[4]),
+        return {"time_s": t, "cpu_wait_s": None if unknown else float(wait),
+                "bytes_read": int(moved[3]), "bytes_written": int(moved[4]),
                 "data_ops": int(moved[1] + moved[2]),
                 "phases": [{"max_s": float(a), "min_s": float(b), "mean_s": float(c / comm.size)}
                            for a, b, c in zip(pmax, pmin, psum)]}

@@ -25,6 +25,16 @@ DIRECT_ALIGN = 4096
 FILE_MODE = 0o600
 
 
+def cpu_wait_s() -> float | None:
+    """The seconds this thread has spent runnable but waiting for a CPU (the kernel's
+    ``run_delay`` in /proc/thread-self/schedstat), or None where the kernel keeps no schedstat."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def file_path(rundir: Path, dirs: np.ndarray, fid: int) -> str:
     """The scratch path of file `fid`: only ids, never a name from the trace."""
     return f"{rundir}/d{int(dirs[fid]):05d}/f{fid:07d}"
@@ -75,6 +85,7 @@ class RankRunner:
         self.implicit: dict[tuple[int, str], tuple] = {}
         self.direct_fds: dict[int, int] = {}
         self.record = Record(plan.nfiles)
+        self.cpu_wait: float | None = None  # seconds runnable but without a CPU in the last run
 
     # -- the run ------------------------------------------------------------------------
     def run(self, nphases: int) -> tuple[float, np.ndarray]:
@@ -87,7 +98,7 @@ class RankRunner:
         gaps = ops["gap"].tolist()
         phase_times = np.zeros(max(nphases, 1))
         self.comm.Barrier()
-        t0 = time.perf_counter()
+        wait0, t0 = cpu_wait_s(), time.perf_counter()
         r = 0
         for p in range(nphases):
             if p:
@@ -102,7 +113,10 @@ class RankRunner:
             phase_times[p] = time.perf_counter() - tp
         self.close_all()
         self.comm.Barrier()
-        return time.perf_counter() - t0, phase_times
+        took, wait1 = time.perf_counter() - t0, cpu_wait_s()
+        # the time this rank could have run but other work held its CPU: a busy node's share
+        self.cpu_wait = wait1 - wait0 if wait0 is not None and wait1 is not None else None
+        return took, phase_times
 
     def _runs(self, ops: dict[str, np.ndarray]) -> tuple[list[int], list[int]]:
         """Split the op stream into runs executed by one loop each."""

@@ -168,3 +168,51 @@ def test_history_file_keeps_the_last_runs_and_survives_bad_lines(tmp_path):
     runs = h.runs()
     assert list(runs) == ["a"] and len(runs["a"]) == KEEP and runs["a"][-1][0] == pytest.approx(0.1 * (KEEP + 4))
     assert History(None).runs() == {} and History.of(tmp_path, enabled=False).path is None
+
+
+def _busy_outcome(base_times, base_waits, fix_times, fix_waits) -> dict:
+    def side(times, waits):
+        return {"runs": [{"time_s": t, "cpu_wait_s": w, "sample_s": t, "bytes_read": 0, "bytes_written": 1 << 20,
+                          "passes": 1, "data_ops": 16, "load": 4.0} for t, w in zip(times, waits)]}
+    return {"runs": {"baseline": side(base_times, base_waits), "fix": side(fix_times, fix_waits)},
+            "stop_reason": "max-pairs", "cache_policy": "evict", "load": {"start": 4.0, "end": 4.0, "cores": 2}}
+
+
+def _busy_verify(outcome) -> Verification:
+    return _verification(Variant("fix", {}, plan=object()), outcome, {}, stats.Policy(), past={}, key="k")
+
+
+def test_a_regression_made_of_cpu_waits_gets_no_verdict_and_says_why():
+    """The fix's ranks waited for CPUs where the baseline's did not (a collective exchange on
+    a busy node): the slowdown is the node's, so the verdict is inconclusive and the interval
+    spans the speedup with and without the waits."""
+    rng = np.random.default_rng(3)
+    n = 16
+    io = 1.0 + rng.normal(0, 0.02, n)  # the same I/O time on both sides
+    base_wait, fix_wait = np.full(n, 0.1), np.full(n, 0.6)
+    v = _busy_verify(_busy_outcome(io + base_wait, base_wait, io * rng.normal(1, 0.02, n) + fix_wait, fix_wait))
+    assert v.speedup < 0.8  # as measured: slower
+    assert v.verdict == stats.INCONCLUSIVE
+    assert "held the ranks off their CPUs" in v.reason and "without those waits" in v.reason
+    without = v.cpu_contention["ci95_without"]
+    assert v.ci95[0] <= min(without[0], v.speedup) and v.ci95[1] >= without[1]
+    assert 0.9 < v.cpu_contention["speedup_without"] < 1.1
+    assert v.fixed.cpu_wait_share > v.baseline.cpu_wait_share >= drift.WAIT_SHARE
+
+
+def test_a_large_effect_keeps_its_verdict_on_a_busy_node():
+    rng = np.random.default_rng(4)
+    n = 16
+    base = 4.0 + rng.normal(0, 0.05, n)
+    fix = 1.0 + rng.normal(0, 0.02, n)
+    v = _busy_verify(_busy_outcome(base, base * 0.3, fix, fix * 0.3))
+    assert v.verdict == stats.IMPROVED and v.cpu_contention["verdict_without"] == stats.IMPROVED
+    assert "CPUs" not in v.reason
+
+
+def test_a_node_that_left_the_ranks_their_cpus_adds_nothing():
+    times = np.ones(8)
+    quiet = _busy_verify(_busy_outcome(times, times * 0.01, times / 2, times * 0.01))
+    unknown = _busy_verify(_busy_outcome(times, [None] * 8, times / 2, [None] * 8))
+    assert quiet.cpu_contention is None and unknown.cpu_contention is None
+    assert quiet.verdict == unknown.verdict == stats.IMPROVED

@@ -115,6 +115,15 @@ def test_replay_record_totals_match_the_logs_own_totals(dxt_and_counter_replays)
     assert (n["writes"], n["fsyncs"], n["opens"]) == (1024, 2048, 8)
 
 
+def test_every_sample_says_how_long_its_ranks_waited_for_a_cpu(dxt_and_counter_replays):
+    """The kernel's run_delay of the real ranks (replay.rank.cpu_wait_s): recorded for every
+    sample, never negative, never more than the sample took (the verdict's busy-node check)."""
+    _, done = dxt_and_counter_replays
+    runs = [r for v in done.values() for r in v["runs"]]
+    assert runs and all(r["cpu_wait_s"] is not None for r in runs)  # this kernel keeps schedstat
+    assert all(0 <= r["cpu_wait_s"] <= r["time_s"] * 1.01 for r in runs)
+
+
 def test_ior_replay_reproduces_the_ior_pattern_exactly(corpus, tmp_path):
     gen = corpus / "generated"
     cases = {}
