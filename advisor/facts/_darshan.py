@@ -60,7 +60,7 @@ def is_data_path(path: str) -> bool:
     return path not in STD_STREAMS and not path.startswith(_NOT_DATA_PREFIXES) and not _NOT_DATA.search(path)
 
 
-def _not_data_ids(ctx: FactContext) -> np.ndarray:
+def not_data_ids(ctx: FactContext) -> np.ndarray:
     def build() -> np.ndarray:
         ids = [i for i, n in ctx.profile.names.items() if not is_data_path(n)]
         return np.fromiter(ids, np.uint64, len(ids))
@@ -70,7 +70,7 @@ def _not_data_ids(ctx: FactContext) -> np.ndarray:
 
 def data_mask(ctx: FactContext, rec: ModuleRecords) -> np.ndarray:
     """Records of the job's data files (see :func:`is_data_path`)."""
-    not_data = _not_data_ids(ctx)
+    not_data = not_data_ids(ctx)
     if not len(not_data):
         return np.ones(len(rec), bool)
     return ~np.isin(rec.ids, not_data)

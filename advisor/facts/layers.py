@@ -200,6 +200,12 @@ def _views(ctx: FactContext) -> tuple[list[Layer], dict[str, _Module], dict[str,
     return ctx.memo("layers.views", build)
 
 
+def layer_files(ctx: FactContext) -> dict[str, _Files]:
+    """Layer name -> its figures per file (sorted file ids): bytes, operations, seconds per process."""
+    darshan_like(ctx)
+    return _views(ctx)[2]
+
+
 def _build(ctx: FactContext) -> LayerAccount:
     present, views, per_file, runtime = _views(ctx)
     rows = [_row(ctx, layer, views, per_file, runtime) for layer in present]
