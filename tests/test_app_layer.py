@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from advisor.api import diagnose_profile, load
 from advisor.facts import FactContext
+from advisor.facts._darshan import is_data_path
 
 E3SM = "darshan-logs/darshan_logs/e3sm_io_heatmaps_and_dxt/e3sm_io_heatmap_only.darshan"
 H5PY = "darshan-logs/darshan_logs/hdf5_diagonal_write_only/hdf5_diagonal_write_half_flush_dxt.darshan"
@@ -40,3 +41,15 @@ def test_a_file_written_through_mpiio_counts_at_mpiio(corpus):
     ctx = facts(corpus / READ_AB)
     assert ctx.get("app_layers") == "MPI-IO + POSIX"  # STDIO: only the standard streams
     assert 0.1 < ctx.get("app_read_share_bytes") < 0.9 < ctx.get("read_share_bytes")
+
+
+def test_open_mpi_helper_files_are_not_data(corpus):
+    """OMPIO's shared-file-pointer backing file and lock probes (f2: HDF5 over collective MPI-IO) made
+    IMB003 propose collective I/O to a collective job: the .sm file was the one shared file not moved
+    collectively."""
+    assert not is_data_path("/scratch/ompi/ompi.vm.0/pid.13350/1/testfile.h5_cid-6-13354.sm")
+    assert not is_data_path("/yellow/users/treddy/mpi_io_rough_work/test.out.locktest.0")
+    assert is_data_path("/scratch/run/out.locktest") and is_data_path("/scratch/run/plasma.sm")
+    d = diagnose_profile(load(corpus / "generated/f2_hdf5_collective_256k/json-run.darshan"))
+    (imb,) = [f for f in d.findings if f.code == "IMB003"]
+    assert imb.fix["transform"] == "hints" and imb.files == ["/scratch/f2_hdf5_collective_256k/testfile.h5"]

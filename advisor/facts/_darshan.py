@@ -52,7 +52,11 @@ def nprocs(ctx: FactContext) -> int:
 # striping) may rest on them: H5Pset_alignment cannot align a .pyc import.
 _NOT_DATA_PREFIXES = ("/proc/", "/sys/", "/dev/", "/etc/", "/usr/lib/", "/usr/lib64/", "/lib/", "/lib64/",
                       "/usr/share/")
-_NOT_DATA = re.compile(r"(\.pyc|\.pyo|\.py|\.pth|\.so(\.\d+)*)$|/(site-packages|dist-packages|__pycache__)/")
+# Open MPI's MPI-IO (OMPIO) opens files of its own beside the application's: the backing file of a
+# file's shared file pointer ('<file>_cid-<communicator>-<job>.sm' in its session directory) and a
+# probe of the file system's locking per rank ('<file>.locktest.<rank>'); their bytes are the library's.
+_NOT_DATA = re.compile(r"(\.pyc|\.pyo|\.py|\.pth|\.so(\.\d+)*)$|/(site-packages|dist-packages|__pycache__)/"
+                       r"|_cid-\d+-\d+\.sm$|\.locktest\.\d+$")
 
 
 def is_data_path(path: str) -> bool:
