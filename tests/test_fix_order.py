@@ -58,3 +58,12 @@ def test_the_order_agrees_with_the_measured_speedups(corpus):
                     pairs += 1
                     agree += first > later
     assert pairs >= 15 and agree >= pairs - 3, (agree, pairs)
+
+
+def test_aggregating_through_every_rank_wins_nothing_back(corpus):
+    """IOR -a MPIIO on 4 ranks: MD001 offered "aggregate I/O through 4 ranks" (every rank still moves
+    its own bytes; its replay measured 1.04x) and ranked it first by its 79 ms of metadata time."""
+    fixes = diagnose_path(corpus / "generated/d_mpiio_independent_256k/json-run.darshan").fixes()
+    last = fixes[-1]
+    assert last.fix == {"transform": "aggregate", "aggregators": 4} and last.cost_s > 0 == last.recovered_s
+    assert fixes[0].fix["transform"] == "coalesce" and fixes[0].recovered_s > 0

@@ -39,6 +39,20 @@ def funnel_s(ctx: FactContext, fix: dict[str, Any] | None) -> float:
     return moved / rate * (1 / movers - 1 / ranks)
 
 
+def changes_nothing(ctx: FactContext, fix: dict[str, Any] | None) -> bool:
+    """POSIX aggregation through as many ranks as the job has: every rank still moves its own bytes
+    (a 4-rank job offered "aggregate I/O through 4 ranks")."""
+    if str((fix or {}).get("transform")) != "aggregate":
+        return False
+    try:
+        return int((fix or {}).get("aggregators") or 0) >= int(ctx.get("nprocs"))
+    except (Missing, NotApplicable, TypeError, ValueError):
+        return False
+
+
 def recovered_s(ctx: FactContext, cost_s: float, fix: dict[str, Any] | None) -> float:
-    """Seconds a finding's fix would win back: what the finding loses, less what the fix costs."""
+    """Seconds a finding's fix would win back: what the finding loses, less what the fix costs;
+    nothing for a fix that changes nothing."""
+    if changes_nothing(ctx, fix):
+        return 0.0
     return max(0.0, cost_s - funnel_s(ctx, fix))
