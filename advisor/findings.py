@@ -104,6 +104,9 @@ class Finding:
     files_total: int | None = None
     ranks_total: int | None = None
     cost_s: float = 0.0
+    # of cost_s, what the fix would win back (less what the fix itself costs: advisor.facts.fix_cost);
+    # None: no fix or no cost (saved by an older version: cost_s stands for it)
+    recovered_s: float | None = None
     recommendation: Recommendation = field(default_factory=lambda: Recommendation(""))
     fix: dict[str, Any] | None = None
     references: list[str] = field(default_factory=list)

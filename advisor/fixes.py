@@ -8,7 +8,8 @@ slower, or predicted slower (the model's interval below 1), is never ranked: it 
 "do not apply as is" list with what said so. The others, best first: by the highest severity
 of the findings proposing them; within one severity the fixes with a speedup (measured when
 the replay measured one, else predicted) of at least 1, largest first, then the fixes nothing
-measured or predicted, by the time their findings lose.
+measured or predicted, by the time their findings say the fix would win back (what they lose
+less what the fix itself costs, advisor.facts.fix_cost), then by their confidence.
 Kept free of heavy imports: the hook and fleet workers serialize diagnoses.
 """
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from advisor.findings import Finding
 LAYOUTS = {"shared": "one shared file for all ranks", "fpp": "one file per process"}
 RANKED = ("high", "warn")  # the severities whose findings put a fix into the ranking, highest first
+CONFIDENCE = ("high", "medium", "low")  # a finding's confidence levels, surest first
 HINT_SIZES = ("cb_buffer_size", "striping_unit")  # ROMIO hints given in bytes
 
 
@@ -55,6 +57,10 @@ class FixSummary:
     action: str  # the fix in words: "coalesce requests to 4 MiB"
     codes: list[str] = field(default_factory=list)
     cost_s: float = 0.0  # the largest time lost among the findings proposing it (rule estimate)
+    # the most time the fix would win back by those findings' estimates (cost_s less what the fix
+    # itself costs: advisor.facts.fix_cost); ranks the fixes no replay or model rated
+    recovered_s: float = 0.0
+    confidence: str = ""  # the surest confidence level among those findings (high, medium, low)
     severity: str = "warn"  # the highest among the findings proposing it
     verdict: str | None = None  # of the replay, when one ran
     speedup: float | None = None  # measured
@@ -173,19 +179,30 @@ def _summaries(findings: list[Finding]) -> list[FixSummary]:
         s = _summary(group[0])  # the replay and the model saw one fix: the first finding says it
         s.codes = [f.code for f in group]
         s.cost_s = max(float(f.cost_s or 0.0) for f in group)
+        s.recovered_s = max(float(f.cost_s if f.recovered_s is None else f.recovered_s) for f in group)
+        s.confidence = min((_level(f) for f in group), key=CONFIDENCE.index)
         s.severity = min((f.severity for f in group), key=RANKED.index)
         summaries.append(s)
     return sorted(summaries, key=_rank)
 
 
 def _rank(s: FixSummary) -> tuple:
-    """Severity first (an unmeasured high finding's fix before a warn one's); then, as a replay or a
-    model rates fixes and not findings, a speedup of at least 1 before no speedup, by size; the
-    time the findings lose breaks ties and orders the fixes nothing rated."""
+    """A fix that by its findings' own estimate wins nothing back (its aggregators take longer to
+    move the bytes than the small requests lose) after every other one, unless a replay or a model
+    rated it. Then severity (an unmeasured high finding's fix before a warn one's); then, as a
+    replay or a model rates fixes and not findings, a speedup of at least 1 before no speedup, by
+    size. The fixes nothing rated follow the evidence: the time the findings say each fix would win
+    back (what they lose less what the fix costs), then the surest confidence, then the time lost."""
     merit = s.merit()
     rated = merit is not None and merit >= 1
-    return (RANKED.index(s.severity), 0 if rated else 1, -(merit or 0.0) if rated else 0.0, -s.cost_s,
-            fix_key(s.fix))
+    futile = not rated and s.cost_s > 0 and s.recovered_s <= 0
+    return (futile, RANKED.index(s.severity), 0 if rated else 1, -(merit or 0.0) if rated else 0.0,
+            -s.recovered_s, CONFIDENCE.index(s.confidence or "low"), -s.cost_s, fix_key(s.fix))
+
+
+def _level(f: Finding) -> str:
+    level = (f.confidence or {}).get("level")
+    return level if level in CONFIDENCE else "low"
 
 
 def _summary(f: Finding) -> FixSummary:

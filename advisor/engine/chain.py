@@ -20,6 +20,7 @@ from advisor.engine.evaluator import Evaluator
 from advisor.engine.rules import Catalogue, Rule
 from advisor.engine.significance import DECLARED, Confidence, Impact, Limits, grade
 from advisor.facts import PARAMS, Assumption, FactContext, Missing, NotApplicable, describe, meta_of, registry
+from advisor.facts.fix_cost import recovered_s
 from advisor.formatting import fmt_num
 from advisor.findings import Finding, NotChecked, Recommendation
 
@@ -137,6 +138,7 @@ def _finding(rule: Rule, scope: _RuleScope, ev: Evaluator, runtime_s: float) -> 
         files_total=len(files) if len(files) > MAX_LISTED else None,
         ranks_total=len(ranks) if len(ranks) > MAX_LISTED else None,
         cost_s=round(cost_s, 6),
+        recovered_s=round(recovered_s(scope.ctx, cost_s, fix), 6) if fix and cost_s > 0 else None,
         recommendation=Recommendation(
             text=render.render(rule.recommendation["text"], values),
             commands=_commands(rule, values)),

@@ -52,7 +52,11 @@ def nprocs(ctx: FactContext) -> int:
 # striping) may rest on them: H5Pset_alignment cannot align a .pyc import.
 _NOT_DATA_PREFIXES = ("/proc/", "/sys/", "/dev/", "/etc/", "/usr/lib/", "/usr/lib64/", "/lib/", "/lib64/",
                       "/usr/share/")
-_NOT_DATA = re.compile(r"(\.pyc|\.pyo|\.py|\.pth|\.so(\.\d+)*)$|/(site-packages|dist-packages|__pycache__)/")
+# Open MPI's MPI-IO (OMPIO) opens files of its own beside the application's: the backing file of a
+# file's shared file pointer ('<file>_cid-<communicator>-<job>.sm' in its session directory) and a
+# probe of the file system's locking per rank ('<file>.locktest.<rank>'); their bytes are the library's.
+_NOT_DATA = re.compile(r"(\.pyc|\.pyo|\.py|\.pth|\.so(\.\d+)*)$|/(site-packages|dist-packages|__pycache__)/"
+                       r"|_cid-\d+-\d+\.sm$|\.locktest\.\d+$")
 
 
 def is_data_path(path: str) -> bool:
@@ -60,7 +64,7 @@ def is_data_path(path: str) -> bool:
     return path not in STD_STREAMS and not path.startswith(_NOT_DATA_PREFIXES) and not _NOT_DATA.search(path)
 
 
-def _not_data_ids(ctx: FactContext) -> np.ndarray:
+def not_data_ids(ctx: FactContext) -> np.ndarray:
     def build() -> np.ndarray:
         ids = [i for i, n in ctx.profile.names.items() if not is_data_path(n)]
         return np.fromiter(ids, np.uint64, len(ids))
@@ -70,7 +74,7 @@ def _not_data_ids(ctx: FactContext) -> np.ndarray:
 
 def data_mask(ctx: FactContext, rec: ModuleRecords) -> np.ndarray:
     """Records of the job's data files (see :func:`is_data_path`)."""
-    not_data = _not_data_ids(ctx)
+    not_data = not_data_ids(ctx)
     if not len(not_data):
         return np.ones(len(rec), bool)
     return ~np.isin(rec.ids, not_data)

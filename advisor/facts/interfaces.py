@@ -6,6 +6,7 @@ import numpy as np
 
 from advisor.facts import FactContext, Missing, fact
 from advisor.facts._darshan import col, data_files, dxt, maybe, not_lustre, nprocs, records, summary, total
+from advisor.facts.layers import account
 from advisor.facts.sanity import bounded
 
 
@@ -92,14 +93,14 @@ def mpiio_indep_read_share(ctx: FactContext) -> float:
     return indep / (indep + coll) if indep + coll else 0.0
 
 
-@fact("mpiio_time_s", "seconds", "MPI-IO read + write seconds per process (includes the POSIX time below).",
+@fact("mpiio_time_s", "seconds", "MPI-IO seconds per process (read, write and metadata calls; includes the "
+      "POSIX time below): the layer account's MPI-IO time, the one figure every report gives for the layer.",
       label="MPI-IO time per process")
 def mpiio_time_s(ctx: FactContext) -> float:
-    s = summary(ctx).modules.get("MPI-IO")
-    if s is None:
-        raise Missing("no MPI-IO records in the log")
-    b = bounded(ctx, "MPI-IO")
-    return b.consistent("read") + b.consistent("write")
+    row = account(ctx).row("MPI-IO")
+    if row is None or row.time_s is None:
+        raise Missing("no timed MPI-IO records in the log")
+    return row.time_s
 
 
 @fact("mpiio_indep_time_s", "seconds", "Seconds per process of independent MPI-IO on shared files (op-weighted).",

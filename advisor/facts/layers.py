@@ -189,17 +189,112 @@ def layer_section(ctx: FactContext) -> dict | None:
     return found.to_dict() if found.rows else None
 
 
+def _views(ctx: FactContext) -> tuple[list[Layer], dict[str, _Module], dict[str, _Files], float]:
+    """The layers present, their modules' records, each layer's figures per file, and the run time
+    (once per profile: the account and time_above share them)."""
+    def build():
+        runtime = float(ctx.value("runtime_s") or 0.0)
+        present = [layer for layer in LAYERS if any(_has(ctx, m) for m in layer.modules)]
+        views = {m: _module(ctx, m, runtime) for layer in present for m in layer.modules if _has(ctx, m)}
+        return present, views, {layer.name: _layer_files(layer, views, runtime) for layer in present}, runtime
+    return ctx.memo("layers.views", build)
+
+
+def layer_files(ctx: FactContext) -> dict[str, _Files]:
+    """Layer name -> its figures per file (sorted file ids): bytes, operations, seconds per process."""
+    darshan_like(ctx)
+    return _views(ctx)[2]
+
+
 def _build(ctx: FactContext) -> LayerAccount:
-    runtime = float(ctx.value("runtime_s") or 0.0)
-    present = [layer for layer in LAYERS if any(_has(ctx, m) for m in layer.modules)]
-    views = {m: _module(ctx, m, runtime) for layer in present for m in layer.modules if _has(ctx, m)}
-    per_file = {layer.name: _layer_files(layer, views, runtime) for layer in present}
+    present, views, per_file, runtime = _views(ctx)
     rows = [_row(ctx, layer, views, per_file, runtime) for layer in present]
     if not rows:  # Darshan modules, none of them an I/O layer (BG/Q, HEATMAP only)
         return LayerAccount(nprocs(ctx), runtime, None, None, [], [], 0)
     listed = _listed_files(ctx, per_file)[0]
     return LayerAccount(nprocs(ctx), runtime, _maybe(job_time, ctx), _maybe(base_time, ctx), rows,
                         _file_rows(ctx, present, views, per_file), len(listed))
+
+
+@dataclass
+class Above:
+    """A layer's time above the layer below it (:func:`time_above`), seconds per process: per file
+    both saw (`keys`, sorted), and over those files as the account bounds every layer's time."""
+
+    layer: str
+    below: str  # "" when no layer below has records
+    keys: np.ndarray
+    upper: np.ndarray  # the layer's seconds per file, bounded by the file's records' lives
+    lower: np.ndarray  # the layer below's: its mean per process, or what the ranks waited for
+    upper_total: float | None = None  # None: not timed
+    lower_total: float | None = None
+
+    @property
+    def per_file(self) -> np.ndarray:
+        return np.maximum(self.upper - self.lower, 0.0)
+
+    @property
+    def total(self) -> float | None:
+        if self.upper_total is None or self.lower_total is None:
+            return None
+        return max(0.0, self.upper_total - self.lower_total)
+
+    def of(self, key: int) -> float | None:
+        i = int(np.searchsorted(self.keys, np.uint64(key)))
+        return float(self.per_file[i]) if i < len(self.keys) and self.keys[i] == key else None
+
+
+def time_above(ctx: FactContext, layer: str, kinds: tuple[str, ...] | None = None, waited: bool = False) -> Above:
+    """The one definition of a layer's time above the layer below (docs/layers.md, "Own time"): on the
+    files both saw, the layer's seconds per process less the layer below's (of `kinds`: all by default).
+
+    What is subtracted depends on the question. The layer account asks where the mean process's time
+    went: both sides are means per process, so their difference is the time a process spent inside
+    the layer's calls and not inside its own calls below (`waited=False`; its totals are bounded like
+    every layer's time). MPI008 asks what fewer, larger collective calls would save: with collective
+    buffering only the aggregators call POSIX and every rank waits inside the collective call for
+    the slowest of them, so what the ranks waited for the file system (the slowest rank's time on a
+    shared file when Darshan kept it, never less than the mean) is data movement that larger calls
+    do not remove (`waited=True`); subtracting the mean would count that wait as per-call overhead."""
+    darshan_like(ctx)
+    _present, views, per_file, runtime = _views(ctx)
+    if layer not in per_file:
+        raise Missing(f"no {layer} records in the log")
+    spec = BY_NAME[layer]
+    below, same, matched = _below(spec, per_file)
+    if not below:
+        return Above(layer, "", same, np.zeros(0), np.zeros(0))
+    here = _layer_files(spec, views, runtime, kinds)
+    there = _layer_files(BY_NAME[below], views, runtime, kinds)
+    on = same if matched else same[:0]
+    upper = here.time[np.searchsorted(here.keys, on)]
+    lower = there.time[np.searchsorted(there.keys, on)]
+    if waited:
+        lower = np.maximum(lower, _slowest_rank(ctx, BY_NAME[below], views, on))
+    unplaced = per_file[layer].index(NO_FILE) is not None  # records naming no file: whole layers compared
+    top = _time(ctx, spec, views, None if unplaced or not matched else same, runtime)
+    bottom = _time(ctx, BY_NAME[below], views, same, runtime)
+    return Above(layer, below, on, upper, lower, _kinds(top, kinds), _kinds(bottom, kinds))
+
+
+def _kinds(t: LayerTime | None, kinds: tuple[str, ...] | None) -> float | None:
+    if t is None:
+        return None
+    return t.total if kinds is None else sum(getattr(t, k) for k in kinds)
+
+
+def _slowest_rank(ctx: FactContext, layer: Layer, views: dict[str, _Module], files: np.ndarray) -> np.ndarray:
+    """Per file of `files`, the slowest rank's seconds on it where a shared record kept them."""
+    out = np.zeros(len(files))
+    for module in layer.modules:
+        view, rec = views.get(module), ctx.profile.records.get(module)
+        name = f"{SPECS[module].prefix}_F_SLOWEST_RANK_TIME"
+        if view is None or not rec.has(name):
+            continue
+        at = np.searchsorted(files, view.keys)
+        hit = view.shared & (at < len(files)) & (files[np.minimum(at, len(files) - 1)] == view.keys)
+        np.maximum.at(out, at[hit], np.clip(np.asarray(rec.get(name), np.float64)[hit], 0, None))
+    return out
 
 
 def _has(ctx: FactContext, module: str) -> bool:
@@ -230,10 +325,12 @@ def _module(ctx: FactContext, module: str, runtime: float) -> _Module:
     return _Module(np.asarray(keys).astype(np.uint64), seconds, life, rec.ranks == SHARED_RANK, cols, timed, n)
 
 
-def _layer_files(layer: Layer, views: dict[str, _Module], runtime: float) -> _Files:
-    """The layer's figures per file. Bytes: the module that saw the most of them (PnetCDF's file
-    record counts the header besides the variables' bytes); operations and seconds: summed."""
-    parts = [_module_files(views[m]) for m in layer.modules if m in views]
+def _layer_files(layer: Layer, views: dict[str, _Module], runtime: float,
+                 kinds: tuple[str, ...] | None = None) -> _Files:
+    """The layer's figures per file (seconds of `kinds` only, when given). Bytes: the module that
+    saw the most of them (PnetCDF's file record counts the header besides the variables' bytes);
+    operations and seconds: summed."""
+    parts = [_module_files(views[m], kinds) for m in layer.modules if m in views]
     keys = _group(np.concatenate([k for k, _ in parts]))[0]
     out = _Files(keys, *(np.zeros(len(keys), np.float64 if f == "time" else np.int64) for f in _FIELDS))
     for uniq, figs in parts:
@@ -259,11 +356,12 @@ def _group(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ordered[first], inv
 
 
-def _module_files(view: _Module) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """(file ids, field -> value per file) of one module's records."""
+def _module_files(view: _Module, kinds: tuple[str, ...] | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(file ids, field -> value per file) of one module's records (seconds of `kinds`: all by default)."""
     uniq, inv = _group(view.keys)
     n = len(uniq)
-    time = np.bincount(inv, weights=sum(view.seconds.values()), minlength=n) / view.n
+    seconds = sum(v for k, v in view.seconds.items() if kinds is None or k in kinds)
+    time = np.bincount(inv, weights=np.broadcast_to(seconds, view.keys.shape), minlength=n) / view.n
     if view.life is not None:  # a rank's calls on a file lie within its records' lives
         own = ~view.shared
         bound = (np.bincount(inv[own], weights=view.life[own], minlength=n) / view.n
@@ -338,14 +436,13 @@ def _compare(ctx: FactContext, row: LayerRow, layer: Layer, below: str, same: np
     row.below, row.own = below, layer.own
     here, there = per_file[layer.name], per_file[below]
     unplaced = here.index(NO_FILE) is not None  # then its whole time and bytes are compared
-    lower = _time(ctx, BY_NAME[below], views, same, runtime)
-    upper = _time(ctx, layer, views, same, runtime) if matched and not unplaced else None
-    row.below_time_s = lower and lower.total
+    above = time_above(ctx, layer.name)
+    row.below_time_s = above.lower_total
     mine = (here.on(same) if matched else np.ones(len(here.keys), bool)) | (here.keys == NO_FILE)
-    if row.time_s is not None and lower is not None:
-        top = upper.total if upper is not None else row.time_s
-        row.own_time_s = max(0.0, top - lower.total)
-        if lower.total > top * 1.01 + 1e-3:
+    if row.time_s is not None and above.total is not None:
+        top, lower = above.upper_total, above.lower_total
+        row.own_time_s = above.total
+        if lower > top * 1.01 + 1e-3:
             row.notes.append(f"{below} spent more time on these files than {layer.name}: calls {layer.name}'s "
                              "counters do not time moved data below it")
     under = there.on(same)
@@ -379,6 +476,7 @@ def _file_rows(ctx: FactContext, present: list[Layer], views: dict[str, _Module]
     timed = {layer.name for layer in present if any(views[m].timed for m in layer.modules if m in views)}
     keys, times = _listed_files(ctx, {n: f for n, f in per_file.items() if n in timed} or per_file)
     top = np.lexsort((keys, -times))[:FILE_ROWS]
+    aboves = {layer.name: time_above(ctx, layer.name) for layer in present if layer.below}
     rows = []
     for key in keys[top].tolist():
         cells = []
@@ -388,8 +486,7 @@ def _file_rows(ctx: FactContext, present: list[Layer], views: dict[str, _Module]
                 continue
             below = next((b for b in layer.below if b in per_file and per_file[b].index(key) is not None), "")
             t = float(per_file[layer.name].time[i]) if layer.name in timed else None
-            under = float(per_file[below].time[per_file[below].index(key)]) if below in timed else None
-            own = max(0.0, t - under) if t is not None and under is not None else None
+            own = aboves[layer.name].of(key) if t is not None and below in timed and layer.below else None
             cells.append(FileLayer(layer.name, t, int(per_file[layer.name].bytes[i]),
                                    int(per_file[layer.name].ops[i]), own, below))
         rows.append(FileRow(ctx.profile.name_of(key) or f"<unnamed record {key:#x}>", cells))  # DFS, DAOS

@@ -5,11 +5,12 @@ their offsets (and, with collective buffering, their data) before any byte reach
 system. On calls of a few KiB that fixed part is the whole cost: the MPI-IO layer's time is
 far above the POSIX time below it on the same files. Fewer, larger calls pay it fewer times.
 
-The time above POSIX is measured per file as the MPI-IO read + write time per process less
-what the ranks waited for the POSIX layer below: the larger of its mean per process and its
-slowest rank (with collective buffering a few aggregators do the POSIX I/O and everyone waits
-for them). Only the collective calls' share of a file's excess is counted, and MPI-IO times are
-bounded like every layer's (advisor.facts.sanity).
+The time above POSIX is the layer account's (advisor.facts.layers.time_above, the one place it is
+computed): per file, the MPI-IO read + write time per process (bounded by the file's records'
+lives) less what the ranks waited for the POSIX layer below: the larger of its mean per process
+and its slowest rank, since with collective buffering a few aggregators do the POSIX I/O and
+everyone waits for them (the account itself subtracts the mean: it asks where the mean process's
+time went). Only the collective calls' share of a file's excess is counted.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import col, data_mask, nprocs, records
-from advisor.facts.sanity import bounded
+from advisor.facts.layers import time_above
 from advisor.profile import SHARED_RANK
 
 MiB = 1 << 20
@@ -44,29 +45,16 @@ class CallCost:
         return value / self.calls if self.calls else 0.0
 
 
-def _posix_wall(ctx: FactContext, ids: np.ndarray, n: int) -> np.ndarray:
-    """Per MPI-IO file, the seconds each rank waited for the POSIX calls below it: the mean
-    read + write time per process, or the slowest rank's time when Darshan kept it."""
-    posix = ctx.profile.records.get("POSIX")
-    wall = np.zeros(len(ids))
-    if posix is None or not len(posix):
-        return wall
-    at = np.searchsorted(ids, posix.ids)
-    below = (at < len(ids)) & (ids[np.minimum(at, len(ids) - 1)] == posix.ids)
-    seconds = col(posix, "F_READ_TIME") + col(posix, "F_WRITE_TIME")
-    np.add.at(wall, at[below], seconds[below] / n)
-    slowest = col(posix, "F_SLOWEST_RANK_TIME") if posix.has("POSIX_F_SLOWEST_RANK_TIME") else None
-    if slowest is not None:
-        shared = below & (posix.ranks == SHARED_RANK)
-        np.maximum.at(wall, at[shared], slowest[shared])
-    return wall
-
-
-def _scale(ctx: FactContext) -> float:
-    """Bounded over summed MPI-IO read + write time (1 unless the counters overlap)."""
-    b = bounded(ctx, "MPI-IO")
-    summed = b.summed["read"] + b.summed["write"]
-    return (b.consistent("read") + b.consistent("write")) / summed if summed > 0 else 1.0
+def _above_posix(ctx: FactContext, ids: np.ndarray) -> np.ndarray:
+    """Per MPI-IO file of `ids`, its read + write seconds per process above what the ranks waited
+    for POSIX below (layers.time_above, waited: with collective buffering every rank waits for the
+    aggregators, so the slowest rank's POSIX time is data movement, not per-call overhead). A file
+    POSIX never saw has no time above it to measure: 0."""
+    above = time_above(ctx, "MPI-IO", ("read", "write"), waited=True)
+    if not len(above.keys):
+        return np.zeros(len(ids))
+    at = np.minimum(np.searchsorted(above.keys, ids), len(above.keys) - 1)
+    return np.where(above.keys[at] == ids, above.per_file[at], 0.0)
 
 
 def _cost(ctx: FactContext) -> CallCost:
@@ -92,11 +80,9 @@ def _cost(ctx: FactContext) -> CallCost:
     if not sel.any():
         raise Missing("no collective MPI-IO data calls in the log")
     ids, inv = np.unique(rec.ids[sel], return_inverse=True)
-    mpi = np.bincount(inv, weights=(col(rec, "F_READ_TIME") + col(rec, "F_WRITE_TIME"))[sel] / n,
-                      minlength=len(ids)) * _scale(ctx)
     share = np.bincount(inv, weights=coll[sel], minlength=len(ids)) / \
         np.maximum(np.bincount(inv, weights=every[sel], minlength=len(ids)), 1)
-    above = np.maximum(mpi - _posix_wall(ctx, ids, n), 0) * share
+    above = _above_posix(ctx, ids) * share
     order = np.argsort(-above, kind="stable")
     return CallCost(float(coll[sel].sum()) / n, float(moved[sel].sum()) / n, float(above.sum()),
                     float(after[sel].sum()) / n, largest,
@@ -121,9 +107,10 @@ def mpiio_coll_call_size(ctx: FactContext) -> float:
 
 
 @fact("mpiio_coll_above_posix_s", "seconds", "Seconds per process the collective MPI-IO calls spent beyond "
-      "the POSIX time the ranks waited for below them on the same files (the slowest rank's, since only the "
-      "aggregators touch the file system; the layer account subtracts the mean per process instead): "
-      "synchronisation, offset and data exchange.",
+      "the POSIX time the ranks waited for below them on the same files (layers.time_above: the slowest "
+      "rank's, since only the aggregators touch the file system and everyone waits for them; the layer "
+      "account, asking where the mean process's time went, subtracts the mean): synchronisation, offset "
+      "and data exchange.",
       label="collective MPI-IO time beyond the POSIX time waited for, per process")
 def mpiio_coll_above_posix_s(ctx: FactContext) -> float:
     return call_cost(ctx).above_s
