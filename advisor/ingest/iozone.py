@@ -123,11 +123,25 @@ def parse_text(text: str) -> IozoneRun:
         run.measurements += _reports(text, run.unit)
     run.mode = ("throughput" if any(m.source == "throughput" for m in run.measurements)
                 else "automatic" if run.measurements else "")
-    if "iozone: interrupted" in text or "exiting iozone" in text:
-        run.notes.append("the run was interrupted: only the rows completed before are measurements")
-    if not _BANNER.search(text):
-        run.notes.append("no IOzone banner: a fragment of an output (version and options unknown)")
+    run.notes += _damage(text, run.mode)
     return run
+
+
+def _interrupted(notes: list[str]) -> bool:
+    return any(n.startswith("interrupted") for n in notes)
+
+
+def _damage(text: str, mode: str) -> list[str]:
+    """What the output says about its own completeness: interrupted, cut short, or headless."""
+    notes = []
+    if "iozone: interrupted" in text or "exiting iozone" in text:
+        notes.append("interrupted ('iozone: interrupted'): the tests and rows after the last value printed never ran")
+    elif _BANNER.search(text) and "iozone test complete." not in text:
+        notes.append("truncated: the output ends before 'iozone test complete.' (the last "
+                     + ("throughput block" if mode == "throughput" else "table row") + " may be partial)")
+    if not _BANNER.search(text):
+        notes.append("no IOzone banner: a fragment of an output (version and options unknown)")
+    return notes
 
 
 def _throughput(text: str, record_kib: int | None, file_kib: int | None) -> list[IozoneMeasurement]:
@@ -258,8 +272,9 @@ def load(path: Path) -> JobProfile:
     except ValueError as exc:
         raise InputError(str(path), str(exc)) from None
     if not run.measurements:
-        raise InputError(str(path), "an IOzone output with no measurement (" + (
-            "; ".join(run.notes) or "no throughput line, table or report") + ")")
+        cause = ("interrupted ('iozone: interrupted') before its first value" if _interrupted(run.notes)
+                 else "; ".join(run.notes) or "no throughput line, table or report")
+        raise InputError(str(path), f"an IOzone output with no measurement ({cause})")
     threads = max((m.threads or 0 for m in run.measurements), default=0)
     job = JobInfo(nprocs=threads or 1, exe=run.command_line,
                   library_version=f"IOzone {run.version}" if run.version else "IOzone",
