@@ -74,3 +74,26 @@ def test_diagnose_of_the_files_adds_the_campaign(corpus, tmp_path):
     (campaign,) = [d for d in docs if d["source"]["format"] == "iozone-campaign"]
     assert campaign["data"]["campaign"]["x"] == "threads"
     assert len(campaign["data"]["campaign"]["curves"]) == 4
+
+
+def test_an_automatic_mode_output_is_drawn_as_record_by_file_surfaces(corpus):
+    """ODroid HC1, -a: 126 write cells (14 file sizes x 13 record sizes, the small records skipped from
+    32 MiB files on); the shade falls where the files outgrow the page cache (write: 329,496 kB/s best,
+    24,298 kB/s at 512 MiB)."""
+    from advisor import pipeline
+    from advisor.config import SiteConfig
+    from advisor.report.surface import surface_data
+
+    path = IOZONE / "auto_3.471_R_arm32_ericmountain.txt"
+    (result,) = pipeline.run([path], pipeline.Stages(figures=True), SiteConfig()).results
+    fig = result.diagnosis.figures["surface"]
+    assert fig == surface_data(result.profile)
+    write = next(t for t in fig["tests"] if t["test"] == "write")
+    assert (len(write["files_kib"]), len(write["records_kib"])) == (14, 13)
+    assert write["values"][0][:5] == [213925, 222250, 217039, 238015, 224480]
+    plots, _, problems = figure_views(result.diagnosis.figures)
+    assert not problems
+    drawn = next(p for p in plots if p.id == "surface-write")
+    assert len(drawn.rows) == 64 and drawn.more_rows == 126 - 64
+    svg = str(drawn.svg)
+    assert svg.count("<rect") == 126 and svg.count("c-write lv6") >= 1 and "512 MiB file, 16 MiB records" in svg
