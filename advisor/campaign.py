@@ -316,9 +316,13 @@ def campaign_profile(campaign: Campaign) -> CampaignProfile:
 def campaign_runs(profiles: list[JobProfile]) -> list[list[JobProfile]]:
     """The runs of each benchmark that makes campaigns (IOR, IOzone), in input order: one campaign each."""
     ior = [p for p in profiles if isinstance(p, IorProfile)]
-    iozone = [p for p in profiles if isinstance(p, IozoneProfile)
-              and any(m.source == "throughput" for m in p.iozone.measurements)]
+    iozone = [p for p in profiles if isinstance(p, IozoneProfile) and thread_counts(p)]
     return [runs for runs in (ior, iozone) if runs]
+
+
+def thread_counts(profile: IozoneProfile) -> set[int]:
+    """The thread counts of an IOzone output's throughput results (several: `-l 1 -u 8`, or runs appended)."""
+    return {m.threads for m in profile.iozone.measurements if m.source == "throughput" and m.threads}
 
 
 def load_runs(paths: list[str | Path]) -> tuple[list[JobProfile], list[str]]:

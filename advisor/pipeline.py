@@ -253,10 +253,14 @@ def _campaign(done: Run, stages: Stages, config: SiteConfig) -> list[Result]:
     """A campaign diagnosis per benchmark (IOR, IOzone throughput runs) with two or more runs among
     the inputs (or one and a baseline)."""
     # imported here: a Darshan log's diagnosis needs neither (a tenth of diagnose's start-up)
-    from advisor.campaign import campaign_runs, load_runs
+    from advisor.campaign import campaign_runs, load_runs, thread_counts
+    from advisor.ingest.iozone import IozoneProfile
+
+    def scales(runs: list[JobProfile]) -> bool:  # one IOzone output of several thread counts is a sweep
+        return len(runs) >= 2 or (isinstance(runs[0], IozoneProfile) and len(thread_counts(runs[0])) >= 2)
 
     groups = [runs for runs in campaign_runs([r.profile for r in done.results if r.profile is not None])
-              if len(runs) >= 2 or stages.baselines]
+              if scales(runs) or stages.baselines]
     if not groups:
         return []
     base, skipped = load_runs(list(stages.baselines))

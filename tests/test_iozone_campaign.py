@@ -97,3 +97,17 @@ def test_an_automatic_mode_output_is_drawn_as_record_by_file_surfaces(corpus):
     assert len(drawn.rows) == 64 and drawn.more_rows == 126 - 64
     svg = str(drawn.svg)
     assert svg.count("<rect") == 126 and svg.count("c-write lv6") >= 1 and "512 MiB file, 16 MiB records" in svg
+
+
+def test_one_log_of_appended_runs_is_a_sweep(corpus, tmp_path):
+    """A wrapper script appending each thread count's output to one log: one input, a two-point curve."""
+    log = tmp_path / "iozone.log"
+    log.write_text("".join(p.read_text() for p in DUSCC if "write" in p.name))
+    out = subprocess.run([sys.executable, "-m", "advisor", "diagnose", str(log), "--json", "-"],
+                         capture_output=True, text=True)
+    assert out.returncode in (0, 1), out.stderr
+    docs = json.loads(out.stdout)
+    (campaign,) = [d for d in docs if d["source"]["format"] == "iozone-campaign"]
+    curve = next(c for c in campaign["data"]["campaign"]["curves"] if c["operation"] == "write")
+    assert [(p["tasks"], round(p["max_mib_s"] * 1024, 2)) for p in curve["points"]] == [(1, 376423.19),
+                                                                                        (64, 367382.55)]

@@ -123,3 +123,23 @@ def test_an_interrupted_run_with_rows_keeps_them_and_says_so(corpus, tmp_path):
     run = iozone.load(Path(path)).iozone
     assert run.notes[0].startswith("interrupted")
     assert sorted({m.record_kib for m in run.measurements}) == [4, 8, 16]
+
+
+def test_tabs_turned_into_spaces_change_nothing(corpus, tmp_path):
+    """Outputs pasted from terminals arrive with their tabs expanded (README, 'Around the output')."""
+    for name in ("tput_3.457_l1u1_cpu_R_freebsd-zfs.txt", "auto_3.434_n-g-y-q_psteinb.txt"):
+        path = tmp_path / name
+        path.write_text((IOZONE / name).read_text().expandtabs())
+        assert iozone.load(path).iozone.measurements == iozone.load(IOZONE / name).iozone.measurements
+
+
+def test_lines_printed_into_a_table_are_skipped_and_said(corpus, tmp_path):
+    """Kernel log lines interleaved into the table (seen in hobby-OS logs of 3.506): the rows around them stay."""
+    text = (IOZONE / "auto_3.434_n-g-y-q_psteinb.txt").read_text()
+    row = text.index("\n", text.index("         1048576    1024 ")) + 1
+    path = tmp_path / "run.txt"
+    kernel = "[  812.044171] ata1.00: exception Emask 0x0 SAct 0x0 SErr 0x0 action 0x6\n"
+    path.write_text(text[:row] + kernel + text[row:])
+    run = iozone.load(path).iozone
+    assert run.measurements == iozone.load(IOZONE / "auto_3.434_n-g-y-q_psteinb.txt").iozone.measurements
+    assert any("1 line(s) inside the table" in n and "ata1.00" in n for n in run.notes)

@@ -117,13 +117,18 @@ def parse_text(text: str) -> IozoneRun:
     run.unit = OPS if "OPS Mode" in text else KBS
     record, file_size = _first(_RECORD, text), _first(_FILE_SIZE, text)
     run.measurements = _throughput(text, _int(record), _int(file_size))
-    tables = _tables(text, run.unit)
+    skipped: list[str] = []
+    tables = _tables(text, run.unit, skipped)
     run.measurements += tables
     if not tables:  # a report repeats the table of its run; alone (a fragment), it is the data
         run.measurements += _reports(text, run.unit)
     run.mode = ("throughput" if any(m.source == "throughput" for m in run.measurements)
                 else "automatic" if run.measurements else "")
     run.notes += _damage(text, run.mode)
+    foreign = [line for line in skipped if not line.startswith("iozone: interrupted")]
+    if foreign:
+        run.notes.append(f"{len(foreign)} line(s) inside the table are not rows and were skipped "
+                         f"(output interleaved into it), the first: {foreign[0][:80]!r}")
     return run
 
 
@@ -163,9 +168,9 @@ def _throughput(text: str, record_kib: int | None, file_kib: int | None) -> list
     return found
 
 
-def _tables(text: str, unit: str) -> list[IozoneMeasurement]:
+def _tables(text: str, unit: str, skipped: list[str]) -> list[IozoneMeasurement]:
     """The rows of every automatic-mode table, each value assigned to the column whose header it
-    ends under (IOzone right-aligns both)."""
+    ends under (IOzone right-aligns both); lines inside a table that are not rows go to `skipped`."""
     found = []
     lines = text.splitlines()
     for i, line in enumerate(lines):
@@ -174,8 +179,11 @@ def _tables(text: str, unit: str) -> list[IozoneMeasurement]:
         ends = [m.end() for m in re.finditer(r"\S+", line)]  # kB, reclen, then the 13 tests
         for row in lines[i + 1:]:
             cells = [(m.end(), m[0]) for m in re.finditer(r"\S+", row)]
+            if not cells:
+                break  # the blank line that ends every table
             if len(cells) < 2 or not all(c.isdigit() for _, c in cells):
-                break
+                skipped.append(row.strip())  # a line printed into the table (kernel log, 'iozone: interrupted')
+                continue
             file_kib, record_kib = int(cells[0][1]), int(cells[1][1])
             for end, cell in cells[2:]:
                 column = min(range(2, len(ends)), key=lambda k: abs(ends[k] - end))
