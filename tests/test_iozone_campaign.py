@@ -52,7 +52,7 @@ def test_the_sweep_is_judged_as_a_whole(duscc):
     assert {"BEN021", "BEN022", "CAM004"} <= set(codes)
     write = next(r for r in codes["BEN021"].evidence["bench_peak_results"] if r["operation"] == "write")
     assert round(write["share"], 3) == round(376423.19 / 1024 / 8000, 3)
-    assert "collect" in codes["BEN021"].recommendation.text
+    assert "collect" in codes["BEN021"].recommendation.text and "SRV001" in codes["BEN021"].recommendation.text
     assert "64 threads" in codes["BEN022"].message
 
 
