@@ -44,7 +44,7 @@ _VERSION = re.compile(r"Version \$Revision: ([\d.]+) \$")
 _COMMAND = re.compile(r"Command line used: (.*)")
 _RECORD = re.compile(r"Record Size (\d+) [kK]B?")
 _FILE_SIZE = re.compile(r"File size set to (\d+) [kK]B?")
-_EACH = re.compile(r"Each process writes a (\d+) [kK]Byte file in (\d+) [kK]Byte records")
+_EACH = re.compile(r"Each process writes a (\d+) kByte file in (\d+) kByte records", re.IGNORECASE)  # 3.3xx: Kbyte
 _CHILDREN = re.compile(r"Children see throughput for\s+(\d+)\s+(.+?)\s*=\s*([\d.]+)\s*(\S+)")
 _PER_LINE = re.compile(r"(Parent sees throughput for\s+\d+\s+.+?|(?:Min|Max|Avg) throughput per process)"
                        r"\s*=\s*([\d.]+)")
