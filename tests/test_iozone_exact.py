@@ -152,3 +152,9 @@ def test_the_old_unit_spellings_read_the_same(corpus, tmp_path):
     path.write_text((IOZONE / name).read_text().replace("kByte", "Kbyte").replace("kB/sec", "KB/sec"))
     old, new = iozone.load(path).iozone.measurements, iozone.load(IOZONE / name).iozone.measurements
     assert old == new and (old[0].file_kib, old[0].record_kib) == (159744, 1024)
+
+
+def test_a_document_quoting_iozone_output_is_not_a_run(corpus):
+    """The corpus README quotes every form in code fences: a folder diagnosed whole must not count it as a run."""
+    with pytest.raises(InputError, match="Markdown"):
+        iozone.load(IOZONE / "README.md")

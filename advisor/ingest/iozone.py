@@ -42,10 +42,10 @@ _REPORT_TESTS = {"writer": "write", "re-writer": "rewrite", "reader": "read", "r
 _BANNER = re.compile(r"Iozone: Performance Test of File I/O")
 _VERSION = re.compile(r"Version \$Revision: ([\d.]+) \$")
 _COMMAND = re.compile(r"Command line used: (.*)")
-_RECORD = re.compile(r"Record Size (\d+) [kK]B?")
-_FILE_SIZE = re.compile(r"File size set to (\d+) [kK]B?")
+_RECORD = re.compile(r"^\s*Record Size (\d+) [kK]B?", re.MULTILINE)  # not "Using Maximum Record Size" (-a -q)
+_FILE_SIZE = re.compile(r"^\s*File size set to (\d+) [kK]B?", re.MULTILINE)
 _EACH = re.compile(r"Each process writes a (\d+) kByte file in (\d+) kByte records", re.IGNORECASE)  # 3.3xx: Kbyte
-_CHILDREN = re.compile(r"Children see throughput for\s+(\d+)\s+(.+?)\s*=\s*([\d.]+)\s*(\S+)")
+_CHILDREN = re.compile(r"Children see throughput for\s+(\d+)\s+([a-z][a-z -]*?)\s*=\s*([\d.]+)\s*(\S+)")
 _PER_LINE = re.compile(r"(Parent sees throughput for\s+\d+\s+.+?|(?:Min|Max|Avg) throughput per process)"
                        r"\s*=\s*([\d.]+)")
 _CPU = re.compile(r"CPU [Uu]tilization: Wall time\s+([\d.]+)\s+CPU time\s+([\d.]+)\s+CPU utilization\s+([\d.]+) %")
@@ -275,6 +275,9 @@ def _sniff(path: Path, head: bytes) -> bool:
 def load(path: Path) -> JobProfile:
     """Read one IOzone output; InputError (one line) when it holds no measurement."""
     data = read_bounded(path, MAX_BYTES, "an IOzone output")
+    if b"\n```" in data or data.startswith(b"```"):  # IOzone never prints a code fence: excerpts in a document
+        raise InputError(str(path), "IOzone lines quoted in a Markdown document, not an IOzone output "
+                                    "(give the output file itself)")
     try:
         run = parse_workbook(data) if data[:2] in _BIFF_BOF else parse_text(data.decode("utf-8", "replace"))
     except ValueError as exc:
