@@ -1,7 +1,10 @@
-"""Benchmark campaigns: several IOR runs of one study as scaling curves, and what they show.
+"""Benchmark campaigns: several IOR (or IOzone) runs of one study as scaling curves, and what they show.
 
 A curve is bandwidth against tasks for one kind of test (same study, access - shared
-file or file per process -, operation, API, transfer size and stripe layout). From the
+file or file per process -, operation, API, transfer size and stripe layout). IOzone's
+throughput mode (``-t N``, ``-l/-u``) gives points the same way: its threads each write their own
+file (file per process), the record size is the transfer size, and each test is an operation
+(initial writers and readers are the write and read curves). From the
 curves: the knee (where adding clients stops paying), the point where file-per-process
 clients start to exceed the OSTs and the drop there, a collapse at the largest scale,
 read vs write gaps, flat curves, and with baseline runs the tests that regressed.
@@ -20,9 +23,13 @@ from typing import ClassVar
 from advisor.errors import InputError
 from advisor.ingest import load_profile
 from advisor.ingest.ior.model import FPP, SHARED, IorProfile, IorTest, label
+from advisor.ingest.iozone import KBS, IozoneProfile
 from advisor.profile import JobInfo, JobProfile, Provenance
 
 ACCESS_NAMES = {FPP: "file per process", SHARED: "shared file", "": "access unknown"}
+IOZONE = "IOzone"  # the api of IOzone's curves
+# IOzone's throughput tests that are the write and read curves (the others keep IOzone's names)
+IOZONE_OPERATIONS = {"initial writers": "write", "readers": "read"}
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,9 @@ class CurveKey:
 
     def label(self) -> str:
         parts = [self.study] if self.study else []
+        if self.api == IOZONE:
+            test = next((t for t, op in IOZONE_OPERATIONS.items() if op == self.operation), self.operation)
+            return " · ".join(parts + [f"IOzone {test}", f"{self.transfer_size // 1024} KiB records"])
         parts += [ACCESS_NAMES.get(self.access, self.access), self.operation]
         if self.stripe_count:
             parts.append(f"stripe count {self.stripe_count}")
@@ -77,6 +87,12 @@ class Campaign:
     baseline: list[Curve] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    benchmark: str = "IOR"  # or IOZONE: what the runs are (a campaign holds one benchmark)
+
+    @property
+    def x_label(self) -> str:
+        """What the x axis counts: IOR's tasks, IOzone's threads (or processes)."""
+        return "threads" if self.benchmark == IOZONE else "tasks"
 
     @property
     def max_tasks(self) -> int:
@@ -101,28 +117,54 @@ def _study_names(profiles: list[JobProfile]) -> list[str]:
     return [Path(d).name for d in dirs]
 
 
+def _ior_points(profile: IorProfile, study: str, config, notes: list[str]):
+    """(key, point) of every test and operation of an IOR run."""
+    for test in profile.run.tests:
+        tasks = test.params.tasks
+        if not tasks:
+            notes.append(f"{profile.source.path}: {label(test)} states no task count; left out")
+            continue
+        for op, summary in test.summaries.items():
+            yield _key(test, op, study, config), Point(tasks, summary.max_mib, summary.mean_mib, profile.source.path,
+                                                       label(test), test.params.block_size)
+
+
+def _iozone_points(profile: IozoneProfile, study: str, config):
+    """(key, point) of every throughput-mode result of an IOzone run in kB/s (its 'Children see' rate:
+    the sum of the threads' rates, as IOzone headlines it)."""
+    system = config.system if config is not None else None
+    count = (system.default_stripe_count if system else None) or 0
+    size = (system.default_stripe_size if system else None) or 0
+    for m in profile.iozone.measurements:
+        if m.source != "throughput" or m.unit != KBS or not m.threads or not m.record_kib:
+            continue
+        op = IOZONE_OPERATIONS.get(m.test, m.test)
+        mib = m.value / 1024  # IOzone's kB is 1,024 bytes
+        key = CurveKey(study, FPP, op, IOZONE, m.record_kib * 1024, count, size)
+        threads = f"{m.threads} thread{'s' if m.threads > 1 else ''}"
+        yield key, Point(m.threads, mib, mib, profile.source.path, f"IOzone {m.test}, {threads}",
+                         m.file_kib * 1024 if m.file_kib else None)
+
+
 def build_curves(profiles: list[JobProfile], config=None) -> tuple[list[Curve], list[str]]:
-    """Curves of the IOR runs in `profiles` (one point per test, operation and task count)."""
+    """Curves of the IOR or IOzone runs in `profiles` (one point per test, operation and task count)."""
     points: dict[CurveKey, dict[int, Point]] = {}
     notes: list[str] = []
     for profile, study in zip(profiles, _study_names(profiles)):
-        if not isinstance(profile, IorProfile):
+        if isinstance(profile, IorProfile):
+            found = _ior_points(profile, study, config, notes)
+        elif isinstance(profile, IozoneProfile):
+            found = _iozone_points(profile, study, config)
+        else:
             continue
-        for test in profile.run.tests:
-            tasks = test.params.tasks
-            if not tasks:
-                notes.append(f"{profile.source.path}: {label(test)} states no task count; left out")
-                continue
-            for op, summary in test.summaries.items():
-                key = _key(test, op, study, config)
-                point = Point(tasks, summary.max_mib, summary.mean_mib, profile.source.path, label(test),
-                              test.params.block_size)
-                old = points.setdefault(key, {}).get(tasks)
-                if old is not None:
-                    notes.append(f"{key.label()}: two runs at {tasks} tasks ({old.source}, "
-                                 f"{point.source}); the higher is kept")
-                if old is None or point.bw_mib > old.bw_mib:
-                    points[key][tasks] = point
+        for key, point in found:
+            tasks = point.tasks
+            old = points.setdefault(key, {}).get(tasks)
+            if old is not None:
+                notes.append(f"{key.label()}: two runs at {tasks} tasks ({old.source}, "
+                             f"{point.source}); the higher is kept")
+            if old is None or point.bw_mib > old.bw_mib:
+                points[key][tasks] = point
     curves = [Curve(key, [pts[t] for t in sorted(pts)]) for key, pts in points.items()]
     curves.sort(key=lambda c: (c.key.study, c.key.access, c.key.operation != "write", c.label))
     return curves, notes
@@ -132,7 +174,8 @@ def build_campaign(profiles: list[JobProfile], config=None,
                    baseline_profiles: list[JobProfile] | None = None) -> Campaign:
     curves, notes = build_curves(profiles, config)
     baseline, base_notes = build_curves(list(baseline_profiles or []), config)
-    return Campaign(curves, baseline, [p.source.path for p in profiles], notes + base_notes)
+    benchmark = IOZONE if curves and all(c.key.api == IOZONE for c in curves) else "IOR"
+    return Campaign(curves, baseline, [p.source.path for p in profiles], notes + base_notes, benchmark)
 
 
 # ---- analysis -------------------------------------------------------------------------------
@@ -226,8 +269,8 @@ def campaign_data(campaign: Campaign) -> dict:
                              "block_size": p.block_size, "test": p.test, "source": p.source} for p in c.points]}
                 for c in items]
 
-    return {"curves": curves(campaign.curves), "baseline": curves(campaign.baseline),
-            "sources": list(campaign.sources), "notes": list(campaign.notes)}
+    return {"benchmark": campaign.benchmark, "x": campaign.x_label, "curves": curves(campaign.curves),
+            "baseline": curves(campaign.baseline), "sources": list(campaign.sources), "notes": list(campaign.notes)}
 
 
 def figure_data(campaign: Campaign, osts: int | None) -> dict:
@@ -245,7 +288,7 @@ def figure_data(campaign: Campaign, osts: int | None) -> dict:
             exceed.append({"label": c.label, "osts": osts,
                            "before": {"tasks": pair[0].tasks, "bw_mib_s": pair[0].bw_mib},
                            "after": {"tasks": pair[1].tasks, "bw_mib_s": pair[1].bw_mib}})
-    return {"x": "tasks", "y": "bandwidth (MiB/s)", "osts": osts, "curves": series(campaign.curves),
+    return {"x": campaign.x_label, "y": "bandwidth (MiB/s)", "osts": osts, "curves": series(campaign.curves),
             "baseline": series(campaign.baseline), "knees": [], "clients_exceed_osts": exceed}
 
 
@@ -262,17 +305,30 @@ class CampaignProfile(JobProfile):
 def campaign_profile(campaign: Campaign) -> CampaignProfile:
     """A profile carrying the campaign, so that the engine runs the campaign rules over it."""
     where = str(Path(campaign.sources[0]).parent) if campaign.sources else "<campaign>"
-    source = Provenance(path=where, format="ior-campaign", parser="ioadvisor campaign",
-                        notes=[f"{len(campaign.sources)} IOR runs, {len(campaign.curves)} curves"] + campaign.notes)
-    job = JobInfo(nprocs=campaign.max_tasks, exe=f"IOR campaign of {len(campaign.sources)} runs",
+    name = campaign.benchmark
+    source = Provenance(path=where, format=f"{name.lower()}-campaign", parser="ioadvisor campaign",
+                        notes=[f"{len(campaign.sources)} {name} runs, {len(campaign.curves)} curves"] + campaign.notes)
+    job = JobInfo(nprocs=campaign.max_tasks, exe=f"{name} campaign of {len(campaign.sources)} runs",
                   metadata={"runs": str(len(campaign.sources))})
     return CampaignProfile(source=source, job=job, campaign=campaign)
 
 
-def load_runs(paths: list[str | Path]) -> tuple[list[JobProfile], list[str]]:
-    """IOR profiles from files and directories (every IOR output in a directory, not recursive).
+def campaign_runs(profiles: list[JobProfile]) -> list[list[JobProfile]]:
+    """The runs of each benchmark that makes campaigns (IOR, IOzone), in input order: one campaign each."""
+    ior = [p for p in profiles if isinstance(p, IorProfile)]
+    iozone = [p for p in profiles if isinstance(p, IozoneProfile) and thread_counts(p)]
+    return [runs for runs in (ior, iozone) if runs]
 
-    Files that are not usable IOR output are skipped with their one-line reason.
+
+def thread_counts(profile: IozoneProfile) -> set[int]:
+    """The thread counts of an IOzone output's throughput results (several: `-l 1 -u 8`, or runs appended)."""
+    return {m.threads for m in profile.iozone.measurements if m.source == "throughput" and m.threads}
+
+
+def load_runs(paths: list[str | Path]) -> tuple[list[JobProfile], list[str]]:
+    """IOR (or IOzone) profiles from files and directories (every such output in a directory, not recursive).
+
+    Files that are not usable IOR or IOzone output are skipped with their one-line reason.
     """
     profiles, skipped = [], []
     files: list[Path] = []
@@ -284,8 +340,8 @@ def load_runs(paths: list[str | Path]) -> tuple[list[JobProfile], list[str]]:
         except InputError as exc:
             skipped.append(str(exc))
             continue
-        if isinstance(profile, IorProfile):
+        if isinstance(profile, (IorProfile, IozoneProfile)):
             profiles.append(profile)
         else:
-            skipped.append(f"{file}: not an IOR run ({profile.source.format})")
+            skipped.append(f"{file}: not an IOR or IOzone run ({profile.source.format})")
     return profiles, skipped

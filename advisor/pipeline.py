@@ -250,20 +250,28 @@ def _figures(profile: JobProfile) -> dict:
 
 
 def _campaign(done: Run, stages: Stages, config: SiteConfig) -> list[Result]:
-    """A campaign diagnosis when two or more inputs are IOR runs (or one and a baseline)."""
+    """A campaign diagnosis per benchmark (IOR, IOzone throughput runs) with two or more runs among
+    the inputs (or one and a baseline)."""
     # imported here: a Darshan log's diagnosis needs neither (a tenth of diagnose's start-up)
-    from advisor.campaign import load_runs
-    from advisor.ingest.ior.model import IorProfile
+    from advisor.campaign import campaign_runs, load_runs, thread_counts
+    from advisor.ingest.iozone import IozoneProfile
 
-    runs = [r.profile for r in done.results if isinstance(r.profile, IorProfile)]
-    if not runs or (len(runs) < 2 and not stages.baselines):
+    def scales(runs: list[JobProfile]) -> bool:  # one IOzone output of several thread counts is a sweep
+        return len(runs) >= 2 or (isinstance(runs[0], IozoneProfile) and len(thread_counts(runs[0])) >= 2)
+
+    groups = [runs for runs in campaign_runs([r.profile for r in done.results if r.profile is not None])
+              if scales(runs) or stages.baselines]
+    if not groups:
         return []
     base, skipped = load_runs(list(stages.baselines))
     done.notes += [f"baseline skipped: {reason}" for reason in skipped]
     if stages.baselines and not base:
-        raise ConfigError(f"--baseline: no IOR run in {', '.join(stages.baselines)}")
-    diagnosis = diagnose_campaign(runs, config, base)
-    return [Result(diagnosis.source.get("path", "campaign"), diagnosis)]
+        raise ConfigError(f"--baseline: no IOR run nor IOzone run in {', '.join(stages.baselines)}")
+    out = []
+    for runs in groups:
+        diagnosis = diagnose_campaign(runs, config, [b for b in base if type(b) is type(runs[0])])
+        out.append(Result(diagnosis.source.get("path", "campaign"), diagnosis))
+    return out
 
 
 def diagnose_campaign(profiles: list[JobProfile], config: SiteConfig,
@@ -273,7 +281,8 @@ def diagnose_campaign(profiles: list[JobProfile], config: SiteConfig,
 
     campaign = build_campaign(profiles, config, baseline_profiles)
     if not campaign.curves:
-        raise InputError(campaign_profile(campaign).source.path, "no IOR test with a task count and a result")
+        raise InputError(campaign_profile(campaign).source.path,
+                         "no IOR test with a task count and a result, nor IOzone throughput result in kB/s")
     diagnosis = diagnose(campaign_profile(campaign), config)
     diagnosis.source["runs"] = list(campaign.sources)
     figures = figure_data(campaign, config.system.osts)

@@ -47,10 +47,10 @@ def test_several_jobs_and_groups_of_a_json_plus_run(tmp_path):
     assert all(m["bw_kib_s"] > 0 and m["iops"] > 0 for m in result["measurements"])
 
 
-def test_fio_output_that_is_not_json_is_one_line(tmp_path):
+def test_fio_json_cut_short_is_one_line(tmp_path):
     path = tmp_path / "fio.json"
     path.write_text('{"fio version" : "fio-3.33", "jobs" : [ {"jobname": "x", ')
-    with pytest.raises(InputError, match="does not parse"):
+    with pytest.raises(InputError, match="truncated"):
         fio.load(path)
 
 
@@ -78,3 +78,14 @@ def test_an_mdtest_output_without_summary_is_one_line(corpus, tmp_path):
     cut.write_text(text[:text.index("SUMMARY")])
     with pytest.raises(InputError, match="no SUMMARY table"):
         mdtest.load(cut)
+
+
+def test_an_mdtest_output_cut_inside_its_summary_keeps_the_rows_and_says_so(corpus, tmp_path):
+    text = (GENERATED / "g_mdtest_files_n2000" / "mdtest.txt").read_text()
+    cut = tmp_path / "mdtest.txt"
+    cut.write_text(text[:text.index("File removal", text.index("SUMMARY rate"))])
+    run = mdtest.load(cut).mdtest
+    assert [m.operation for m in run.measurements if m.unit == "ops/s"][-1] == "File read"
+    assert any(n.startswith("truncated") for n in run.notes)
+    assert not any(n.startswith("truncated") for n in mdtest.load(GENERATED / "g_mdtest_files_n2000" /
+                                                                  "mdtest.txt").mdtest.notes)

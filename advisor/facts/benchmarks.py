@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from advisor.campaign import IOZONE, Campaign, CampaignProfile
 from advisor.facts import FactContext, Missing, NotApplicable, fact
 from advisor.facts.ior import PEAK, peak_record, sustainable_limits
 from advisor.formatting import fmt_bytes
@@ -33,13 +34,23 @@ class Result:
 
 
 def results(ctx: FactContext) -> list[Result]:
-    """The sequential write and read results of an IOzone or fio output (bandwidth units only)."""
+    """The sequential write and read results of an IOzone or fio output, or of a campaign of IOzone
+    runs (bandwidth units only)."""
     profile = ctx.profile
     if isinstance(profile, IozoneProfile):
         return _iozone(profile)
     if isinstance(profile, FioProfile):
         return _fio(profile)
-    raise NotApplicable("not an IOzone or fio output")
+    if isinstance(profile, CampaignProfile) and profile.campaign.benchmark == IOZONE:
+        return _sweep(profile.campaign)
+    raise NotApplicable("not an IOzone or fio output, nor a campaign of IOzone runs")
+
+
+def _sweep(campaign: Campaign) -> list[Result]:
+    """Every point of the write and read curves of an IOzone campaign: the best of the sweep is its peak."""
+    return [Result(f"{p.test} ({p.source.rsplit('/', 1)[-1]})", c.key.operation, p.bw_mib,
+                   (p.block_size or 0) * p.tasks, False)
+            for c in campaign.curves if c.key.operation in ("write", "read") for p in c.points]
 
 
 def _iozone(profile: IozoneProfile) -> list[Result]:

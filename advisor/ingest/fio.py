@@ -8,6 +8,7 @@ fio printed. fio may print warnings (``fio: ...``) before the JSON document; the
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -79,10 +80,16 @@ def parse(text: str) -> FioRun:
     """The measurements of fio's JSON output held in `text` (ValueError when there is none)."""
     start = text.find("{")
     if start < 0:
+        if _TEXT_OUTPUT.search(text):
+            raise ValueError("fio's text output (--output-format=normal): ioadvisor reads fio's JSON; "
+                             "run fio with --output-format=json (or json+, or normal,json)")
         raise ValueError("no JSON document in the fio output")
     try:
         doc, _ = json.JSONDecoder().raw_decode(text, start)
     except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()):
+            raise ValueError(f"fio's JSON ends before its document does (line {exc.lineno}): truncated, "
+                             "or fio was killed before it printed its results") from None
         raise ValueError(f"fio's JSON does not parse (line {exc.lineno}: {exc.msg})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise ValueError("not fio's JSON output (no 'jobs' list)")
@@ -130,8 +137,14 @@ def _int(text: str | None) -> int | None:
     return int(text) if text and text.isdigit() else None
 
 
+# fio's normal output: the job line, then the version ("randwrite4k: (g=0): rw=randwrite, ...", "fio-3.33")
+_TEXT_OUTPUT = re.compile(r"^\S+: \(g=\d+\): rw=\w+, .*\n(?:.*\n)?fio-\d", re.MULTILINE)
+
+
 def _sniff(path: Path, head: bytes) -> bool:
-    return b'"fio version"' in head and b'"jobs"' in head
+    if b'"fio version"' in head and b'"jobs"' in head:
+        return True
+    return bool(_TEXT_OUTPUT.search(head.decode("utf-8", "replace")))
 
 
 def load(path: Path) -> JobProfile:

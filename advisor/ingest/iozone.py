@@ -42,10 +42,10 @@ _REPORT_TESTS = {"writer": "write", "re-writer": "rewrite", "reader": "read", "r
 _BANNER = re.compile(r"Iozone: Performance Test of File I/O")
 _VERSION = re.compile(r"Version \$Revision: ([\d.]+) \$")
 _COMMAND = re.compile(r"Command line used: (.*)")
-_RECORD = re.compile(r"Record Size (\d+) [kK]B?")
-_FILE_SIZE = re.compile(r"File size set to (\d+) [kK]B?")
-_EACH = re.compile(r"Each process writes a (\d+) [kK]Byte file in (\d+) [kK]Byte records")
-_CHILDREN = re.compile(r"Children see throughput for\s+(\d+)\s+(.+?)\s*=\s*([\d.]+)\s*(\S+)")
+_RECORD = re.compile(r"^\s*Record Size (\d+) [kK]B?", re.MULTILINE)  # not "Using Maximum Record Size" (-a -q)
+_FILE_SIZE = re.compile(r"^\s*File size set to (\d+) [kK]B?", re.MULTILINE)
+_EACH = re.compile(r"Each process writes a (\d+) kByte file in (\d+) kByte records", re.IGNORECASE)  # 3.3xx: Kbyte
+_CHILDREN = re.compile(r"Children see throughput for\s+(\d+)\s+([a-z][a-z -]*?)\s*=\s*([\d.]+)\s*(\S+)")
 _PER_LINE = re.compile(r"(Parent sees throughput for\s+\d+\s+.+?|(?:Min|Max|Avg) throughput per process)"
                        r"\s*=\s*([\d.]+)")
 _CPU = re.compile(r"CPU [Uu]tilization: Wall time\s+([\d.]+)\s+CPU time\s+([\d.]+)\s+CPU utilization\s+([\d.]+) %")
@@ -117,17 +117,36 @@ def parse_text(text: str) -> IozoneRun:
     run.unit = OPS if "OPS Mode" in text else KBS
     record, file_size = _first(_RECORD, text), _first(_FILE_SIZE, text)
     run.measurements = _throughput(text, _int(record), _int(file_size))
-    tables = _tables(text, run.unit)
+    skipped: list[str] = []
+    tables = _tables(text, run.unit, skipped)
     run.measurements += tables
     if not tables:  # a report repeats the table of its run; alone (a fragment), it is the data
         run.measurements += _reports(text, run.unit)
     run.mode = ("throughput" if any(m.source == "throughput" for m in run.measurements)
                 else "automatic" if run.measurements else "")
-    if "iozone: interrupted" in text or "exiting iozone" in text:
-        run.notes.append("the run was interrupted: only the rows completed before are measurements")
-    if not _BANNER.search(text):
-        run.notes.append("no IOzone banner: a fragment of an output (version and options unknown)")
+    run.notes += _damage(text, run.mode)
+    foreign = [line for line in skipped if not line.startswith("iozone: interrupted")]
+    if foreign:
+        run.notes.append(f"{len(foreign)} line(s) inside the table are not rows and were skipped "
+                         f"(output interleaved into it), the first: {foreign[0][:80]!r}")
     return run
+
+
+def _interrupted(notes: list[str]) -> bool:
+    return any(n.startswith("interrupted") for n in notes)
+
+
+def _damage(text: str, mode: str) -> list[str]:
+    """What the output says about its own completeness: interrupted, cut short, or headless."""
+    notes = []
+    if "iozone: interrupted" in text or "exiting iozone" in text:
+        notes.append("interrupted ('iozone: interrupted'): the tests and rows after the last value printed never ran")
+    elif _BANNER.search(text) and "iozone test complete." not in text:
+        notes.append("truncated: the output ends before 'iozone test complete.' (the last "
+                     + ("throughput block" if mode == "throughput" else "table row") + " may be partial)")
+    if not _BANNER.search(text):
+        notes.append("no IOzone banner: a fragment of an output (version and options unknown)")
+    return notes
 
 
 def _throughput(text: str, record_kib: int | None, file_kib: int | None) -> list[IozoneMeasurement]:
@@ -149,9 +168,9 @@ def _throughput(text: str, record_kib: int | None, file_kib: int | None) -> list
     return found
 
 
-def _tables(text: str, unit: str) -> list[IozoneMeasurement]:
+def _tables(text: str, unit: str, skipped: list[str]) -> list[IozoneMeasurement]:
     """The rows of every automatic-mode table, each value assigned to the column whose header it
-    ends under (IOzone right-aligns both)."""
+    ends under (IOzone right-aligns both); lines inside a table that are not rows go to `skipped`."""
     found = []
     lines = text.splitlines()
     for i, line in enumerate(lines):
@@ -160,8 +179,11 @@ def _tables(text: str, unit: str) -> list[IozoneMeasurement]:
         ends = [m.end() for m in re.finditer(r"\S+", line)]  # kB, reclen, then the 13 tests
         for row in lines[i + 1:]:
             cells = [(m.end(), m[0]) for m in re.finditer(r"\S+", row)]
+            if not cells:
+                break  # the blank line that ends every table
             if len(cells) < 2 or not all(c.isdigit() for _, c in cells):
-                break
+                skipped.append(row.strip())  # a line printed into the table (kernel log, 'iozone: interrupted')
+                continue
             file_kib, record_kib = int(cells[0][1]), int(cells[1][1])
             for end, cell in cells[2:]:
                 column = min(range(2, len(ends)), key=lambda k: abs(ends[k] - end))
@@ -253,13 +275,17 @@ def _sniff(path: Path, head: bytes) -> bool:
 def load(path: Path) -> JobProfile:
     """Read one IOzone output; InputError (one line) when it holds no measurement."""
     data = read_bounded(path, MAX_BYTES, "an IOzone output")
+    if b"\n```" in data or data.startswith(b"```"):  # IOzone never prints a code fence: excerpts in a document
+        raise InputError(str(path), "IOzone lines quoted in a Markdown document, not an IOzone output "
+                                    "(give the output file itself)")
     try:
         run = parse_workbook(data) if data[:2] in _BIFF_BOF else parse_text(data.decode("utf-8", "replace"))
     except ValueError as exc:
         raise InputError(str(path), str(exc)) from None
     if not run.measurements:
-        raise InputError(str(path), "an IOzone output with no measurement (" + (
-            "; ".join(run.notes) or "no throughput line, table or report") + ")")
+        cause = ("interrupted ('iozone: interrupted') before its first value" if _interrupted(run.notes)
+                 else "; ".join(run.notes) or "no throughput line, table or report")
+        raise InputError(str(path), f"an IOzone output with no measurement ({cause})")
     threads = max((m.threads or 0 for m in run.measurements), default=0)
     job = JobInfo(nprocs=threads or 1, exe=run.command_line,
                   library_version=f"IOzone {run.version}" if run.version else "IOzone",

@@ -93,6 +93,9 @@ def parse(text: str) -> MdtestRun:
                                                       unit=unit, iterations=iterations))
         elif unit and line.strip().startswith("--") and "---" not in line:
             unit = ""  # "-- finished at ..." ends the table
+    if "-- started at" in text and "-- finished at" not in text:
+        run.notes.append("truncated: the output ends before '-- finished at' (a SUMMARY table may be partial "
+                         "and the operations after it are missing)")
     if "WARNING" in text:
         run.notes += list(dict.fromkeys(ln.strip() for ln in text.splitlines() if ln.startswith("WARNING")))[:10]
     return run

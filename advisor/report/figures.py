@@ -18,6 +18,8 @@ Sections (the contract with :mod:`advisor.report.plots`):
 - ``top_files``: files [{path, read_s, write_s, meta_s, bytes_read, bytes_written, ranks, shared}]
 - ``snapshot``: {tables: [{title, columns, rows}]} of a node snapshot's settings (the page flags
   the rows that findings name)
+- ``surface``: an IOzone automatic-mode output's record-size x file-size cells
+  (:func:`advisor.report.surface.surface_data`)
 - ``campaign`` is written by :func:`advisor.campaign.figure_data` (campaign diagnoses only).
 """
 
@@ -29,8 +31,10 @@ from advisor import metrics
 from advisor.collect import storage_devices
 from advisor.facts.ost import MIN_RECORD_BYTES
 from advisor.ingest.ior.view import snapshot_data
+from advisor.ingest.iozone import IozoneProfile
 from advisor.ingest.snapshot import SnapshotProfile
 from advisor.profile import DXT_READ, DXT_WRITE, JobProfile
+from advisor.report.surface import surface_data
 from advisor.report.timeline import timeline_data
 
 MAX_RANK_BARS = 128
@@ -57,6 +61,8 @@ def figure_data(profile: JobProfile) -> dict:
     }
     if isinstance(profile, SnapshotProfile):
         sections["snapshot"] = snapshot_tables(snapshot_data(profile.settings))
+    if isinstance(profile, IozoneProfile):
+        sections["surface"] = surface_data(profile)
     return {"version": 1, **{k: v for k, v in sections.items() if v}}
 
 

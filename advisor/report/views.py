@@ -309,11 +309,13 @@ def _prediction(p: Prediction | None) -> list[tuple[str, str]]:
 
 def _plot_builders() -> list[tuple[str, object]]:
     from advisor.report import plots
+    from advisor.report.surface import surface_plots
     from advisor.report.timeline import timeline_plot
 
     return [("io_time", plots.io_time_plot), ("access_sizes", plots.access_size_plots),
             ("ranks", plots.rank_plot), ("timeline", timeline_plot), ("osts", plots.ost_plot),
-            ("top_files", plots.top_files_plot), ("campaign", plots.campaign_plots)]
+            ("top_files", plots.top_files_plot), ("campaign", plots.campaign_plots),
+            ("surface", surface_plots)]
 
 
 def figure_views(figures: dict) -> tuple[list[Plot], list[dict], list[str]]:
