@@ -1,0 +1,225 @@
+"""The race: which candidates the next round of replays measures, and which drop out.
+
+Candidates are measured in *rungs*: one replay job of the recorded job and a few candidates,
+``ROUNDS`` paired rounds each (:func:`advisor.verify.measure` with a fixed repeat). Within a round
+every candidate ran beside the same baseline sample, so two candidates compare round by round
+(``ln(time_a / time_b)``), whatever slowed the machine during that round cancelling as it does
+against the baseline. After each rung:
+
+- a candidate is **ruled out** as soon as the leader (the highest geometric-mean speedup) is
+  faster than it with confidence: the Student-t interval of their paired log-ratios, at
+  ``ALPHA`` over the rungs the search may take (Bonferroni), lies above 1;
+- **successive halving**: of the candidates still racing, the better half (at least two) go on;
+  the others are set aside, not separated from the leader, with what they measured;
+- **refinement**: the settings one step from the leader's on each of its axes join, and the
+  best settings of the two strongest transforms, combined, once both are faster than the job;
+- the first rung takes the proposal of each proposed fix and the settings the speedup model
+  predicts best, in that order (the model's prediction is the search's starting order).
+
+The search ends when nothing new would join and every candidate still racing has ``FINAL_PAIRS``
+pairs, or when the time budget would be exceeded by one more rung (the caller's check).
+Everything here is bookkeeping on measured times: no replay, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from advisor.tune.space import Candidate, combined, neighbours
+from replay import stats
+
+ROUNDS = 2  # paired rounds per rung: each rung is one replay job
+WIDTH = 3  # candidates per rung besides those still racing from the last one
+KEEP = 2  # successive halving never keeps fewer
+FINAL_PAIRS = 6  # a candidate still racing at the end has at least these pairs (its interval)
+MAX_RUNGS = 8  # the Bonferroni count of the drop test (a longer search only drops less readily)
+ALPHA = 0.05
+MIN_SHARED = 3  # pairs two candidates must share before one can rule the other out
+
+UNTRIED, RACING, RULED_OUT, SET_ASIDE = "untried", "racing", "ruled-out", "set-aside"
+NOT_VERIFIABLE, IDENTICAL, BEST, RUNNER_UP = "not-verifiable", "identical", "best", "runner-up"
+
+
+@dataclass
+class Entry:
+    """A candidate in the race: its configuration, prediction, status and every sample it had."""
+
+    fixes: list[dict[str, Any]]
+    origin: str
+    codes: list[str] = field(default_factory=list)
+    predicted: float | None = None
+    predicted_interval: list[float] | None = None
+    predicted_reason: str = ""
+    status: str = UNTRIED
+    why: str = ""
+    rungs: list[dict[str, Any]] = field(default_factory=list)  # {"rung", "base": [samples], "fixed": [samples]}
+
+    @classmethod
+    def of(cls, c: Candidate) -> Entry:
+        e = cls(fixes=c.fixes, origin=c.origin, codes=c.codes)
+        if c.unusable:
+            e.status, e.why = NOT_VERIFIABLE, c.unusable
+        elif c.same_as:
+            e.status, e.why = IDENTICAL, f"replays exactly as {c.same_as}"
+        return e
+
+    @property
+    def key(self) -> str:
+        return Candidate(self.fixes, self.origin).key
+
+    def label(self) -> str:
+        return Candidate(self.fixes, self.origin).label()
+
+    def rounds(self) -> dict[tuple[int, int], float]:
+        """(rung, round) -> ln(baseline / this candidate) of that round."""
+        return {(r["rung"], i): math.log(max(b["time_s"], 1e-12) / max(f["time_s"], 1e-12))
+                for r in self.rungs for i, (b, f) in enumerate(zip(r["base"], r["fixed"]))}
+
+    @property
+    def pairs(self) -> int:
+        return sum(min(len(r["base"]), len(r["fixed"])) for r in self.rungs)
+
+    def mean(self) -> float:
+        d = list(self.rounds().values())
+        return float(np.mean(d)) if d else -math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def compare(leader: Entry, other: Entry) -> stats.Decision | None:
+    """Whether `leader` is faster than `other`, on the rounds both ran (None: too few shared)."""
+    a, b = leader.rounds(), other.rounds()
+    shared = sorted(set(a) & set(b))
+    if len(shared) < MIN_SHARED:
+        return None
+    x = [a[k] - b[k] for k in shared]  # ln(time_other / time_leader) per round
+    # no margin and no run-to-run floor: a drop only says which of two is faster in these rounds;
+    # the intervals reported against the job are the verification's (advisor.verify)
+    policy = stats.Policy(margin=1e-9, reproducibility=0.0)
+    return stats.decide(x, policy, level_alpha=ALPHA / (MAX_RUNGS + 1))
+
+
+class Race:
+    """The candidates of one search and what they measured; `order`: keys, the model's best first."""
+
+    def __init__(self, entries: dict[str, Entry], order: list[str], nranks: int, rung: int = 0):
+        self.entries, self.order, self.nranks, self.rung = entries, order, nranks, rung
+        self._space = {e.key for e in entries.values()}
+
+    def racing(self) -> list[Entry]:
+        return [e for e in self.entries.values() if e.status == RACING]
+
+    def leader(self) -> Entry | None:
+        measured = [e for e in self.racing() if e.pairs]
+        return max(measured, key=lambda e: (e.mean(), e.pairs)) if measured else None
+
+    def next_rung(self) -> list[Entry]:
+        """The candidates the next rung measures ([] when the search is done), marked racing."""
+        fresh = self._joining()
+        for e in fresh:
+            e.status = RACING
+        todo = [e for e in self.racing() if e in fresh or e.pairs < FINAL_PAIRS]
+        if not todo:
+            return []
+        return sorted(self.racing(), key=lambda e: -e.mean() if e.pairs else math.inf)
+
+    def _joining(self) -> list[Entry]:
+        if not any(e.rungs for e in self.entries.values()):
+            return self._first()
+        lead = self.leader()
+        if lead is None:
+            return self._untried()[:WIDTH]
+        out = []
+        for fixes in neighbours(Candidate(lead.fixes, lead.origin), self.nranks):
+            e = self.entries.get(Candidate(fixes, "").key)
+            if e is not None and e.status == UNTRIED and e not in out:
+                out.append(e)
+        if (combo := self._combination()) is not None and combo not in out:
+            out.append(combo)
+        return out[:WIDTH]
+
+    def _first(self) -> list[Entry]:
+        """Each proposal (in the model's order), then the model's best settings, WIDTH in all
+        (at least the proposals: what the diagnosis says is always measured)."""
+        untried = self._untried()
+        proposals = [e for e in untried if e.origin == "proposed"]
+        others = [e for e in untried if e.origin != "proposed" and len(e.fixes) == 1]
+        return proposals + others[:max(0, WIDTH + 1 - len(proposals))]
+
+    def _untried(self) -> list[Entry]:
+        return [self.entries[k] for k in self.order if self.entries[k].status == UNTRIED]
+
+    def _combination(self) -> Entry | None:
+        """The best measured settings of the two strongest transforms, combined, when both are
+        faster than the job as recorded (their means above 0) and the pair is in the space."""
+        best: dict[str, Entry] = {}
+        for e in self.entries.values():
+            if len(e.fixes) == 1 and e.pairs and e.mean() > 0 and e.status in (RACING, SET_ASIDE):
+                t = e.fixes[0]["transform"]
+                if t not in best or e.mean() > best[t].mean():
+                    best[t] = e
+        top = sorted(best.values(), key=lambda e: -e.mean())[:2]
+        if len(top) < 2 or (fixes := combined(top[0].fixes, top[1].fixes)) is None:
+            return None
+        e = self.entries.get(Candidate(fixes, "").key)
+        return e if e is not None and e.status == UNTRIED else None
+
+    def record(self, measured: dict[str, tuple[list[float], list[float]]]) -> None:
+        """The rung's samples: key -> (baseline samples, candidate samples), round by round (each
+        sample a dict with its ``time_s`` per pass)."""
+        for key, (base, fixed) in measured.items():
+            self.entries[key].rungs.append({"rung": self.rung, "base": list(base), "fixed": list(fixed)})
+        self.rung += 1
+
+    def judge(self) -> None:
+        """After a rung: rule out what the leader beats with confidence, then halve the rest."""
+        lead = self.leader()
+        if lead is None:
+            return
+        for e in self.racing():
+            if e is lead or not e.pairs:
+                continue
+            test = compare(lead, e)
+            if test is not None and test.verdict == stats.IMPROVED:
+                e.status = RULED_OUT
+                e.why = (f"slower than {lead.label()}: {test.speedup:.2f}x its time "
+                         f"(95 % CI {test.ci[0]:.2f}x-{test.ci[1]:.2f}x, {test.pairs} shared pairs)")
+        measured = sorted((e for e in self.racing() if e.pairs), key=lambda e: -e.mean())
+        keep = max(KEEP, math.ceil(len(measured) / 2))
+        for e in measured[keep:]:
+            e.status = SET_ASIDE
+            e.why = (f"set aside by halving after {e.pairs} pairs: {math.exp(lead.mean() - e.mean()):.2f}x "
+                     f"behind {lead.label()}, not separated")
+
+    def finish(self) -> Entry | None:
+        """The best candidate, and each other measured one's status against it."""
+        lead = self.leader() or max((e for e in self.entries.values() if e.pairs), key=Entry.mean, default=None)
+        if lead is None:
+            return None
+        lead.status, lead.why = BEST, "the fastest measured"
+        for e in self.entries.values():
+            if e is lead or e.status not in (RACING, SET_ASIDE):
+                continue
+            test = compare(lead, e)
+            if test is not None and test.verdict == stats.IMPROVED:
+                e.status = RULED_OUT
+                e.why = (f"slower than {lead.label()}: {test.speedup:.2f}x its time "
+                         f"(95 % CI {test.ci[0]:.2f}x-{test.ci[1]:.2f}x, {test.pairs} shared pairs)")
+            elif e.status == RACING:
+                e.status = RUNNER_UP
+                e.why = f"cannot be told apart from {lead.label()} in {e.pairs} pairs"
+        return lead
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rung": self.rung, "order": self.order, "nranks": self.nranks,
+                "entries": [e.to_dict() for e in self.entries.values()]}
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> Race:
+        entries = [Entry(**e) for e in doc["entries"]]
+        return cls({e.key: e for e in entries}, list(doc["order"]), int(doc["nranks"]), int(doc["rung"]))
