@@ -76,7 +76,8 @@ def run_case(name: str, target: Path, settings, budget_s: float, scale: float | 
     tkey = space.Candidate(tb["fixes"], "").key if tb else None
     return {"case": name, "fstype": m.context.get("fstype"), "space": len(grid),
             "grid_best": _row(best_key, by_key, grid), "grid_s": round(grid_s, 1),
-            "tune_best": {**_row(tkey, by_key, grid), "tune_speedup": tb and tb["speedup"], "tune_ci95": tb and tb["ci95"]},
+            "tune_best": {**_row(tkey, by_key, grid), "tune_speedup": tb and tb["speedup"],
+                          "tune_ci95": tb and tb["ci95"]},
             "tune_s": found["replay_s"], "tune_measured": found["measured"], "tune_stop": found["stop_reason"],
             "load": [round(load0, 1), round(load1, 1), round(load2, 1)]}
 

@@ -30,14 +30,16 @@ def search_plot(t: dict[str, Any]) -> Plot | None:
     values = [min(max(x, near[0]), near[1]) for c in shown for x in (c["ci95"] or [])] + speedups
     lo, hi = min(values) / 1.1, max(values) * 1.1
     xs = Scale(lo, hi, left, WIDTH - RIGHT, log=True)
+    best = f"{shown[0]['label']} at {fmt_speedup(shown[0]['speedup'])}"
     svg = Svg(WIDTH, height, "Speedup of each configuration measured",
-              f"{len(rows)} configurations measured; the best is {shown[0]['label']} at {fmt_speedup(shown[0]['speedup'])}")
+              f"{len(rows)} configurations measured; the best is {best}")
     bottom = TOP + ROW * len(shown)
     for tick in _ticks(lo, hi, xs):
         svg.line(xs(tick), TOP, xs(tick), bottom, "grid")
         svg.text(xs(tick), bottom + 14, f"{tick:g}x", "tick", "middle")
     svg.line(xs(1.0), TOP - 4, xs(1.0), bottom, "median")
-    svg.text((left + WIDTH - RIGHT) / 2, bottom + 32, "speedup against the job as recorded (log scale)", "label", "middle")
+    svg.text((left + WIDTH - RIGHT) / 2, bottom + 32, "speedup against the job as recorded (log scale)",
+             "label", "middle")
     for i, c in enumerate(shown):
         y = TOP + ROW * i + ROW / 2
         tip = f"{c['label']}: {c['reason'] or fmt_speedup(c['speedup'])} ({c['status']})"
@@ -46,7 +48,7 @@ def search_plot(t: dict[str, Any]) -> Plot | None:
             svg.line(xs(max(c["ci95"][0], lo)), y, xs(min(c["ci95"][1], hi)), y, "whisker", tip=tip)
         svg.circle(xs(c["speedup"]), y, 4.5, STYLE.get(c["status"], "c-faint"), tip=tip)
     plot = Plot("tune-search", "The search", svg.markup("tune-search"),
-                f"{len(rows)} configurations measured; best {shown[0]['label']} at {fmt_speedup(shown[0]['speedup'])}.")
+                f"{len(rows)} configurations measured; best {best}.")
     return with_table(plot, ["configuration", "status", "speedup", "95 % CI", "pairs", "predicted", "why"],
                       [[c["label"], c["status"], fmt_speedup(c["speedup"]), fmt_speedup_range(c["ci95"]) or "-",
                         str(c["pairs"]), fmt_speedup(c["predicted"]) if c["predicted"] else "-", c["why"]]
