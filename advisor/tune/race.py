@@ -9,15 +9,15 @@ against the baseline. After each rung:
 - a candidate is **ruled out** as soon as the leader (the highest geometric-mean speedup) is
   faster than it with confidence: the Student-t interval of their paired log-ratios, at
   ``ALPHA`` over the rungs the search may take (Bonferroni), lies above 1;
-- **successive halving**: of the candidates still racing, the better half (at least two) go on;
-  the others are set aside, not separated from the leader, with what they measured;
+- **successive halving**: of the candidates still racing, the better half (at least the leader)
+  go on; the others are set aside, not separated from the leader, with what they measured;
 - **refinement**: the settings one step from the leader's on each of its axes join, and the
   best settings of the two strongest transforms, combined, once both are faster than the job;
 - the first rung takes the proposal of each proposed fix and the settings the speedup model
   predicts best, in that order (the model's prediction is the search's starting order).
 
-The search ends when nothing new would join and every candidate still racing has ``FINAL_PAIRS``
-pairs, or when the time budget would be exceeded by one more rung (the caller's check).
+The search ends when nothing new would join and the leader has ``FINAL_PAIRS`` pairs, or when
+the time budget would be exceeded by one more rung (the caller's check).
 Everything here is bookkeeping on measured times: no replay, no I/O.
 """
 
@@ -33,11 +33,12 @@ from advisor.tune.space import Candidate, combined, neighbours
 from replay import stats
 
 ROUNDS = 2  # paired rounds per rung: each rung is one replay job
-WIDTH = 3  # candidates per rung besides those still racing from the last one
-KEEP = 2  # successive halving never keeps fewer
-FINAL_PAIRS = 6  # a candidate still racing at the end has at least these pairs (its interval)
+WIDTH = 2  # candidates joining a rung besides those still racing (the first rung: FIRST)
+FIRST = 3  # the first rung: every proposal, filled up to this with the model's best settings
+FINAL_PAIRS = 6  # the leader has at least these pairs at the end (its interval)
 MAX_RUNGS = 8  # the Bonferroni count of the drop test (a longer search only drops less readily)
 ALPHA = 0.05
+ALIKE = 1.25  # a candidate not separated from the best and within x1.25 of it is a runner-up
 MIN_SHARED = 3  # pairs two candidates must share before one can rule the other out
 
 UNTRIED, RACING, RULED_OUT, SET_ASIDE = "untried", "racing", "ruled-out", "set-aside"
@@ -91,6 +92,11 @@ class Entry:
         return asdict(self)
 
 
+def _slower(lead: Entry, test: stats.Decision) -> str:
+    return (f"slower than {lead.label()}: {test.speedup:.2f}x its time "
+            f"(95 % CI {test.ci[0]:.2f}x-{test.ci[1]:.2f}x, {test.pairs} shared pairs)")
+
+
 def compare(leader: Entry, other: Entry) -> stats.Decision | None:
     """Whether `leader` is faster than `other`, on the rounds both ran (None: too few shared)."""
     a, b = leader.rounds(), other.rounds()
@@ -123,8 +129,8 @@ class Race:
         fresh = self._joining()
         for e in fresh:
             e.status = RACING
-        todo = [e for e in self.racing() if e in fresh or e.pairs < FINAL_PAIRS]
-        if not todo:
+        lead = self.leader()
+        if not fresh and (lead is None or lead.pairs >= FINAL_PAIRS):
             return []
         return sorted(self.racing(), key=lambda e: -e.mean() if e.pairs else math.inf)
 
@@ -149,7 +155,7 @@ class Race:
         untried = self._untried()
         proposals = [e for e in untried if e.origin == "proposed"]
         others = [e for e in untried if e.origin != "proposed" and len(e.fixes) == 1]
-        return proposals + others[:max(0, WIDTH + 1 - len(proposals))]
+        return proposals + others[:max(0, FIRST - len(proposals))]
 
     def _untried(self) -> list[Entry]:
         return [self.entries[k] for k in self.order if self.entries[k].status == UNTRIED]
@@ -186,18 +192,18 @@ class Race:
                 continue
             test = compare(lead, e)
             if test is not None and test.verdict == stats.IMPROVED:
-                e.status = RULED_OUT
-                e.why = (f"slower than {lead.label()}: {test.speedup:.2f}x its time "
-                         f"(95 % CI {test.ci[0]:.2f}x-{test.ci[1]:.2f}x, {test.pairs} shared pairs)")
+                e.status, e.why = RULED_OUT, _slower(lead, test)
         measured = sorted((e for e in self.racing() if e.pairs), key=lambda e: -e.mean())
-        keep = max(KEEP, math.ceil(len(measured) / 2))
+        keep = max(1, len(measured) // 2)
         for e in measured[keep:]:
             e.status = SET_ASIDE
             e.why = (f"set aside by halving after {e.pairs} pairs: {math.exp(lead.mean() - e.mean()):.2f}x "
                      f"behind {lead.label()}, not separated")
 
     def finish(self) -> Entry | None:
-        """The best candidate, and each other measured one's status against it."""
+        """The best candidate, and each other measured one's status against it: ruled out when the
+        best is faster with confidence; a runner-up when not, and its time is within ``ALIKE`` of
+        the best's (the precision a verification reports a speedup with); else set aside."""
         lead = self.leader() or max((e for e in self.entries.values() if e.pairs), key=Entry.mean, default=None)
         if lead is None:
             return None
@@ -207,12 +213,14 @@ class Race:
                 continue
             test = compare(lead, e)
             if test is not None and test.verdict == stats.IMPROVED:
-                e.status = RULED_OUT
-                e.why = (f"slower than {lead.label()}: {test.speedup:.2f}x its time "
-                         f"(95 % CI {test.ci[0]:.2f}x-{test.ci[1]:.2f}x, {test.pairs} shared pairs)")
-            elif e.status == RACING:
+                e.status, e.why = RULED_OUT, _slower(lead, test)
+            elif math.exp(lead.mean() - e.mean()) <= ALIKE:
                 e.status = RUNNER_UP
                 e.why = f"cannot be told apart from {lead.label()} in {e.pairs} pairs"
+            else:
+                e.status = SET_ASIDE
+                e.why = (f"{math.exp(lead.mean() - e.mean()):.2f}x behind {lead.label()} after {e.pairs} pairs, "
+                         "not separated with confidence")
         return lead
 
     def to_dict(self) -> dict[str, Any]:

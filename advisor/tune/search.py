@@ -47,14 +47,11 @@ class Options:
     fresh: bool = False  # ignore a state file of an earlier search
 
 
-def tune(profile: JobProfile, proposed: list[tuple[dict[str, Any], list[str]]], target: Path,
+def tune(profile: JobProfile, proposed: list[tuple], target: Path,
          settings: ReplayConfig, model_config: ModelConfig, options: Options,
          on_progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Search the settings of the `proposed` fixes [(fix, codes), ...]; the result document."""
-    try:
-        target = safety.check_target(target, allow_mount_root=settings.allow_mount_root)
-    except safety.SafetyError as exc:
-        raise InputError(str(target), str(exc).split(": ", 1)[-1]) from None
+    """Search the settings of the `proposed` fixes [(fix, codes[, pinned]), ...]; the result document."""
+    target = usable_target(target, settings)
     base = replay_plan(profile, np=options.np, scale=options.scale, think_time=options.think_time,
                        source=options.source)
     cands = space.build(proposed, base.nranks)
@@ -94,6 +91,14 @@ def tune(profile: JobProfile, proposed: list[tuple[dict[str, Any], list[str]]], 
     from advisor.tune.result import document
 
     return document(the_race, best, verdicts, doc, state=state, learned=learned, budget_s=options.budget_s)
+
+
+def usable_target(target: Path, settings: ReplayConfig) -> Path:
+    """The target, resolved, if the replayer's safety rules allow writing there; else InputError."""
+    try:
+        return safety.check_target(target, allow_mount_root=settings.allow_mount_root)
+    except safety.SafetyError as exc:
+        raise InputError(str(target), str(exc).split(": ", 1)[-1]) from None
 
 
 def starting_order(entries: dict[str, Entry]) -> list[str]:

@@ -85,8 +85,9 @@ def rank_counts(nranks: int, below: bool = False) -> tuple[int, ...]:
     return tuple(sorted(counts))
 
 
-def axes(fix: dict[str, Any], nranks: int) -> dict[str, tuple]:
-    """Parameter -> the values searched for this fix, the proposal's own value included."""
+def axes(fix: dict[str, Any], nranks: int, pinned: tuple[str, ...] = ()) -> dict[str, tuple]:
+    """Parameter -> the values searched for this fix, the proposal's own value included
+    (`pinned`: parameters the user set, which stay as set)."""
     transform = fix["transform"]
     out = {k: tuple(v) for k, v in SIZES.get(transform, {}).items()}
     if transform in RANK_COUNTS:
@@ -94,14 +95,14 @@ def axes(fix: dict[str, Any], nranks: int) -> dict[str, tuple]:
     for k, values in out.items():
         if isinstance(fix.get(k), int) and fix[k] not in values:
             out[k] = tuple(sorted({*values, fix[k]}, key=lambda x: (x == -1, x)))
-    return out
+    return {k: v for k, v in out.items() if k not in pinned}
 
 
-def settings_of(fix: dict[str, Any], nranks: int) -> list[dict[str, Any]]:
+def settings_of(fix: dict[str, Any], nranks: int, pinned: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Every setting searched for one proposed fix: one parameter at a time around the proposal
     (all together for stripes), the proposal first."""
     found = [dict(fix)]
-    grid = axes(fix, nranks)
+    grid = axes(fix, nranks, pinned)
     if fix["transform"] in TOGETHER:
         names = list(grid)
         for values in itertools.product(*grid.values()):
@@ -139,12 +140,12 @@ def combined(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[str,
     return sorted(fixes, key=lambda f: ORDER.index(f["transform"]) if f["transform"] in ORDER else len(ORDER))
 
 
-def build(proposed: list[tuple[dict[str, Any], list[str]]], nranks: int) -> list[Candidate]:
-    """The whole space: every setting of every proposed fix, then every pair of settings of two
-    different transforms."""
+def build(proposed: list[tuple], nranks: int) -> list[Candidate]:
+    """The whole space: every setting of every proposed fix [(fix, codes[, pinned parameters])],
+    then every pair of settings of two different transforms."""
     singles: list[Candidate] = []
-    for fix, codes in proposed:
-        for i, setting in enumerate(settings_of(fix, nranks)):
+    for fix, codes, *pinned in proposed:
+        for i, setting in enumerate(settings_of(fix, nranks, tuple(pinned[0]) if pinned else ())):
             singles.append(Candidate([setting], "proposed" if i == 0 else "setting", list(codes)))
     seen = {c.key for c in singles}
     pairs = []
