@@ -117,17 +117,14 @@ def print_row(r: dict) -> None:
           f"{'-'.join(map(str, r['load']))} |", flush=True)
 
 
-@contextlib.contextmanager
 def cephfs_target():
-    import tempfile
+    """The tests' CephFS cluster, started as bench/verify_stability.py starts it."""
+    import importlib.util
 
-    from tests.cephfs import ceph_cluster
-
-    with tempfile.TemporaryDirectory(prefix="ioadv-bench-cephfs-") as base, ceph_cluster(Path(base) / "c") as cluster:
-        os.environ["CEPH_CONF"] = str(cluster.conf)
-        target = cluster.mnt / "bench"
-        target.mkdir()
-        yield target
+    spec = importlib.util.spec_from_file_location("verify_stability", REPO / "bench" / "verify_stability.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.cephfs_target()
 
 
 def main() -> int:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 
 from advisor.api import load
@@ -93,7 +94,8 @@ def test_tune_finds_a_coalesce_size_and_resumes(corpus, tmp_path):
                 "--html", str(tmp_path / "t.html"))
     assert out.returncode == 0, out.stderr
     doc = json.loads((tmp_path / "t.json").read_text())
-    assert doc["schema"] == "ioadvisor/tune/v1"
+    schema = json.loads((Path(__file__).resolve().parents[1] / "advisor/schemas/tune-v1.json").read_text())
+    jsonschema.validate(doc, schema)
     t = doc["tune"]
     best = t["best"]
     assert [f["transform"] for f in best["fixes"]] == ["coalesce"]
