@@ -115,6 +115,7 @@ class Race:
 
     def __init__(self, entries: dict[str, Entry], order: list[str], nranks: int, rung: int = 0):
         self.entries, self.order, self.nranks, self.rung = entries, order, nranks, rung
+        self.rounds = ROUNDS  # of the next rung (set by next_rung)
         self._space = {e.key for e in entries.values()}
 
     def racing(self) -> list[Entry]:
@@ -132,6 +133,8 @@ class Race:
         lead = self.leader()
         if not fresh and (lead is None or lead.pairs >= FINAL_PAIRS):
             return []
+        # nothing new: the leader's last pairs in one replay job, not in several (each costs a launch)
+        self.rounds = ROUNDS if fresh or lead is None else max(ROUNDS, FINAL_PAIRS - lead.pairs)
         return sorted(self.racing(), key=lambda e: -e.mean() if e.pairs else math.inf)
 
     def _joining(self) -> list[Entry]:

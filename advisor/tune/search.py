@@ -74,10 +74,10 @@ def tune(profile: JobProfile, proposed: list[tuple], target: Path,
         todo = the_race.next_rung()
         if not todo:
             doc["stop_reason"] = "search done"
-        elif not rungs.affordable(len(todo)):
+        elif not rungs.affordable(len(todo), the_race.rounds):
             doc["stop_reason"] = "time budget"
         else:
-            the_race.record(rungs.run(todo))
+            the_race.record(rungs.run(todo, the_race.rounds))
             the_race.judge()
         doc["race"] = the_race.to_dict()
         write_atomic(state, json.dumps(doc))
@@ -139,22 +139,23 @@ class _Rungs:
         self.settings = replace(settings, history=False)  # each candidate's pooled run is recorded once
         self.on_progress = on_progress
 
-    def affordable(self, n: int) -> bool:
-        """Whether one more rung of `n` candidates fits the budget (the first always runs)."""
+    def affordable(self, n: int, rounds: int) -> bool:
+        """Whether one more rung of `n` candidates and `rounds` rounds fits the budget (the first
+        always runs)."""
         last = self.doc.get("last_rung")
         if not last:
             return True
-        per_variant = last["wall_s"] / (last["variants"])
-        return self.doc["replay_s"] + per_variant * (n + 1) <= self.options.budget_s
+        per_sample = last["wall_s"] / (last["variants"] * last.get("rounds", racing.ROUNDS))
+        return self.doc["replay_s"] + per_sample * (n + 1) * rounds <= self.options.budget_s
 
-    def run(self, todo: list[Entry]) -> dict[str, tuple[list[dict], list[dict]]]:
+    def run(self, todo: list[Entry], rounds: int) -> dict[str, tuple[list[dict], list[dict]]]:
         started = time.monotonic()
-        m = measure(self.profile, [e.fixes for e in todo], self.target, repeat=racing.ROUNDS, np=self.options.np,
+        m = measure(self.profile, [e.fixes for e in todo], self.target, repeat=rounds, np=self.options.np,
                     odirect=self.options.odirect, think_time=self.options.think_time, base=self.base,
                     settings=self.settings, on_progress=self.on_progress)
         wall = time.monotonic() - started
         self.doc["replay_s"] += wall
-        self.doc["last_rung"] = {"wall_s": wall, "variants": len(todo) + 1}
+        self.doc["last_rung"] = {"wall_s": wall, "variants": len(todo) + 1, "rounds": rounds}
         context = {k: v for k, v in m.context.items() if k not in ("repeat",)}
         self.doc["context"] = self.doc["context"] or context
         out = {}
