@@ -12,7 +12,8 @@ against the baseline. After each rung:
 - **successive halving**: of the candidates still racing, the better half (at least the leader)
   go on; the others are set aside, not separated from the leader, with what they measured;
 - **refinement**: the settings one step from the leader's on each of its axes join, and the
-  best settings of the two strongest transforms, combined, once both are faster than the job;
+  leader combined with the best measured setting of each other fix (fixes interact: a fix that
+  did nothing alone may help beside the leader);
 - the first rung takes the proposal of each proposed fix and the settings the speedup model
   predicts best, in that order (the model's prediction is the search's starting order).
 
@@ -143,13 +144,14 @@ class Race:
         lead = self.leader()
         if lead is None:
             return self._untried()[:WIDTH]
-        out = []
+        near = []
         for fixes in neighbours(Candidate(lead.fixes, lead.origin), self.nranks):
             e = self.entries.get(Candidate(fixes, "").key)
-            if e is not None and e.status == UNTRIED and e not in out:
-                out.append(e)
-        if (combo := self._combination()) is not None and combo not in out:
-            out.append(combo)
+            if e is not None and e.status == UNTRIED and e not in near:
+                near.append(e)
+        combos = self._combinations(lead)
+        # one step along an axis and one combination first, then the rest of either
+        out = [*near[:1], *combos[:1], *near[1:], *combos[1:]]
         return out[:WIDTH]
 
     def _first(self) -> list[Entry]:
@@ -163,20 +165,23 @@ class Race:
     def _untried(self) -> list[Entry]:
         return [self.entries[k] for k in self.order if self.entries[k].status == UNTRIED]
 
-    def _combination(self) -> Entry | None:
-        """The best measured settings of the two strongest transforms, combined, when both are
-        faster than the job as recorded (their means above 0) and the pair is in the space."""
+    def _combinations(self, lead: Entry) -> list[Entry]:
+        """The leader combined with the best measured setting of each other fix, the strongest
+        first, where the pair is in the space and untried. A fix that did nothing alone may still
+        help beside the leader (coalescing once fsyncs are gone), so its own effect does not gate it."""
         best: dict[str, Entry] = {}
         for e in self.entries.values():
-            if len(e.fixes) == 1 and e.pairs and e.mean() > 0 and e.status in (RACING, SET_ASIDE):
+            if len(e.fixes) == 1 and e.pairs and e.fixes[0]["transform"] not in Candidate(lead.fixes, "").transforms:
                 t = e.fixes[0]["transform"]
                 if t not in best or e.mean() > best[t].mean():
                     best[t] = e
-        top = sorted(best.values(), key=lambda e: -e.mean())[:2]
-        if len(top) < 2 or (fixes := combined(top[0].fixes, top[1].fixes)) is None:
-            return None
-        e = self.entries.get(Candidate(fixes, "").key)
-        return e if e is not None and e.status == UNTRIED else None
+        out = []
+        for other in sorted(best.values(), key=lambda e: -e.mean()):
+            fixes = combined(lead.fixes, other.fixes)
+            e = self.entries.get(Candidate(fixes, "").key) if fixes is not None else None
+            if e is not None and e.status == UNTRIED:
+                out.append(e)
+        return out
 
     def record(self, measured: dict[str, tuple[list[float], list[float]]]) -> None:
         """The rung's samples: key -> (baseline samples, candidate samples), round by round (each
