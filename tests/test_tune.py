@@ -14,7 +14,11 @@ import numpy as np
 
 from advisor.api import load
 from advisor.commands.tune import proposals
+from advisor.config import ModelConfig
 from advisor.tune import race, space
+from advisor.tune.html import search_plot
+from advisor.tune.result import apply_lines
+from advisor.tune.search import predict, starting_order
 from advisor.verify import replay_plan
 
 SMALL = "generated/b_small_io_shared_4k/case.darshan"  # 2 ranks, 4 KiB writes to a shared file
@@ -50,6 +54,37 @@ def test_space_of_a_diagnosis_holds_each_setting_and_pairs(corpus, tmp_path):
     assert all(c.same_as in keys or c.same_as == "the job as recorded" for c in same)
     first = [c for c in cands if not c.unusable and not c.same_as]
     assert len({c.digest for c in first}) == len(first)
+
+
+def test_the_speedup_model_orders_the_start(corpus, tmp_path):
+    """The shipped model of measured fixes predicts the settings; the search starts with the
+    fastest predicted, the ones it declines after (with the reason)."""
+    profile = load(corpus / SMALL)
+    base = replay_plan(profile, np=2, scale=0.25)
+    cands = space.build(proposals(profile, ()), base.nranks)
+    space.prepare(cands, base, tmp_path)
+    predicted = predict(ModelConfig(), base, cands, "ext4")
+    entries = {c.key: race.Entry.of(c) for c in cands}
+    for key, (speedup, interval, why) in predicted.items():
+        entries[key].predicted, entries[key].predicted_interval, entries[key].predicted_reason = speedup, interval, why
+        assert (speedup is None) == bool(why) and (interval is None or interval[0] <= speedup <= interval[1])
+    order = starting_order(entries)
+    numbers = [entries[k].predicted for k in order if entries[k].predicted is not None]
+    assert numbers and numbers == sorted(numbers, reverse=True)
+    assert [entries[k].predicted is None for k in order] == sorted(entries[k].predicted is None for k in order)
+    assert set(order) == {c.key for c in cands if not c.unusable and not c.same_as}
+
+
+def test_settings_to_apply_are_commands_for_the_file_system():
+    stripe = [{"transform": "stripe", "count": 4, "size": 4 << 20}]
+    assert apply_lines(stripe, "lustre") == ["stripe over 4 OSTs in 4 MiB stripes: lfs setstripe -c 4 -S 4M DIR"]
+    ceph = apply_lines(stripe, "fuse.ceph-fuse")[0]
+    assert "setfattr -n ceph.dir.layout -v 'stripe_unit=4194304 stripe_count=4 object_size=4194304' DIR" in ceph
+    (hints,) = apply_lines([{"transform": "hints", "cb_nodes": 2, "romio_ds_write": "disable"}], "ext4")
+    assert "cb_nodes=2 romio_ds_write=disable" in hints and "export ROMIO_HINTS=$PWD/romio-hints" in hints
+    coalesce = apply_lines([{"transform": "coalesce", "transfer_size": 1 << 20},
+                            {"transform": "collective", "cb_nodes": 1}], "ext4")
+    assert coalesce[0].endswith("(IOR: -t 1m)") and coalesce[1] == "collective MPI-IO with 1 aggregator"
 
 
 def _entry(fixes: list[dict], times: list[tuple[float, float]], rung: int = 0) -> race.Entry:
@@ -110,6 +145,8 @@ def test_tune_finds_a_coalesce_size_and_resumes(corpus, tmp_path):
     assert f"best: {best['label']}" in out.stdout and best["reason"] in out.stdout
     html = (tmp_path / "t.html").read_text()
     assert "<svg" in html and "The search" in html
+    plot = search_plot(t)
+    assert len(plot.rows) == len(measured) and plot.rows[0][0] == best["label"]
     rows = (tmp_path / "model-data" / "pairs.csv").read_text().splitlines()
     assert len(rows) == 1 + len(measured)  # every measured configuration feeds the site's data
     state = Path(t["state"])
