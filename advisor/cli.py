@@ -28,6 +28,7 @@ COMMANDS = {
     "collect": "Snapshot this node's storage-relevant settings as JSON.",
     "probe": "Measure every storage target (OST, OSD) of a file system; flag the slow ones.",
     "replay": "Replay a job on a real mount, as recorded and with fixes applied.",
+    "tune": "Search each fix's settings by replaying the job; find the best on this mount.",
     "hook": "Post-job hooks for batch schedulers (Slurm epilog and others).",
     "calibrate": "Measure what a mount delivers for a sweep of access patterns.",
     "train": "Train a bandwidth model from calibrations, IOR and Darshan logs.",

@@ -144,17 +144,25 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
     out.verifications = [_verification(v, outcomes.get(v.label), context, launch.policy, past=past, key=key)
                          for v, key in zip(variants, keys)]
     out.replays = [_replayed(v, outcomes.get(v.label)) for v in variants]
-    history.add([_history_entry(key, pair, v) for key, pair, v in zip(keys, out.replays, out.verifications)
+    history.add([history_entry(key, pair, v) for key, pair, v in zip(keys, out.replays, out.verifications)
                  if pair is not None])
     if not fixes and not isinstance(first, dict):
         raise ReplayError(f"replay on {target_path} failed: {first or 'no result'}")
     return out
 
 
-def _variant(i: int, fix: dict[str, Any], base: Plan, target: Path, room: int) -> Variant:
-    v = Variant(label=f"fix{i}-{fix.get('transform', '?')}", fix=fix)
+def apply_fixes(base: Plan, fix: dict[str, Any] | list[dict[str, Any]]) -> Plan:
+    """The plan with one fix, or with a combination of fixes (a list, applied in its order)."""
+    for one in fix if isinstance(fix, list) else [fix]:
+        base = apply_fix(base, one)
+    return base
+
+
+def _variant(i: int, fix: dict[str, Any] | list[dict[str, Any]], base: Plan, target: Path, room: int) -> Variant:
+    names = "+".join(str(f.get("transform", "?")) for f in (fix if isinstance(fix, list) else [fix]))
+    v = Variant(label=f"fix{i}-{names}", fix=fix)
     try:
-        plan = layout_wishes.prepare(apply_fix(base, fix), target)  # layouts as the target can set them
+        plan = layout_wishes.prepare(apply_fixes(base, fix), target)  # layouts as the target can set them
     except ValueError as exc:
         v.reason = f"the fix does not apply to this workload: {exc}"
         return v
@@ -177,6 +185,13 @@ def _no_room(target: Path | None, planned: int, room: int) -> str:
             f"{safety.human(max(room, 0))} free beyond the {safety.human(safety.SPACE_MARGIN)} margin")
 
 
+def policy_of(settings: ReplayConfig, repeat: int | None = None) -> stats.Policy:
+    """The sequential test of `settings` (`repeat`: exactly that many pairs and one look)."""
+    knobs = {"margin": settings.margin, "reproducibility": settings.reproducibility}
+    return stats.Policy.fixed(repeat, **knobs) if repeat else stats.Policy(
+        precision=settings.precision, min_pairs=settings.min_pairs, max_pairs=settings.max_pairs, **knobs)
+
+
 class _Launch:
     """The MPI job(s) of one measurement: all fixes in one job, or, when that job fails, each
     fix in a job of its own with the baseline, so that one fix's failure stays its own."""
@@ -184,9 +199,7 @@ class _Launch:
     def __init__(self, base: Plan, target: Path, repeat: int | None, settings: ReplayConfig, **flags: Any):
         self.base, self.target, self.flags = base, target, flags
         self.settings, self.repeat = settings, repeat
-        knobs = {"margin": settings.margin, "reproducibility": settings.reproducibility}
-        self.policy = stats.Policy.fixed(repeat, **knobs) if repeat else stats.Policy(
-            precision=settings.precision, min_pairs=settings.min_pairs, max_pairs=settings.max_pairs, **knobs)
+        self.policy = policy_of(settings, repeat)
         self.kept: str | None = None
         self.launcher: str | None = None
 
@@ -242,7 +255,14 @@ def _verification(v: Variant, outcome: dict[str, Any] | str | None, context: dic
     if v.plan is None or not isinstance(outcome, dict):
         why = v.reason or f"its replay failed: {outcome or 'no result'}"
         return Verification.not_verifiable(why, **context)
-    base, fixed = outcome["runs"]["baseline"], outcome["runs"][v.label]
+    return verification_from(outcome, v.label, context, policy, past=past, key=key)
+
+
+def verification_from(outcome: dict[str, Any], label: str, context: dict[str, Any], policy: stats.Policy, *,
+                      past: dict[str, list[tuple[float, float]]] | None = None, key: str = "") -> Verification:
+    """The verdict of the variant `label` of an executor's `outcome` (its samples against the
+    baseline's, round by round) under the sequential test `policy`."""
+    base, fixed = outcome["runs"]["baseline"], outcome["runs"][label]
     layouts = {"baseline": base.get("layouts"), "fixed": fixed["layouts"]} if fixed.get("layouts") else None
     if layouts and (missed := layout_wishes.shortfall(fixed["layouts"])):
         # a layout fix is measured only if the files got the layout: what they got, read back
@@ -286,7 +306,7 @@ def _pair_loads(base: dict[str, Any], fixed: dict[str, Any]) -> list[float]:
     return [(load(a) + load(b)) / 2 for a, b in zip(base["runs"], fixed["runs"])]
 
 
-def _history_entry(key: str, replayed: tuple[dict[str, Any], dict[str, Any]], v: Verification) -> dict[str, Any]:
+def history_entry(key: str, replayed: tuple[dict[str, Any], dict[str, Any]], v: Verification) -> dict[str, Any]:
     """One run of one fix for the target's history (replay.drift reads mean and se)."""
     mean, se = drift.mean_se(stats.log_ratios(*(_times(side) for side in replayed)))
     load = v.load or {}

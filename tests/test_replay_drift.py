@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from advisor.replay_history import KEEP, History
 from advisor.verification import Verification
-from advisor.verify import Variant, _history_entry, _verification
+from advisor.verify import Variant, _verification, history_entry
 from replay import drift, stats
 from replay.sampling import Schedule
 
@@ -118,7 +118,7 @@ def _runs_with_history(effects, sd, n, tmp_path):
     for i, effect in enumerate(effects):
         d = _pairs(effect, sd, n, 100 + i)
         v = _verify(d, past=history.runs())
-        history.add([_history_entry("k", (_side(np.ones(d.size)), _side(np.exp(-d))), v)])
+        history.add([history_entry("k", (_side(np.ones(d.size)), _side(np.exp(-d))), v)])
         out.append(v)
     return out
 

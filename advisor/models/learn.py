@@ -31,9 +31,7 @@ def record(profile: JobProfile, diagnosis: Diagnosis, config: ModelConfig, np: i
     """Append the measured fixes of `diagnosis` (after ``--verify``) to the site's data; the file, or
     None when nothing was measured or learning is off."""
     from advisor.fixes import fix_key, proposed_fixes
-    from advisor.models import pairs
     from advisor.verify import replay_plan
-    from replay.transforms import apply_fix
 
     if not config.learn_from_verify:
         return None
@@ -44,11 +42,23 @@ def record(profile: JobProfile, diagnosis: Diagnosis, config: ModelConfig, np: i
     if not unique:
         return None
     base = replay_plan(profile, np=unique[0][1].np or np, scale=unique[0][1].scale or scale)
-    fstype = unique[0][1].fstype or ""
+    return record_measured(profile.source.path, base, unique, config)
+
+
+def record_measured(workload: str, base, measured: list, config: ModelConfig) -> Path | None:
+    """Append rows of `measured` [(fix or list of fixes, Verification that measured), ...] of the
+    baseline plan `base` of `workload` (the log) to the site's data; the file, or None when learning
+    is off or nothing measured."""
+    from advisor.models import pairs
+    from advisor.verify import apply_fixes
+
+    measured = [(fix, v) for fix, v in measured if v.measured]
+    if not config.learn_from_verify or not measured:
+        return None
+    fstype = measured[0][1].fstype or ""
     before = pairs.plan_features(base, fstype)
-    workload = profile.source.path
-    rows = [pairs.row(FAMILY + workload, workload, fix, before, pairs.plan_features(apply_fix(base, fix), fstype), v)
-            for fix, v in unique]
+    rows = [pairs.row(FAMILY + workload, workload, fix, before, pairs.plan_features(apply_fixes(base, fix), fstype), v)
+            for fix, v in measured]
     out = data_dir(config) / pairs.SITE_PAIRS_FILE
     pairs.append(out, rows)
     return out

@@ -79,11 +79,16 @@ def fix_text(fix: dict) -> str:
     return json.dumps(fix, sort_keys=True, separators=(",", ":"))
 
 
+def transform_name(fix: dict | list) -> str:
+    """A fix's transform, or a combination's joined by '+' ("coalesce+collective")."""
+    return "+".join(str(f.get("transform", "")) for f in (fix if isinstance(fix, list) else [fix]))
+
+
 def row(family: str, workload: str, fix: dict, before: dict, after: dict, verification,
         load1: float | None = None) -> dict:
     """One CSV row of a measured fix (a :class:`advisor.verification.Verification` that measured)."""
     ci = verification.ci95 or [math.nan, math.nan]
-    out = {"family": family, "workload": workload, "fix": fix_text(fix), "transform": fix.get("transform", ""),
+    out = {"family": family, "workload": workload, "fix": fix_text(fix), "transform": transform_name(fix),
            "speedup": f"{verification.speedup:.6g}", "ci_low": _num(ci[0]), "ci_high": _num(ci[1]),
            "pairs": verification.pairs, "verdict": verification.verdict,
            "load1": _num(os.getloadavg()[0] if load1 is None else load1),

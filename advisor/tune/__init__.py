@@ -1,0 +1,6 @@
+"""`ioadvisor tune`: search each fix's settings by replaying the job (docs/tune.md).
+
+:mod:`advisor.tune.space` (what is searched), :mod:`advisor.tune.race` (how the search decides),
+:mod:`advisor.tune.search` (the replays), :mod:`advisor.tune.result` (what it found),
+:mod:`advisor.tune.html` (its report section).
+"""

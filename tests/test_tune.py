@@ -1,0 +1,166 @@
+"""`ioadvisor tune` on the local disk: the space of a real diagnosis, the race's decisions, the
+command end to end (JSON, terminal, HTML, the state file it resumes from, the model data)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+
+from advisor.api import load
+from advisor.commands.tune import proposals
+from advisor.config import ModelConfig
+from advisor.tune import race, space
+from advisor.tune.html import search_plot
+from advisor.tune.result import apply_lines
+from advisor.tune.search import predict, starting_order
+from advisor.verify import replay_plan
+
+SMALL = "generated/b_small_io_shared_4k/case.darshan"  # 2 ranks, 4 KiB writes to a shared file
+CONFIG = """[replay]
+min_sample_s = 0.2
+max_pairs = 10
+history_dir = "{state}"
+[model]
+data = "{data}"
+"""
+
+
+def test_space_of_a_diagnosis_holds_each_setting_and_pairs(corpus, tmp_path):
+    profile = load(corpus / SMALL)
+    proposed = proposals(profile, ())
+    assert {f["transform"] for f, _ in proposed} == {"coalesce", "collective"}
+    base = replay_plan(profile, np=2, scale=0.25)
+    cands = space.build(proposed + proposals(profile, ("stripe",)), base.nranks)
+    keys = {c.key for c in cands}
+    sizes = {c.fixes[0]["transfer_size"] for c in cands if c.transforms == ("coalesce",)}
+    assert sizes == {64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20}
+    assert {c.fixes[0]["cb_nodes"] for c in cands if c.transforms == ("collective",)} == {1, 2}
+    pairs = [c for c in cands if len(c.fixes) == 2]
+    assert pairs and all(c.transforms.index("coalesce") < c.transforms.index("collective")
+                         for c in pairs if set(c.transforms) == {"coalesce", "collective"})
+    assert len(keys) == len(cands)
+    space.prepare(cands, base, tmp_path)
+    striped = [c for c in cands if "stripe" in c.transforms]
+    assert striped and all("no stripe layout control" in c.unusable for c in striped)
+    assert all(not c.unusable for c in cands if "stripe" not in c.transforms)
+    # a 4 KiB request stream coalesces no further than its contiguous runs: larger sizes replay alike
+    same = [c for c in cands if c.same_as]
+    assert all(c.same_as in keys or c.same_as == "the job as recorded" for c in same)
+    first = [c for c in cands if not c.unusable and not c.same_as]
+    assert len({c.digest for c in first}) == len(first)
+
+
+def test_the_speedup_model_orders_the_start(corpus, tmp_path):
+    """The shipped model of measured fixes predicts the settings; the search starts with the
+    fastest predicted, the ones it declines after (with the reason)."""
+    profile = load(corpus / SMALL)
+    base = replay_plan(profile, np=2, scale=0.25)
+    cands = space.build(proposals(profile, ()), base.nranks)
+    space.prepare(cands, base, tmp_path)
+    predicted = predict(ModelConfig(), base, cands, "ext4")
+    entries = {c.key: race.Entry.of(c) for c in cands}
+    for key, (speedup, interval, why) in predicted.items():
+        entries[key].predicted, entries[key].predicted_interval, entries[key].predicted_reason = speedup, interval, why
+        assert (speedup is None) == bool(why) and (interval is None or interval[0] <= speedup <= interval[1])
+    order = starting_order(entries)
+    numbers = [entries[k].predicted for k in order if entries[k].predicted is not None]
+    assert numbers and numbers == sorted(numbers, reverse=True)
+    assert [entries[k].predicted is None for k in order] == sorted(entries[k].predicted is None for k in order)
+    assert set(order) == {c.key for c in cands if not c.unusable and not c.same_as}
+
+
+def test_settings_to_apply_are_commands_for_the_file_system():
+    stripe = [{"transform": "stripe", "count": 4, "size": 4 << 20}]
+    assert apply_lines(stripe, "lustre") == ["stripe over 4 OSTs in 4 MiB stripes: lfs setstripe -c 4 -S 4M DIR"]
+    ceph = apply_lines(stripe, "fuse.ceph-fuse")[0]
+    assert "setfattr -n ceph.dir.layout -v 'stripe_unit=4194304 stripe_count=4 object_size=4194304' DIR" in ceph
+    (hints,) = apply_lines([{"transform": "hints", "cb_nodes": 2, "romio_ds_write": "disable"}], "ext4")
+    assert "cb_nodes=2 romio_ds_write=disable" in hints and "export ROMIO_HINTS=$PWD/romio-hints" in hints
+    coalesce = apply_lines([{"transform": "coalesce", "transfer_size": 1 << 20},
+                            {"transform": "collective", "cb_nodes": 1}], "ext4")
+    assert coalesce[0].endswith("(IOR: -t 1m)") and coalesce[1] == "collective MPI-IO with 1 aggregator"
+
+
+def _entry(fixes: list[dict], times: list[tuple[float, float]], rung: int = 0) -> race.Entry:
+    e = race.Entry(fixes=fixes, origin="setting", status=race.RACING)
+    e.rungs.append({"rung": rung, "base": [{"time_s": b} for b, _ in times],
+                    "fixed": [{"time_s": f} for _, f in times]})
+    return e
+
+
+def test_race_rules_out_only_what_the_leader_beats_with_confidence():
+    rng = np.random.default_rng(7)
+    noise = lambda n: np.exp(rng.normal(0, 0.05, n))  # noqa: E731  5 % sample noise
+    base = 1.0 * noise(8)
+    fast = _entry([{"transform": "coalesce", "transfer_size": 1 << 20}], list(zip(base, 0.25 * noise(8))))
+    twin = _entry([{"transform": "coalesce", "transfer_size": 4 << 20}], list(zip(base, 0.25 * noise(8))))
+    slow = _entry([{"transform": "collective", "cb_nodes": 1}], list(zip(base, 1.1 * noise(8))))
+    entries = {e.key: e for e in (fast, twin, slow)}
+    r = race.Race(entries, list(entries), nranks=2, rung=1)
+    r.judge()
+    assert slow.status == race.RULED_OUT and "slower than" in slow.why
+    # successive halving: of the two not separated, the leader races on, the other is set aside
+    assert sorted([fast.status, twin.status]) == [race.RACING, race.SET_ASIDE]
+    best = r.finish()
+    assert best in (fast, twin) and best.status == race.BEST
+    other = twin if best is fast else fast
+    assert other.status == race.RUNNER_UP
+    assert math.exp(best.mean()) > 3.5
+
+
+def _tune(corpus: Path, target: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    config = tmp_path / "site.toml"
+    config.write_text(CONFIG.format(state=tmp_path / "history", data=tmp_path / "model-data"))
+    return subprocess.run([sys.executable, "-m", "advisor", "tune", str(corpus / SMALL), "--target", str(target),
+                           "--config", str(config), "--scale", "0.25", "--np", "2", *args],
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_tune_finds_a_coalesce_size_and_resumes(corpus, tmp_path):
+    target = tmp_path / "t"
+    target.mkdir()
+    out = _tune(corpus, target, tmp_path, "--fix", "coalesce", "--budget", "2", "--json", str(tmp_path / "t.json"),
+                "--html", str(tmp_path / "t.html"))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads((tmp_path / "t.json").read_text())
+    schema = json.loads((Path(__file__).resolve().parents[1] / "advisor/schemas/tune-v1.json").read_text())
+    jsonschema.validate(doc, schema)
+    t = doc["tune"]
+    best = t["best"]
+    assert [f["transform"] for f in best["fixes"]] == ["coalesce"]
+    # 4 KiB writes coalesced: the job as recorded is far slower than any coalesced size here
+    assert best["verdict"] == "improved" and best["ci95"][0] > 1.05 and best["speedup"] >= best["ci95"][0]
+    assert best["apply"] and "-t " in best["apply"][0]
+    statuses = {c["status"] for c in t["candidates"]}
+    assert statuses <= {"best", "runner-up", "ruled-out", "set-aside", "untried", "identical"}
+    measured = [c for c in t["candidates"] if c["pairs"]]
+    assert t["measured"] == len(measured) >= 2 and 0 < t["replay_s"] <= 2 * 60 * 1.5
+    assert all(c["verdict"] for c in measured)
+    assert f"best: {best['label']}" in out.stdout and best["reason"] in out.stdout
+    html = (tmp_path / "t.html").read_text()
+    assert "<svg" in html and "The search" in html
+    plot = search_plot(t)
+    assert len(plot.rows) == len(measured) and plot.rows[0][0] == best["label"]
+    rows = (tmp_path / "model-data" / "pairs.csv").read_text().splitlines()
+    assert len(rows) == 1 + len(measured)  # every measured configuration feeds the site's data
+    state = Path(t["state"])
+    assert state.parent == target and state.exists()
+    again = _tune(corpus, target, tmp_path, "--fix", "coalesce", "--budget", "2", "--json", "-")
+    assert again.returncode == 0, again.stderr
+    resumed = json.loads(again.stdout)["tune"]
+    # resumed from the state file: the replay time of the first session is counted, not redone
+    assert resumed["replay_s"] >= t["replay_s"] and resumed["rungs"] >= t["rungs"]
+    assert resumed["state"] == t["state"]
+
+
+def test_tune_refuses_a_bad_target_in_one_line(corpus, tmp_path):
+    out = _tune(corpus, tmp_path / "missing", tmp_path, "--fix", "coalesce")
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert "missing" in out.stderr
