@@ -148,6 +148,13 @@ def run(inputs: Sequence[Input], stages: Stages, config: SiteConfig) -> Run:
 def diagnose_profile(profile: JobProfile, stages: Stages, config: SiteConfig,
                      model: Model | None = None) -> Diagnosis:
     """The stages after ingest, for one profile (`model`: loaded from ``stages.model`` if None)."""
+    from advisor.metrics import shared_tables
+
+    with shared_tables():  # the facts, the model and the figures read the same per-file table
+        return _stages(profile, stages, config, model)
+
+
+def _stages(profile: JobProfile, stages: Stages, config: SiteConfig, model: Model | None) -> Diagnosis:
     model = model if model is not None else load_model(stages.model)
     expectation = _expectation(model, profile)
     diagnosis = diagnose(profile, config, expectation=expectation)
