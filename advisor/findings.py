@@ -229,14 +229,19 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+_LEAVES = (str, int, float, type(None))  # bool is an int
+
+
 def plain(value: Any) -> Any:
     """`dataclasses.asdict` without its deep copy of every leaf: dataclasses become dicts, lists,
     tuples and dicts are rebuilt (so the result can be edited), leaves are shared. A fleet
     diagnosis with its figure data spent a fifth of its analysis in asdict's copying."""
+    if isinstance(value, _LEAVES):  # first: most values are the figures' numbers
+        return value
     if hasattr(type(value), "__dataclass_fields__"):
         return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, list):
-        return [plain(v) for v in value]
+        return [v if isinstance(v, _LEAVES) else plain(v) for v in value]
     if isinstance(value, tuple):
         return type(value)(*(plain(v) for v in value)) if hasattr(value, "_fields") else tuple(plain(v) for v in value)
     if isinstance(value, dict):

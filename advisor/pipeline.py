@@ -21,15 +21,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.config import ReplayConfig, SiteConfig
-from advisor.engine import check_thresholds, diagnose
-from advisor.engine.rules import load_catalogue
 from advisor.errors import AdvisorError, ConfigError, InputError
-from advisor.findings import Diagnosis
 from advisor.ingest import start_profile
 from advisor.profile import JobProfile
 
+# The engine and the findings (with numpy's friends, Jinja2 and a hundred dataclasses) are
+# imported by run() once the first input's parse has started: in a one-log diagnose that
+# third of the start-up runs beside the parse, on the other core.
 if TYPE_CHECKING:
     from advisor.expectation import JobExpectation
+    from advisor.findings import Diagnosis
     from advisor.models.train import Model
 
 
@@ -111,6 +112,10 @@ def run(inputs: Sequence[Input], stages: Stages, config: SiteConfig) -> Run:
     """Every stage `stages` asks for over every input (paths, or profiles already loaded)."""
     pending = _ingest(inputs, stages)
     first = next(pending, None)  # its parse runs in its child while the rules and the model load
+    from advisor.engine import check_thresholds
+    from advisor.engine.rules import load_catalogue
+    from advisor.findings import Diagnosis
+
     try:
         check_thresholds(config, load_catalogue())  # a wrong config or model fails once, before any input
         model = load_model(stages.model)
@@ -143,6 +148,13 @@ def run(inputs: Sequence[Input], stages: Stages, config: SiteConfig) -> Run:
 def diagnose_profile(profile: JobProfile, stages: Stages, config: SiteConfig,
                      model: Model | None = None) -> Diagnosis:
     """The stages after ingest, for one profile (`model`: loaded from ``stages.model`` if None)."""
+    from advisor.metrics import shared_tables
+
+    with shared_tables():  # the facts, the model and the figures read the same per-file table
+        return _stages(profile, stages, config, model)
+
+
+def _stages(profile: JobProfile, stages: Stages, config: SiteConfig, model: Model | None) -> Diagnosis:
     model = model if model is not None else load_model(stages.model)
     expectation = _expectation(model, profile)
     diagnosis = diagnose(profile, config, expectation=expectation)
@@ -154,6 +166,13 @@ def diagnose_profile(profile: JobProfile, stages: Stages, config: SiteConfig,
     if stages.figures:
         diagnosis.figures = _figures(profile)
     return diagnosis
+
+
+def diagnose(profile: JobProfile, config: SiteConfig, **choices) -> Diagnosis:
+    """The engine's diagnosis of `profile` (:func:`advisor.engine.diagnose`)."""
+    from advisor import engine
+
+    return engine.diagnose(profile, config, **choices)
 
 
 def _ingest(inputs: Sequence[Input], stages: Stages) -> Iterator[tuple[str, Callable[[], JobProfile]]]:

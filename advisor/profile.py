@@ -245,9 +245,8 @@ class JobProfile:
     def fstype_of(self, path: str) -> str:
         """File system type of `path` from the job's mount table (longest mount point containing it)."""
         best = ("", "")
-        for m in self.mounts:
-            inside = path == m.path or path.startswith(m.path.rstrip("/") + "/")
-            if inside and len(m.path) > len(best[0]):
+        for m in self.mounts:  # the length first: the cheaper test, asked for every file of a job
+            if len(m.path) > len(best[0]) and (path == m.path or path.startswith(m.path.rstrip("/") + "/")):
                 best = (m.path, m.fstype)
         return best[1]
 

@@ -17,6 +17,7 @@ and our median over Drishti's (target: at most 0.35) and over that of PyDarshan'
 summary of the log (`python -m darshan job_stats LOG`, which only reads and sums
 counters). One untimed run of each tool first warms the page cache and ioadvisor's
 per-user rule cache (as after any first run); the cost of a run without the rule cache is printed once.
+Every tool runs from compiled bytecode, as an installed one does (bench/bytecode.py).
 
 `--before DIR` also times the ioadvisor of another checkout in the same run (its `advisor`
 package first on PYTHONPATH, e.g. `git archive REV advisor | tar -x -C DIR`), to show what
@@ -41,6 +42,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bytecode import compiled_runs  # noqa: E402  (bench/ is not a package: its sibling module)
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"
@@ -188,6 +192,7 @@ def main() -> int:
         print(f"no .darshan logs under {args.corpus}", file=sys.stderr)
         return 2
     chosen = logs if args.all else stratified(logs, args.corpus, args.sample)
+    compiled_runs(Path(tempfile.mkdtemp(prefix="ioadvisor-bench-pyc-")))
     # A rule cache of the bench's own: the per-user one keeps one catalogue, so other checkouts
     # run by the same user (other sessions on a shared machine) would evict ours between runs.
     cache = {"XDG_CACHE_HOME": tempfile.mkdtemp(prefix="ioadvisor-bench-cache-")}

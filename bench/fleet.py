@@ -10,7 +10,8 @@ one round to the next, so that machine load hits all alike):
 - PyDarshan's own multi-log summary, `python -m darshan job_stats` on the same logs (one
   process that only reads and sums counters: what a full diagnosis is measured against);
 - Drishti 0.8 once per log, sequentially (all logs, or an even --drishti-sample of them).
-One untimed run of each comes first (page cache, ioadvisor's rule cache). Prints logs per
+One untimed run of each comes first (page cache, ioadvisor's rule cache, every tool's
+bytecode: bench/bytecode.py). Prints logs per
 second of each, and the ratios of each round (ours over the peer measured
 beside it); targets: >= 20x Drishti, >= 1x job_stats. --files N replicates the logs by
 symlinks into a <Y>/<M>/<D> tree of N logs (an archive larger than the corpus).
@@ -32,6 +33,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+from bytecode import compiled_runs  # noqa: E402  (bench/ is not a package: its sibling module)
 
 DRISHTI_VENV = Path(tempfile.gettempdir()) / "ioadvisor-bench-drishti"
 DRISHTI_PATHS = ("/tmp/drishti-venv/bin/drishti", str(DRISHTI_VENV / "bin" / "drishti"))
@@ -124,6 +127,7 @@ def main() -> None:
 
     logs = corpus_logs(args.corpus, args.folders)
     scratch = Path(tempfile.mkdtemp(prefix="ioadvisor-bench-fleet-"))
+    compiled_runs(scratch / "pyc")
     n = args.files or len(logs)
     print(f"fleet bench: {n} logs ({len(logs)} real Darshan logs of {args.folders} under {args.corpus}"
           f"{', replicated by symlinks' if args.files else ''}); {os.cpu_count()} cores, "

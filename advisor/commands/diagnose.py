@@ -15,7 +15,6 @@ import click
 
 from advisor import fileio
 from advisor.errors import InputError
-from advisor.findings import SEVERITY_RANK, diagnoses_json
 from advisor.formatting import printable
 
 
@@ -62,6 +61,8 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
                                          figures=bool(json_out or html_out), campaign=True,
                                          baselines=tuple(baselines))
     done = pipeline.run(_expand(paths), stages, config)
+    from advisor.findings import SEVERITY_RANK, diagnoses_json  # loaded by run() beside the first parse
+
     for failure in done.failures:
         click.echo(printable(f"ioadvisor: error: {failure.error}"), err=True)
     for note in done.notes:

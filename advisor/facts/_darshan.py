@@ -174,8 +174,9 @@ def files(ctx: FactContext):
 
 
 def data_files(ctx: FactContext):
-    """Per-file summaries of the job's data files (see :func:`is_data_path`)."""
-    return [f for f in files(ctx) if is_data_path(f.path)]
+    """Per-file summaries of the job's data files (see :func:`is_data_path`), once per profile
+    (a copy: asked for twenty times per log)."""
+    return list(ctx.memo("darshan.data_files", lambda: [f for f in files(ctx) if is_data_path(f.path)]))
 
 
 def mpiio_write_only_ids(ctx: FactContext) -> np.ndarray:

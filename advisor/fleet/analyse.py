@@ -29,6 +29,13 @@ INTERPRETERS = ("python", "python2", "python3", "bash", "sh", "perl", "Rscript",
 
 def analyse_log(log: LogFile, config: Any, timeout_s: float) -> dict[str, Any]:
     """``{"job": row, "findings": [rows]}`` for one log; unusable logs give an error row."""
+    from advisor.metrics import shared_tables
+
+    with shared_tables():  # the row's model features read the tables the diagnosis computed
+        return _analyse(log, config, timeout_s)
+
+
+def _analyse(log: LogFile, config: Any, timeout_s: float) -> dict[str, Any]:
     started = time.perf_counter()
     config = config if config is not None else load_config()
     try:

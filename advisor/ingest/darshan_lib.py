@@ -12,7 +12,6 @@ the C library prints on stderr so they can become the reason of an error.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import importlib.util
 import os
 import tempfile
@@ -59,7 +58,10 @@ def _load_file(name: str, path: Path) -> types.ModuleType:
     return module
 
 
+@functools.cache
 def pydarshan_version() -> str:
+    import importlib.metadata  # here: with the email parser it needs, a tenth of loading the readers
+
     try:
         return importlib.metadata.version("darshan")
     except importlib.metadata.PackageNotFoundError:

@@ -60,7 +60,8 @@ def profile_parts(profile: JobProfile) -> dict[str, Part]:
     """"write"/"read" -> part, for the directions that moved bytes."""
     base = _base(profile)
     opens = sum(float(_col(r, n, rows).sum()) for r, rows in base for n in ("OPENS", "FOPENS", "FDOPENS"))
-    parts = {d: _direction(profile, base, d) for d in DIRECTIONS}
+    fstype = _main_fstype(profile)  # once: it looks up the mount of every file the job named
+    parts = {d: _direction(profile, base, d, fstype) for d in DIRECTIONS}
     calls = sum(p.calls for p in parts.values())
     for p in parts.values():
         p.opens = opens * p.calls / calls if calls else 0.0
@@ -75,7 +76,7 @@ def job_part(profile: JobProfile) -> Part:
     return parts[0].merged(parts[1]) if len(parts) == 2 else parts[0]
 
 
-def _direction(profile: JobProfile, base, d: str) -> Part:
+def _direction(profile: JobProfile, base, d: str, fstype: str) -> Part:
     nbytes = calls = consec = seq = posix_calls = not_aligned = seen_aligned = shared = stdio = 0.0
     touched: list[np.ndarray] = []
     movers: set[int] = set()  # ranks whose own records moved bytes (-1: a record shared by all)
@@ -98,7 +99,7 @@ def _direction(profile: JobProfile, base, d: str) -> Part:
         if rec.has("POSIX_FILE_NOT_ALIGNED"):
             seen_aligned += float((_col(rec, "READS", rows) + _col(rec, "WRITES", rows)).sum())
             not_aligned += float(_col(rec, "FILE_NOT_ALIGNED", rows).sum())
-    part = Part(max(profile.job.nprocs, 1), label=d, fstype=_main_fstype(profile))
+    part = Part(max(profile.job.nprocs, 1), label=d, fstype=fstype)
     # a record reduced over ranks (-1) hides who moved its bytes: count every rank then
     part.io_ranks = float(part.nprocs if -1 in movers else min(len(movers), part.nprocs))
     consec_frac = consec / calls if calls else math.nan
