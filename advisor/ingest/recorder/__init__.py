@@ -20,8 +20,8 @@ from advisor.ingest.recorder import calls as C
 from advisor.ingest.recorder.events import Calls, Resolved, resolve
 from advisor.ingest.recorder.format import LAYER_NAMES, RankCalls, RecorderTrace, TraceError
 from advisor.ingest.recorder.plans import MODULES, K, M, PlanTable
-from advisor.ingest.recorder.records import module_records, segments
-from advisor.profile import JobInfo, JobProfile, ModuleInfo, Provenance
+from advisor.ingest.recorder.records import module_records, record_ids, segments
+from advisor.profile import CALL_OPS, JobInfo, JobProfile, MetadataCalls, ModuleInfo, Provenance
 
 FORMAT = "recorder"
 
@@ -99,6 +99,7 @@ def _profile(trace: RecorderTrace, path: Path, calls: Calls, plans: PlanTable, p
         if sel.size:
             profile.dxt[dxt] = segments(dxt, calls, res, sel, plans)
             profile.modules[dxt] = ModuleInfo(dxt, records=len(profile.dxt[dxt]))
+    profile.calls = _metadata_calls(trace, calls, res, plans, profile.names)
     calls_per: dict[str, dict[str, int]] = defaultdict(dict)
     for fid in np.flatnonzero(per_function).tolist():
         name = meta.functions[fid] if fid < len(meta.functions) else f"func{fid}"
@@ -108,6 +109,27 @@ def _profile(trace: RecorderTrace, path: Path, calls: Calls, plans: PlanTable, p
                                   "directories": _directories(calls, res, directory, plans)}
     profile.ingest = {"seconds": round(seconds, 3)}
     return profile
+
+
+# POSIX functions whose calls are replayed one by one (docs/replay.md), by their CALL_OPS name
+_CALL_OP = {**dict.fromkeys(("open", "open64", "creat", "creat64"), "open"), "close": "close",
+            **dict.fromkeys(("__xstat", "__xstat64", "__lxstat", "__lxstat64", "__fxstat", "__fxstat64",
+                             "access"), "stat"),
+            "fsync": "fsync", "fdatasync": "fsync", "unlink": "unlink", "remove": "unlink", "mkdir": "mkdir",
+            "rmdir": "rmdir"}
+
+
+def _metadata_calls(trace: RecorderTrace, calls: Calls, res: Resolved, plans: PlanTable,
+                    names: dict[int, str]) -> MetadataCalls:
+    """The POSIX metadata calls on traced paths (files and directories), in call order."""
+    op_of = np.full(256, -1, np.int8)
+    for fid, name in enumerate(trace.meta.functions[:256]):
+        if name in _CALL_OP:
+            op_of[fid] = CALL_OPS.index(_CALL_OP[name])
+    op = op_of[trace.signatures.func[calls.gid]]
+    sel = np.flatnonzero((op >= 0) & (res.module == M["POSIX"]) & (res.name >= 0))
+    return MetadataCalls(calls.rank[sel].astype(np.int32), record_ids(res.name[sel], plans, names),
+                         op[sel], calls.start[sel])
 
 
 def _directories(calls: Calls, res: Resolved, directory: np.ndarray, plans: PlanTable) -> dict:
