@@ -138,6 +138,25 @@ DXT_READ = 0
 DXT_WRITE = 1
 
 
+CALL_OPS = ("open", "close", "stat", "fsync", "unlink", "mkdir", "rmdir")
+"""The metadata calls a call trace holds (:class:`MetadataCalls` ``op`` indexes this)."""
+
+
+@dataclass
+class MetadataCalls:
+    """Metadata calls one by one, as a call tracer (Recorder) saw them: rank, the record id of
+    the file or directory (named in ``JobProfile.names``), the call (``CALL_OPS``) and its start
+    (seconds from the job's start), in rank then call order. Darshan logs have none."""
+
+    rank: np.ndarray  # int32
+    record_id: np.ndarray  # uint64
+    op: np.ndarray  # int8 index in CALL_OPS
+    start: np.ndarray  # float64
+
+    def __len__(self) -> int:
+        return int(self.op.size)
+
+
 @dataclass
 class DxtTrace:
     """DXT segments of one module (DXT_POSIX or DXT_MPIIO) as parallel numpy arrays.
@@ -231,6 +250,7 @@ class JobProfile:
     mounts: list[MountPoint] = field(default_factory=list)
     lustre: dict[int, LustreLayout] = field(default_factory=dict)  # record id -> layout
     dxt: dict[str, DxtTrace] = field(default_factory=dict)
+    calls: MetadataCalls | None = None  # a call trace's metadata calls (Recorder), for replay
     ingest: dict[str, Any] = field(default_factory=dict)  # how the parse went (seconds, memory)
     # A parser dump's raw sections, kept for inspection (`show`, tests); no stage reads them.
     extras: dict[str, Any] = field(default_factory=dict)

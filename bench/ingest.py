@@ -5,9 +5,11 @@ are refused), one `ioadvisor show --json -` process: wall time, CPU time (CLI +
 parsing child), peak RSS of the CLI process (wait4) and of its parsing child
 (the child reports its own in `source.ingest`). Then the million-segment DXT trace `generated/s_big_dxt_1k`
 against the peer, pydarshan's own DXT reader (one dict per segment), in the same
-run, with the ratio.
+run, with the ratio. Then FLASH's Recorder trace (1,024 ranks, 11.8 million calls, 145 MB
+unpacked) through `ioadvisor diagnose`: wall and CPU time, peak memory (the target: under
+10 s and 1 GiB).
 
-    .venv/bin/python bench/ingest.py [--corpus DIR] [--sample N]
+    .venv/bin/python bench/ingest.py [--corpus DIR] [--sample N] [--recorder-only]
 """
 
 from __future__ import annotations
@@ -15,15 +17,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"
 BIG = "generated/s_big_dxt_1k/case.darshan"
+FLASH = "recorder/flash_sedov3d_hdf5.tar.xz"
 CLI = [sys.executable, "-c", "from advisor.cli import main; main()"]
 PEER = """
 import sys, darshan
@@ -100,6 +106,28 @@ def big_dxt(corpus: Path) -> None:
           f"CPU {peer_cpu / ours['cpu_s']:.1f}x, memory {peer_rss / ours['peak_rss_kb']:.1f}x")
 
 
+def recorder_flash(corpus: Path) -> None:
+    """`ioadvisor diagnose` of FLASH's trace: wall, CPU of every process, largest process's RSS."""
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(corpus / FLASH) as tar:
+            tar.extractall(tmp, filter="data")
+        trace = Path(tmp) / "flash_sedov3d_hdf5"
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        proc = subprocess.run([*CLI, "diagnose", str(trace), "--json", "-"], capture_output=True,
+                              env={**os.environ, "NO_COLOR": "1"})
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    doc = json.loads(proc.stdout)[0] if proc.stdout.strip() else {}
+    findings = [f"{f['code']} {f['severity']}" for f in doc.get("findings", []) if f["severity"] != "info"]
+    print(f"\n{FLASH} (1,024 ranks, 11.8 M calls) through `ioadvisor diagnose --json -`:")
+    print(f"  wall {wall:.1f} s, CPU {cpu:.1f} s (all processes), peak RSS {_mib(after.ru_maxrss)} "
+          f"(largest process), exit {proc.returncode}; "
+          f"target: under 10 s and 1 GiB")
+    print(f"  findings (warn or high): {', '.join(findings) or 'none'}")
+
+
 def startup() -> None:
     """What the parsing forkserver costs once per process, vs importing pydarshan's backend."""
     ours = measure([sys.executable, "-c", "import advisor.ingest.darshan_preload"])
@@ -113,9 +141,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--sample", type=int, default=0, help="every k-th log only (0: all)")
+    ap.add_argument("--recorder-only", action="store_true", help="only FLASH's Recorder trace")
     args = ap.parse_args()
     if not args.corpus.is_dir():
         sys.exit(f"bench/ingest.py: corpus not found at {args.corpus}")
+    if args.recorder_only:
+        recorder_flash(args.corpus)
+        print(f"(load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+        return
     logs = files(args.corpus)
     if args.sample > 1:
         logs = logs[::args.sample]
@@ -126,6 +159,7 @@ def main() -> None:
     print(file=sys.stderr)
     corpus_table(rows, args.corpus)
     big_dxt(args.corpus)
+    recorder_flash(args.corpus)
     startup()
     print(f"\n(load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
           "wall times stretch with load, CPU times much less)")

@@ -24,8 +24,9 @@ import numpy as np
 PLAN_SCHEMA = "ioadvisor/replay-plan/v1"
 
 # Operation codes (column "op").
-OPEN, CREATE, READ, WRITE, FSYNC, STAT, CLOSE, UNLINK, SEND, RECV = range(10)
-OP_NAMES = ("open", "create", "read", "write", "fsync", "stat", "close", "unlink", "send", "recv")
+OPEN, CREATE, READ, WRITE, FSYNC, STAT, CLOSE, UNLINK, SEND, RECV, MKDIR, RMDIR = range(12)
+OP_NAMES = ("open", "create", "read", "write", "fsync", "stat", "close", "unlink", "send", "recv",
+            "mkdir", "rmdir")
 DATA_OPS = (READ, WRITE)
 
 # Interfaces (column "api"): how an operation is issued.

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from replay.plan import (CLOSE, CREATE, FLAG_PAD, FSYNC, MPIIO, MPIIO_COLL, OPEN, POSIX,
-                         READ, RECV, SEND, STAT, STDIO, UNLINK, WRITE)
+from replay.plan import (CLOSE, CREATE, FLAG_PAD, FSYNC, MKDIR, MPIIO, MPIIO_COLL, OPEN, POSIX,
+                         READ, RECV, RMDIR, SEND, STAT, STDIO, UNLINK, WRITE)
 from replay.record import Record
 
 BUFFER_CAP = 64 << 20  # larger POSIX/STDIO requests are issued as several calls of this size
@@ -160,6 +160,8 @@ class RankRunner:
             self._stat(fid)
         elif code == UNLINK:
             self._unlink(fid)
+        elif code in (MKDIR, RMDIR):
+            self._directory(code, fid)
         elif code in (SEND, RECV):
             self._message(code, fid, c["peer"][s], c["length"][s])
         if code not in (READ, WRITE, SEND, RECV):
@@ -247,6 +249,17 @@ class RankRunner:
     def _unlink(self, fid: int) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path(fid))
+
+    def _directory(self, code: int, fid: int) -> None:
+        """mkdir or rmdir as the source called it; the replay's files are not placed inside
+        (they live in their own neutral directories), so an rmdir finds its directory empty."""
+        path = self.path(fid)
+        if code == MKDIR:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(path)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(path)
 
     # -- data -------------------------------------------------------------------------------
     def _posix(self, code: int, fid: int, offs: list[int], lens: list[int]) -> None:

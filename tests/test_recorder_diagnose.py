@@ -35,10 +35,11 @@ def test_mdtest_metadata_reaches_the_metadata_facts(corpus: Path) -> None:
     d = diagnose_path(recorder_dir(corpus) / "R4_mdtest" / "trace")
     assert d.error is None
     assert d.summary["bytes_written"] == 0 and d.summary["bytes_read"] == 0
-    assert d.summary["files_accessed"] == 810  # 800 files, the tree's directories
-    # all of its I/O time is metadata: opens (creates), closes, unlinks, mkdir, rmdir
-    assert d.summary["meta_time_s"] == d.summary["io_time_s"] > 0.02
-    assert 0.01 < d.summary["io_share"] < 0.1
+    assert d.summary["files_accessed"] == 800  # the files; the tree's directories are no files
+    # all of its I/O time is metadata on its files: opens (creates), closes, unlinks (the tree's
+    # mkdir and rmdir are the job's, listed apart as Darshan records no directories)
+    assert d.summary["meta_time_s"] == d.summary["io_time_s"] > 0.01
+    assert 0.005 < d.summary["io_share"] < 0.1
 
 
 def test_flash_layers_from_hdf5_mpiio_and_posix(flash_trace: Path) -> None:  # noqa: F811

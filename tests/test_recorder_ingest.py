@@ -87,17 +87,28 @@ def test_show_lists_calls_per_layer_and_function(corpus: Path) -> None:
     assert entry["recorder"]["calls"]["POSIX"]["mkdir"] == 6
 
 
-def test_call_arguments_and_per_file_counters_follow_darshans_rules():
-    """recorder.calls: which paths Darshan would record, integers Recorder prints; recorder.records:
-    one file's counters built as Darshan's POSIX module counts them."""
+def test_call_arguments_and_file_positions_follow_darshans_rules():
+    """recorder.calls: which paths Darshan would record, integers Recorder prints; recorder.events:
+    the file position carried through one file's calls (open sets 0, lseek sets or adds, a read
+    or write without an offset advances it)."""
     from advisor.ingest.recorder.calls import integer, traced_path
-    from advisor.ingest.recorder.records import FileRecord
+    from advisor.ingest.recorder.events import _scan
 
     assert traced_path("/scratch/rec/R1/testFile") and not traced_path("/proc/self/maps")
     assert not traced_path("0x7ffd1234") and (integer("4096"), integer("MPI_INFO_NULL")) == (4096, 0)
-    rec = FileRecord("POSIX", "/scratch/f", 0)
-    rec.add("OPENS")
-    rec.span("WRITE", 1.0, 1.5)
-    rec.span("WRITE", 0.5, 1.2)  # the first start and the last end
-    assert rec.counters["OPENS"] == 1
-    assert (rec.counters["F_WRITE_START_TIMESTAMP"], rec.counters["F_WRITE_END_TIMESTAMP"]) == (0.5, 1.5)
+    # two files (segments): open, write 10, write 10, lseek(SET, 100), write 5 | open, write 7
+    first = np.array([1, 0, 0, 0, 0, 1, 0], bool)
+    is_set = np.array([1, 0, 0, 1, 0, 1, 0], bool)
+    set_value = np.array([0, 0, 0, 100, 0, 0, 0])
+    step = np.array([0, 10, 10, 0, 5, 0, 7])
+    assert _scan(first, is_set, set_value, step).tolist() == [0, 0, 10, 20, 100, 0, 0]
+
+
+def test_directories_are_metadata_of_the_job_not_files(corpus: Path) -> None:
+    """mdtest's tree: the directories it makes and removes are no records (Darshan records no
+    directories); their calls are the job's metadata."""
+    profile = load_profile(_trace(corpus, "R4_mdtest"))
+    names = [profile.names[i] for i in profile.records["POSIX"].ids.tolist()]
+    assert len(names) == 800 and all("file.mdtest" in n for n in names)
+    directories = profile.extras["recorder"]["directories"]
+    assert directories["paths"] == 10 and directories["calls"] >= 15 and directories["meta_time_s"] > 0

@@ -83,6 +83,12 @@ def small_file_count(ctx: FactContext) -> int:
                and _size(f) < limit)
 
 
+@fact("empty_file_count", "count", "Files (not shared) the job opened and moved no data in: every call "
+      "on them was metadata (create, open, stat, close, remove).", label="files without data")
+def empty_file_count(ctx: FactContext) -> int:
+    return sum(1 for f in data_files(ctx) if not f.shared and f.ranks <= 1 and _size(f) == 0)
+
+
 def _size(f) -> int:
     s = f.by_module.get("POSIX") or f.stats
     return max(s.bytes_written, s.bytes_read)

@@ -14,7 +14,7 @@ from advisor.errors import InputError
 from advisor.ingest.ior.model import IorProfile
 from advisor.profile import JobProfile
 from advisor.replay_plan.counters import synthesize
-from advisor.replay_plan.dxt import add_dxt, usable_traces
+from advisor.replay_plan.dxt import add_dxt, traced, usable_traces
 from advisor.replay_plan.ior import add_ior, ior_bytes_ops
 from advisor.replay_plan.stream import FileTable, StreamBuilder
 from replay.plan import Plan
@@ -28,7 +28,7 @@ AUTO_MAX_OPS = 500_000  # ... and half a million data operations
 
 def choose_source(profile: JobProfile) -> str:
     """The best plan source this profile offers, or InputError when it has none."""
-    if usable_traces(profile):
+    if traced(profile):
         return "dxt"
     if any(m in profile.records and len(profile.records[m]) for m in ("POSIX", "STDIO", "MPI-IO")):
         return "counters"
@@ -77,7 +77,7 @@ def build_plan(profile: JobProfile, *, source: str = "auto", scale: float | None
     files = FileTable()
     builder = StreamBuilder(nranks, files)
     if src == "dxt":
-        if not usable_traces(profile):
+        if not traced(profile):
             raise InputError(profile.source.path, "no readable DXT trace in this log")
         notes = add_dxt(profile, builder, files, think_time=think_time)
     elif src == "ior":

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.profile import DXT_WRITE, SHARED_RANK, DxtTrace, JobProfile
+from advisor.profile import CALL_OPS, DXT_WRITE, SHARED_RANK, DxtTrace, JobProfile
 from advisor.replay_plan.counters import VIEWS, RecordCounters, mpiio_ids, split_even, synthesize
-from advisor.replay_plan.stream import FileTable, StreamBuilder, is_pseudo_file
-from replay.plan import MPIIO, MPIIO_COLL, POSIX, READ, WRITE
+from advisor.replay_plan.stream import (SUB_CLOSE, SUB_FSYNC, SUB_OPEN, SUB_STAT, FileTable, StreamBuilder,
+                                        is_pseudo_file)
+from replay.plan import CLOSE, FSYNC, MKDIR, MPIIO, MPIIO_COLL, OPEN, POSIX, READ, RMDIR, STAT, UNLINK, WRITE
 
 
 def usable_traces(profile: JobProfile) -> dict[str, DxtTrace]:
@@ -22,12 +23,17 @@ def usable_traces(profile: JobProfile) -> dict[str, DxtTrace]:
             if m in ("DXT_POSIX", "DXT_MPIIO") and t.readable and len(t)}
 
 
+def traced(profile: JobProfile) -> bool:
+    """The profile has per-call data (DXT segments) or metadata calls (a call trace) to replay."""
+    return bool(usable_traces(profile)) or bool(profile.calls is not None and len(profile.calls))
+
+
 def add_dxt(profile: JobProfile, builder: StreamBuilder, files: FileTable, *, think_time: bool) -> list[str]:
     """Add every traced operation; returns notes (derived offsets, partial traces)."""
     notes: list[str] = []
     traces = usable_traces(profile)
     via_mpiio = mpiio_ids(profile)
-    traced: set[int] = set()
+    traced: set[int] = set()  # record ids whose data the trace replays
     for module, trace in traces.items():
         mpi = module == "DXT_MPIIO"
         keep = np.isin(trace.record_id, np.fromiter(via_mpiio, np.uint64, len(via_mpiio)))
@@ -58,9 +64,36 @@ def add_dxt(profile: JobProfile, builder: StreamBuilder, files: FileTable, *, th
         traced.update(int(r) for r in np.unique(rid))
         if trace.note:
             notes.append(f"{module}: {trace.note}")
-    _add_metadata(profile, builder, files, traced)
-    synthesize(profile, builder, files, skip=traced)  # what the trace does not cover
+    called = _add_calls(profile, builder, files)
+    if called:
+        notes.append(f"{len(profile.calls)} metadata calls on {len(called)} files and directories replayed "
+                     "one by one as traced (open, close, stat, fsync, unlink, mkdir, rmdir)")
+    _add_metadata(profile, builder, files, traced - called)
+    synthesize(profile, builder, files, skip=traced | called)  # what the trace does not cover
     return notes
+
+
+# CALL_OPS (advisor.profile) -> the replay's op and its place among ops of the same instant
+_CALL_ROWS = {"open": (OPEN, SUB_OPEN), "close": (CLOSE, SUB_CLOSE), "stat": (STAT, SUB_STAT),
+              "fsync": (FSYNC, SUB_FSYNC), "unlink": (UNLINK, SUB_CLOSE), "mkdir": (MKDIR, SUB_OPEN),
+              "rmdir": (RMDIR, SUB_CLOSE)}
+
+
+def _add_calls(profile: JobProfile, builder: StreamBuilder, files: FileTable) -> set[int]:
+    """A call trace's metadata calls, one row each at its time, on the files and directories
+    not opened through MPI-IO (those replay at the MPI-IO level); returns their record ids."""
+    calls = profile.calls
+    if calls is None or not len(calls):
+        return set()
+    via_mpiio = np.fromiter(mpiio_ids(profile), np.uint64)
+    keep = ~np.isin(calls.record_id, via_mpiio)
+    rid = calls.record_id[keep]
+    urid, inv = np.unique(rid, return_inverse=True)
+    fids = np.array([files.add(int(r), profile.name_of(int(r))) for r in urid.tolist()], np.int32)
+    op = np.array([_CALL_ROWS[name][0] for name in CALL_OPS], np.int8)[calls.op[keep]]
+    sub = np.array([_CALL_ROWS[name][1] for name in CALL_OPS], np.int64)[calls.op[keep]]
+    builder.add_rows(calls.rank[keep], op, fids[inv.reshape(-1)], calls.start[keep], sub, POSIX)
+    return {int(r) for r in urid.tolist()}
 
 
 def _gaps(rank: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:

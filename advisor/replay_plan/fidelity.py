@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from advisor.profile import DXT_WRITE, JobProfile
+from advisor.profile import CALL_OPS, DXT_WRITE, JobProfile
 from advisor.replay_plan.counters import VIEWS, RecordCounters, mpiio_ids
 from advisor.replay_plan.dxt import usable_traces
 from advisor.replay_plan.ior import ior_test
@@ -20,6 +20,10 @@ from advisor.replay_plan.stream import is_pseudo_file
 
 FIELDS = ("reads", "writes", "bytes_read", "bytes_written")
 META_FIELDS = ("opens", "fsyncs")
+# A call trace's metadata calls are replayed one by one: each kind is checked per file.
+CALL_FIELDS = ("opens", "closes", "stats", "fsyncs", "unlinks", "mkdirs", "rmdirs")
+_CALL_FIELD = {"open": "opens", "close": "closes", "stat": "stats", "fsync": "fsyncs", "unlink": "unlinks",
+               "mkdir": "mkdirs", "rmdir": "rmdirs"}
 
 
 @dataclass
@@ -29,6 +33,7 @@ class FileFidelity:
     expected: dict[str, int]
     replayed: dict[str, int]
     slack: dict[str, float] = field(default_factory=dict)  # allowed absolute rounding, per field
+    checked: tuple[str, ...] = FIELDS  # the fields the replay must reproduce
 
     def error(self, name: str) -> float | None:
         """Relative deviation of the replay from the source beyond the rounding slack."""
@@ -38,8 +43,8 @@ class FileFidelity:
             return None if off == 0 else float("inf")
         return off / e
 
-    def worst_error(self, fields=FIELDS) -> float:
-        errs = [self.error(f) for f in fields if f in self.expected]
+    def worst_error(self, fields: tuple[str, ...] | None = None) -> float:
+        errs = [self.error(f) for f in (fields or self.checked) if f in self.expected]
         return max((e for e in errs if e is not None), default=0.0)
 
 
@@ -56,7 +61,24 @@ def reference(profile: JobProfile, source: str) -> dict[int, dict[str, int]]:
         ent = ref.setdefault(rid, dict.fromkeys(FIELDS + META_FIELDS, 0))
         for k, v in row.items():
             ent[k] = ent.get(k, 0) + v
+    for rid, row in call_reference(profile).items():  # traced calls replace counted metadata
+        ref.setdefault(rid, dict.fromkeys(FIELDS, 0)).update(row)
     return ref
+
+
+def call_reference(profile: JobProfile) -> dict[int, dict[str, int]]:
+    """Per file or directory replayed from a call trace: its metadata calls of each kind."""
+    calls = profile.calls
+    if calls is None or not len(calls):
+        return {}
+    keep = ~np.isin(calls.record_id, np.fromiter(mpiio_ids(profile), np.uint64))
+    out: dict[int, dict[str, int]] = {}
+    rid, op = calls.record_id[keep], calls.op[keep]
+    for code, name in enumerate(CALL_OPS):
+        ids, counts = np.unique(rid[op == code], return_counts=True)
+        for r, n in zip(ids.tolist(), counts.tolist()):
+            out.setdefault(int(r), dict.fromkeys(CALL_FIELDS, 0))[_CALL_FIELD[name]] = int(n)
+    return out
 
 
 def _counter_reference(profile: JobProfile, views) -> dict[int, dict[str, int]]:
@@ -123,11 +145,13 @@ def compare(profile: JobProfile, source: str, record: dict, *, scale: float = 1.
     plan keeps ceil(n x scale) requests of every rank, phase and kind: up to one request per
     rank and kind (and its bytes) of rounding is allowed."""
     ref = reference(profile, source)
+    called = set(call_reference(profile)) if source == "dxt" else set()
     nranks = max(profile.job.nprocs, 1)
     done: dict[int, dict[str, int]] = {}
+    counted = FIELDS + tuple(dict.fromkeys(META_FIELDS + CALL_FIELDS))
     for row in record.get("per_file", []):
-        acc = done.setdefault(int(row["source"]), dict.fromkeys(FIELDS + META_FIELDS, 0))
-        for f in FIELDS + META_FIELDS:
+        acc = done.setdefault(int(row["source"]), dict.fromkeys(counted, 0))
+        for f in counted:
             acc[f] += int(row.get(f, 0))
     out = []
     for rid in sorted(set(ref) | set(done)):
@@ -136,7 +160,8 @@ def compare(profile: JobProfile, source: str, record: dict, *, scale: float = 1.
             continue
         out.append(FileFidelity(rid, profile.name_of(rid) if source != "ior" else f"file {rid}",
                                 exp, done.get(rid, dict.fromkeys(FIELDS, 0)),
-                                _slack(ref.get(rid, {}), nranks) if scale < 1 else {}))
+                                _slack(ref.get(rid, {}), nranks) if scale < 1 else {},
+                                FIELDS + CALL_FIELDS if rid in called and scale >= 1 else FIELDS))
     return out
 
 

@@ -119,7 +119,7 @@ class StreamBuilder:
             data["phase"] = _data_phases(data)
         rows = [data, {k: v[~is_data] for k, v in everything.items()}] + self._metadata(data)
         ops = _sorted(_concat(rows))
-        ops["phase"] = _inherit_phases(ops)
+        ops["phase"] = _removals_last(ops, _inherit_phases(ops))
         for k in ("time", "sub"):
             ops.pop(k)
         world = np.flatnonzero(np.asarray(self.files.world, bool))
@@ -274,6 +274,29 @@ def _inherit_phases(ops: dict[str, np.ndarray]) -> np.ndarray:
     start = np.concatenate([[True], rank[1:] != rank[:-1]])
     grp = np.cumsum(start) - 1
     offset = grp.astype(np.int64) * (int(out.max()) + 1)
+    return (np.maximum.accumulate(out + offset) - offset).astype(np.int32)
+
+
+def _removals_last(ops: dict[str, np.ndarray], phase: np.ndarray) -> np.ndarray:
+    """A traced unlink of a file other ranks move data in comes after all of their data (the
+    source removed it once they were done: IOR's barrier before its remove), so it gets a phase
+    of its own past the file's last data phase; the rank's later rows follow it."""
+    removal = np.flatnonzero(ops["op"] == UNLINK)
+    if not removal.size:
+        return phase
+    is_data = np.isin(ops["op"], DATA_OPS)
+    out = phase.astype(np.int64)
+    last = {}
+    for fid in np.unique(ops["file"][removal]).tolist():
+        sel = is_data & (ops["file"] == fid)
+        if np.unique(ops["rank"][sel]).size > 1:
+            last[fid] = int(phase[sel].max())
+    for i in removal.tolist():
+        fid = int(ops["file"][i])
+        if fid in last:
+            out[i] = max(out[i], last[fid] + 1)
+    start = np.concatenate([[True], ops["rank"][1:] != ops["rank"][:-1]])
+    offset = (np.cumsum(start) - 1) * (int(out.max()) + 1)
     return (np.maximum.accumulate(out + offset) - offset).astype(np.int32)
 
 

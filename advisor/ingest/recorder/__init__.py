@@ -8,7 +8,6 @@ function and layer (``extras["recorder"]``, for ``show``).
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -17,9 +16,12 @@ import numpy as np
 
 from advisor.errors import InputError
 from advisor.ingest import InputFormat, register
-from advisor.ingest.recorder.format import LAYER_NAMES, RecorderTrace, TraceError
-from advisor.ingest.recorder.records import PREFIX, FileRecord, RankState
-from advisor.profile import DxtTrace, JobInfo, JobProfile, ModuleInfo, ModuleRecords, Provenance
+from advisor.ingest.recorder import calls as C
+from advisor.ingest.recorder.events import Calls, Resolved, resolve
+from advisor.ingest.recorder.format import LAYER_NAMES, RankCalls, RecorderTrace, TraceError
+from advisor.ingest.recorder.plans import MODULES, K, M, PlanTable
+from advisor.ingest.recorder.records import module_records, record_ids, segments
+from advisor.profile import CALL_OPS, JobInfo, JobProfile, MetadataCalls, ModuleInfo, Provenance
 
 FORMAT = "recorder"
 
@@ -43,83 +45,98 @@ def load(path: Path) -> JobProfile:
     started = time.perf_counter()
     try:
         trace = RecorderTrace(folder)
-        records: dict = {}
-        segments: dict[str, list] = defaultdict(list)
-        state = RankState(records, segments)
-        per_function = np.zeros(256, np.int64)
-        runtime = 0.0
-        for rank in range(trace.meta.ranks):
-            calls = trace.rank(rank)
-            state.rank(calls, trace.meta.functions, trace.meta.layers)
+        plans = PlanTable(trace.meta.functions)
+        chunks, per_function, runtime, first_call = [], np.zeros(256, np.int64), 0.0, 0
+        for calls in trace.ranks():
+            plans.extend(trace.signatures)
+            chunks.append(_counted(calls, plans, first_call))
             per_function += np.bincount(calls.func, minlength=256)
             runtime = max(runtime, float(calls.tend.max(initial=0.0)))
+            first_call += len(calls)
     except TraceError as err:
         raise InputError(str(path), str(err).removeprefix(f"{folder}: ")) from None
-    return _profile(trace, path, records, segments, per_function, runtime, time.perf_counter() - started)
+    counted = Calls.concat(chunks)
+    del chunks
+    return _profile(trace, path, counted, plans, per_function, runtime, time.perf_counter() - started)
 
 
-def record_id(name: str) -> int:
-    """A stable 64-bit id per file name (Darshan hashes names too; the values differ)."""
-    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
+def _counted(calls: RankCalls, plans: PlanTable, first_call: int) -> tuple:
+    """The columns of :class:`Calls` for the calls of one rank that a plan counts."""
+    keep = np.flatnonzero(plans.group[calls.terminal] > 0)
+    parent = _parents(calls.level)[keep]
+    return (np.full(keep.size, calls.rank, np.int32), keep + first_call,
+            np.where(parent >= 0, parent + first_call, -1), calls.terminal[keep], calls.tstart[keep],
+            calls.tend[keep])
 
 
-def _profile(trace: RecorderTrace, path: Path, records: dict, segments: dict, per_function: np.ndarray,
+def _parents(level: np.ndarray) -> np.ndarray:
+    """Index of each call's caller (the last earlier call one level up), -1 at depth 0."""
+    parent = np.full(level.size, -1, np.int64)
+    for depth in range(1, int(level.max(initial=0)) + 1):
+        here = np.flatnonzero(level == depth)
+        above = np.flatnonzero(level == depth - 1)
+        k = np.searchsorted(above, here) - 1
+        parent[here] = np.where(k >= 0, above[np.maximum(k, 0)], -1)
+    return parent
+
+
+def _profile(trace: RecorderTrace, path: Path, calls: Calls, plans: PlanTable, per_function: np.ndarray,
              runtime: float, seconds: float) -> JobProfile:
     meta = trace.meta
     job = JobInfo(nprocs=meta.ranks, start_time=meta.start_ts, end_time=meta.start_ts + runtime,
                   runtime_s=runtime, library_version=f"Recorder {meta.version}")
     profile = JobProfile(Provenance(str(path), FORMAT, "ioadvisor Recorder 2.5 reader", meta.version), job)
-    by_module: dict[str, list[FileRecord]] = defaultdict(list)
-    for rec in records.values():
-        by_module[rec.module].append(rec)
-    for module, recs in by_module.items():
-        profile.records[module] = _columns(module, recs, profile.names)
-        profile.modules[module] = ModuleInfo(module, records=len(recs))
+    res = resolve(calls, plans)
+    directory = np.isin(res.name, np.array(sorted(plans.directories), np.int64)) & (res.module <= M["STDIO"])
+    for module in MODULES:
+        sel = np.flatnonzero((res.module == M[module]) & (res.name >= 0) & ~directory)
+        if sel.size:
+            profile.records[module] = module_records(module, calls, res, sel, plans, profile.names)
+            profile.modules[module] = ModuleInfo(module, records=len(profile.records[module]))
     for module, dxt in (("POSIX", "DXT_POSIX"), ("MPI-IO", "DXT_MPIIO")):
-        if segments.get(module):
-            profile.dxt[dxt] = _segments(dxt, segments[module])
+        sel = np.flatnonzero((res.module == M[module]) & (res.name >= 0) & ~directory
+                             & ((res.kind == K[C.READ]) | (res.kind == K[C.WRITE])))
+        if sel.size:
+            profile.dxt[dxt] = segments(dxt, calls, res, sel, plans)
             profile.modules[dxt] = ModuleInfo(dxt, records=len(profile.dxt[dxt]))
-    calls: dict[str, dict[str, int]] = defaultdict(dict)
+    profile.calls = _metadata_calls(trace, calls, res, plans, profile.names)
+    calls_per: dict[str, dict[str, int]] = defaultdict(dict)
     for fid in np.flatnonzero(per_function).tolist():
         name = meta.functions[fid] if fid < len(meta.functions) else f"func{fid}"
-        calls[LAYER_NAMES[int(meta.layers[fid])]][name] = int(per_function[fid])
+        calls_per[LAYER_NAMES[int(meta.layers[fid])]][name] = int(per_function[fid])
     profile.extras["recorder"] = {"ranks": meta.ranks, "interprocess_compression": meta.interprocess,
-                                  "time_resolution_s": meta.time_resolution, "calls": dict(calls)}
+                                  "time_resolution_s": meta.time_resolution, "calls": dict(calls_per),
+                                  "directories": _directories(calls, res, directory, plans)}
     profile.ingest = {"seconds": round(seconds, 3)}
     return profile
 
 
-def _columns(module: str, recs: list[FileRecord], names: dict[int, str]) -> ModuleRecords:
-    """FileRecords -> one column per Darshan counter (absent: 0), ACCESS1-4 from the sizes."""
-    prefix = PREFIX[module]
-    for rec in recs:
-        for k, (size, count) in enumerate(rec.sizes.most_common(4), start=1):
-            rec.counters[f"ACCESS{k}_ACCESS"] = size
-            rec.counters[f"ACCESS{k}_COUNT"] = count
-    keys = sorted({k for rec in recs for k in rec.counters})
-    ids = np.array([record_id(rec.name) for rec in recs], np.uint64)
-    for rec, rid in zip(recs, ids.tolist()):
-        names[rid] = rec.name
-    out = ModuleRecords(module, ids, np.array([rec.rank for rec in recs], np.int64))
-    for key in keys:
-        values = [rec.counters.get(key, 0) for rec in recs]
-        if key.startswith("F_"):
-            out.fcounters[f"{prefix}_{key}"] = np.array(values, np.float64)
-        else:
-            out.counters[f"{prefix}_{key}"] = np.array(values, np.int64)
-    if module == "H5D":
-        out.counters["H5D_FILE_REC_ID"] = np.array([record_id(rec.file) for rec in recs], np.uint64)
-    return out
+# POSIX functions whose calls are replayed one by one (docs/replay.md), by their CALL_OPS name
+_CALL_OP = {**dict.fromkeys(("open", "open64", "creat", "creat64"), "open"), "close": "close",
+            **dict.fromkeys(("__xstat", "__xstat64", "__lxstat", "__lxstat64", "__fxstat", "__fxstat64",
+                             "access"), "stat"),
+            "fsync": "fsync", "fdatasync": "fsync", "unlink": "unlink", "remove": "unlink", "mkdir": "mkdir",
+            "rmdir": "rmdir"}
 
 
-def _segments(module: str, rows: list[tuple]) -> DxtTrace:
-    rank, name, op, offset, length, start, end = zip(*rows)
-    ids = {n: record_id(n) for n in set(name)}
-    trace = DxtTrace(module, np.array(rank, np.int32), np.array([ids[n] for n in name], np.uint64),
-                     np.array(op, np.int8), np.array(offset, np.int64), np.array(length, np.int64),
-                     np.array(start, np.float64), np.array(end, np.float64))
-    order = np.lexsort((trace.start, trace.rank))
-    return trace.subset(order)
+def _metadata_calls(trace: RecorderTrace, calls: Calls, res: Resolved, plans: PlanTable,
+                    names: dict[int, str]) -> MetadataCalls:
+    """The POSIX metadata calls on traced paths (files and directories), in call order."""
+    op_of = np.full(256, -1, np.int8)
+    for fid, name in enumerate(trace.meta.functions[:256]):
+        if name in _CALL_OP:
+            op_of[fid] = CALL_OPS.index(_CALL_OP[name])
+    op = op_of[trace.signatures.func[calls.gid]]
+    sel = np.flatnonzero((op >= 0) & (res.module == M["POSIX"]) & (res.name >= 0))
+    return MetadataCalls(calls.rank[sel].astype(np.int32), record_ids(res.name[sel], plans, names),
+                         op[sel], calls.start[sel])
+
+
+def _directories(calls: Calls, res: Resolved, directory: np.ndarray, plans: PlanTable) -> dict:
+    """The job's calls on directories (made, removed, stat'ed): metadata of the job, not files."""
+    sel = np.flatnonzero(directory)
+    return {"paths": int(np.unique(res.name[sel]).size), "calls": int(sel.size),
+            "meta_time_s": float((calls.end[sel] - calls.start[sel]).sum())}
 
 
 register(InputFormat(FORMAT, _sniff, load, folder=is_trace))

@@ -15,8 +15,11 @@ import struct
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from collections.abc import Iterator
 
 import numpy as np
+
+from advisor.ingest.recorder.grammar import GrammarError, expand, parse
 
 SUPPORTED = (2, 5)
 # Layers as recorder2text numbers them (the `type` column).
@@ -67,14 +70,47 @@ class Metadata:
         return int(math.log10(1 / self.time_resolution))
 
 
-@dataclass(frozen=True)
-class Signatures:
-    """One call-signature table, indexed by terminal id."""
+class SignatureTable:
+    """Every distinct call signature of a trace, numbered once (its ``gid``) however many ranks
+    hold it: ranks repeat most signatures (FLASH: 710,000 entries in 1,024 tables, 50,000
+    distinct), so a key is parsed once and what depends on a signature is worked out once."""
 
-    func: np.ndarray  # uint8 function id
-    level: np.ndarray  # uint8 call depth
-    tid: np.ndarray  # uint64 thread id (0 unless RECORDER_LOG_TID)
-    args: tuple[tuple[str, ...], ...]
+    def __init__(self) -> None:
+        self.ids: dict[bytes, int] = {}
+        self.tid: list[int] = []
+        self.args: list[tuple[str, ...]] = []
+        self._func: list[int] = []
+        self._level: list[int] = []
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self._func)
+
+    def add(self, key: bytes, path: Path, terminal: int) -> int:
+        tid, func, level, values = _parse_key(key, path, terminal)
+        gid = self.ids[key] = len(self._func)
+        self._func.append(func)
+        self._level.append(level)
+        self.tid.append(tid)
+        self.args.append(values)
+        return gid
+
+    @property
+    def func(self) -> np.ndarray:
+        """uint8 function id per gid."""
+        return self._array("func", self._func)
+
+    @property
+    def level(self) -> np.ndarray:
+        """uint8 call depth per gid."""
+        return self._array("level", self._level)
+
+    def _array(self, name: str, values: list[int]) -> np.ndarray:
+        """The list as uint8, converting only the signatures added since the last call."""
+        cached = self._arrays.get(name, np.zeros(0, np.uint8))
+        if cached.size != len(values):
+            cached = self._arrays[name] = np.concatenate((cached, np.array(values[cached.size:], np.uint8)))
+        return cached
 
 
 @dataclass(frozen=True)
@@ -82,10 +118,10 @@ class RankCalls:
     """Every call of one rank in call order: columns indexed by call number."""
 
     rank: int
-    terminal: np.ndarray  # int32 signature index of each call
+    terminal: np.ndarray  # int32 signature of each call (its gid in `signatures`)
     tstart: np.ndarray  # float64 seconds since the trace's start
     tend: np.ndarray
-    signatures: Signatures
+    signatures: SignatureTable
 
     def __len__(self) -> int:
         return int(self.terminal.size)
@@ -128,35 +164,39 @@ def read_metadata(folder: Path) -> Metadata:
     return Metadata(version, ranks, start, resolution, ts_compression, bool(interprocess), tuple(names))
 
 
-def read_signatures(path: Path, known: dict[bytes, tuple] | None = None) -> Signatures:
-    """One ``.cst``: entries stored in hash order, placed at their terminal id.
+_ENTRY_HEAD = struct.Struct("<iiii")  # terminal id, rank, key length, count
 
-    `known` maps keys already parsed (of other ranks: most signatures repeat) to their fields."""
+
+def read_signatures(path: Path, table: SignatureTable) -> np.ndarray:
+    """One ``.cst`` (entries stored in hash order): the gid in `table` of each terminal id.
+
+    The loop only finds entry boundaries (each entry's length is in its head); a key seen in
+    another rank's table is a dictionary hit."""
     raw = _read(path)
     if len(raw) < 4:
         raise _fail(path, "empty call-signature table")
     (entries,) = struct.unpack_from("<i", raw)
     if entries <= 0:
         raise _fail(path, f"call-signature table holds {entries} entries")
-    known = {} if known is None else known
-    fields: list[tuple | None] = [None] * entries
-    pos = 4
-    for _ in range(entries):
-        if pos + 16 > len(raw):
-            raise _fail(path, "call-signature table truncated")
-        terminal, _rank, key_len, _count = struct.unpack_from("<iiii", raw, pos)
-        key = raw[pos + 16:pos + 16 + key_len]
-        pos += 16 + key_len
-        if not 0 <= terminal < entries or len(key) != key_len or key_len < _KEY_HEAD.size:
-            raise _fail(path, "call-signature table damaged")
-        parsed = known.get(key)
-        if parsed is None:
-            parsed = known[key] = _parse_key(key, path, terminal)
-        fields[terminal] = parsed
-    if any(f is None for f in fields):
+    gids = [-1] * entries
+    head, ids, size, pos = _ENTRY_HEAD.unpack_from, table.ids, len(raw), 4
+    try:
+        for _ in range(entries):
+            terminal, _rank, key_len, _count = head(raw, pos)
+            pos += 16 + key_len
+            if not 0 <= terminal < entries or key_len < _KEY_HEAD.size:
+                raise _fail(path, "call-signature table damaged")
+            key = raw[pos - key_len:pos]
+            gid = ids.get(key)
+            gids[terminal] = table.add(key, path, terminal) if gid is None else gid
+    except struct.error:
+        raise _fail(path, "call-signature table truncated") from None
+    if pos > size:
+        raise _fail(path, "call-signature table truncated")
+    out = np.array(gids, np.int32)
+    if (out < 0).any():
         raise _fail(path, "call-signature table misses terminal ids")
-    tid, func, level, args = zip(*fields)  # type: ignore[misc]
-    return Signatures(np.array(func, np.uint8), np.array(level, np.uint8), np.array(tid, np.uint64), args)
+    return out
 
 
 def _parse_key(key: bytes, path: Path, terminal: int) -> tuple:
@@ -167,63 +207,6 @@ def _parse_key(key: bytes, path: Path, terminal: int) -> tuple:
     if len(values) != count:
         raise _fail(path, f"signature {terminal} holds {len(values)} arguments, not {count}")
     return tid, func, level, values
-
-
-def read_grammar(path: Path) -> dict[int, np.ndarray]:
-    """One ``.cfg``: rule id -> (n, 2) int32 symbols (value, repetitions); rule -1 starts."""
-    raw = _read(path)
-    ints = np.frombuffer(raw[:len(raw) // 4 * 4], dtype="<i4")
-    if ints.size < 1 or len(raw) % 4:
-        raise _fail(path, "grammar truncated")
-    rules: dict[int, np.ndarray] = {}
-    pos = 1
-    for _ in range(int(ints[0])):
-        if pos + 2 > ints.size:
-            raise _fail(path, f"grammar truncated after {len(rules)} of {ints[0]} rules")
-        rule, symbols = int(ints[pos]), int(ints[pos + 1])
-        body = ints[pos + 2:pos + 2 + 2 * symbols]
-        if symbols < 0 or body.size != 2 * symbols:
-            raise _fail(path, f"grammar truncated in rule {rule}")
-        rules[rule] = body.reshape(-1, 2)
-        pos += 2 + 2 * symbols
-    if -1 not in rules:
-        raise _fail(path, "grammar has no start rule")
-    return rules
-
-
-def expand(rules: dict[int, np.ndarray], path: Path) -> np.ndarray:
-    """Terminal ids of the start rule, fully expanded (rules memoised, deepest first).
-
-    Python lists, not numpy: most rules are a few symbols long, where list repetition is faster."""
-    bodies = {rule: body.tolist() for rule, body in rules.items()}
-    done: dict[int, list[int]] = {}
-    stack, visiting = [-1], set()
-    while stack:
-        rule = stack[-1]
-        if rule in done:
-            stack.pop()
-            continue
-        body = bodies.get(rule)
-        if body is None:
-            raise _fail(path, f"grammar references missing rule {rule}")
-        pending = [v for v, _ in body if v < 0 and v not in done]
-        if pending:
-            if rule in visiting:
-                raise _fail(path, f"grammar rule {rule} is recursive")
-            visiting.add(rule)
-            stack.extend(pending)
-            continue
-        out: list[int] = []
-        for v, e in body:
-            if v >= 0 and e == 1:
-                out.append(v)
-            elif v >= 0:
-                out.extend([v] * e)
-            else:
-                out.extend(done[v] * e)
-        done[rule] = out
-        stack.pop()
-    return np.array(done[-1], dtype=np.int32)
 
 
 def times(deltas: np.ndarray, resolution: float) -> tuple[np.ndarray, np.ndarray]:
@@ -238,11 +221,15 @@ def times(deltas: np.ndarray, resolution: float) -> tuple[np.ndarray, np.ndarray
 class RecorderTrace:
     """A Recorder trace folder: metadata now, ranks decoded on demand."""
 
+    # grammars expanded together per batch: about this many calls (bounds the batch's memory)
+    BATCH_CALLS = 1 << 21
+
     def __init__(self, folder: Path | str):
         self.folder = Path(folder)
         self.meta = read_metadata(self.folder)
-        self._shared: Signatures | None = None
-        self._keys: dict[bytes, tuple] = {}
+        self.signatures = SignatureTable()
+        self._gids: dict[int, np.ndarray] = {}  # rank (0 with a merged table) -> gid per terminal
+        self._expanded: dict[int, np.ndarray] = {}  # grammar id -> terminals (interprocess: shared)
         self.grammar_of = list(range(self.meta.ranks))
         if self.meta.interprocess:
             raw = _read(self.folder / "ug.mt")
@@ -251,12 +238,15 @@ class RecorderTrace:
                 raise _fail(self.folder / "ug.mt", f"holds {ids.size} integers, not ranks + 1")
             self.grammar_of = [int(i) for i in ids[:-1]]
 
-    def signatures(self, rank: int) -> Signatures:
+    def gids(self, rank: int) -> np.ndarray:
+        """The gid of each terminal id of a rank's table (the merged ``0.cst`` for every rank)."""
+        table = 0 if self.meta.interprocess else rank
+        if table not in self._gids:
+            self._gids[table] = read_signatures(self.folder / f"{table}.cst", self.signatures)
+        gids = self._gids[table]
         if not self.meta.interprocess:
-            return read_signatures(self.folder / f"{rank}.cst", self._keys)
-        if self._shared is None:
-            self._shared = read_signatures(self.folder / "0.cst", self._keys)
-        return self._shared
+            del self._gids[table]  # read once per rank: keep no table longer than its rank
+        return gids
 
     def deltas(self, rank: int) -> np.ndarray:
         path = self.folder / f"{rank}.ts"
@@ -270,27 +260,66 @@ class RecorderTrace:
         with interprocess compression, see docs/ingest.md)."""
         if not 0 <= rank < self.meta.ranks:
             raise _fail(self.folder, f"no rank {rank} ({self.meta.ranks} ranks)")
-        cfg = self.folder / f"{self.grammar_of[rank]}.cfg"
-        terminal = expand(read_grammar(cfg), cfg)
-        signatures = self.signatures(rank)
-        if terminal.size and (terminal.min() < 0 or terminal.max() >= signatures.func.size):
-            raise _fail(cfg, "grammar names call signatures the table does not hold")
         deltas = self.deltas(rank) if deltas is None else deltas
+        self._expand([rank], [deltas.size // 2])
+        return self._decode(rank, deltas)
+
+    def ranks(self) -> Iterator[RankCalls]:
+        """Every rank in order, grammars expanded in batches of about BATCH_CALLS calls."""
+        pending: list[tuple[int, np.ndarray]] = []
+        for rank in range(self.meta.ranks):
+            pending.append((rank, self.deltas(rank)))
+            if sum(d.size for _, d in pending) // 2 >= self.BATCH_CALLS or rank == self.meta.ranks - 1:
+                self._expand([r for r, _ in pending], [d.size // 2 for _, d in pending])
+                for r, d in pending:
+                    yield self._decode(r, d)
+                pending = []
+
+    def _expand(self, ranks: list[int], calls: list[int]) -> None:
+        """Expand the grammars of `ranks` not yet expanded (each grammar once)."""
+        todo: dict[int, int] = {}
+        for rank, n in zip(ranks, calls):
+            grammar = self.grammar_of[rank]
+            if grammar not in self._expanded:
+                todo[grammar] = max(todo.get(grammar, 0), n)
+        grammars = []
+        for grammar in todo:
+            cfg = self.folder / f"{grammar}.cfg"
+            try:
+                grammars.append(parse(_read(cfg), cfg))
+            except GrammarError as err:
+                raise _fail(cfg, str(err)) from None
+        try:
+            expanded = expand(grammars, list(todo.values())) if grammars else []
+        except GrammarError as err:
+            raise TraceError(str(err)) from None
+        self._expanded.update(zip(todo, expanded))
+
+    def _decode(self, rank: int, deltas: np.ndarray) -> RankCalls:
+        grammar = self.grammar_of[rank]
+        cfg = self.folder / f"{grammar}.cfg"
+        # an interprocess grammar serves many ranks; a rank's own is needed once
+        terminal = self._expanded[grammar] if self.meta.interprocess else self._expanded.pop(grammar)
+        gids = self.gids(rank)
+        if terminal.size and (terminal.min() < 0 or terminal.max() >= gids.size):
+            raise _fail(cfg, "grammar names call signatures the table does not hold")
         if deltas.size != 2 * terminal.size:
             raise _fail(self.folder / f"{rank}.ts",
                         f"{deltas.size // 2} timestamps for {terminal.size} calls")
         tstart, tend = times(deltas, self.meta.time_resolution)
-        return RankCalls(rank, terminal, tstart, tend, signatures)
+        return RankCalls(rank, gids[terminal], tstart, tend, self.signatures)
 
     def text(self, calls: RankCalls) -> list[str]:
         """The lines recorder2text writes for these calls (its reference output)."""
         d = self.meta.decimals
         sig = calls.signatures
-        names = [self._name(int(f), a) for f, a in zip(sig.func, sig.args)]
-        heads = [f" {n} {lv} {self.meta.layers[f]} (" for n, lv, f in zip(names, sig.level, sig.func)]
-        tails = ["".join(" " + a for a in args) if f != USER_FUNCTION else ""
-                 for f, args in zip(sig.func, sig.args)]
-        return [f"{s:.{d}f} {e:.{d}f}{heads[t]}{tails[t]} )"
+        used = np.unique(calls.terminal).tolist()
+        form = {}
+        for t in used:
+            f, args = int(sig.func[t]), sig.args[t]
+            tail = "".join(" " + a for a in args) if f != USER_FUNCTION else ""
+            form[t] = f" {self._name(f, args)} {sig.level[t]} {self.meta.layers[f]} ({tail} )"
+        return [f"{s:.{d}f} {e:.{d}f}{form[t]}"
                 for s, e, t in zip(calls.tstart.tolist(), calls.tend.tolist(), calls.terminal.tolist())]
 
     def _name(self, func: int, args: tuple[str, ...]) -> str:

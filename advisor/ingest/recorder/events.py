@@ -1,0 +1,266 @@
+"""The counted calls of every rank, resolved with array operations: which file each call is on,
+at what offset, how many bytes it moves.
+
+Calls are kept only where a plan counts them (POSIX/STDIO on a traced path, MPI-IO, HDF5), in
+rank then call order. What a call does depends on the calls before it on the same rank and file
+(the file position after ``open``/``lseek``/``read``, the MPI-IO handle bound by
+``MPI_File_open``, the view set by ``MPI_File_set_view``): each is a scan within the calls of one
+(rank, file) or (rank, handle), done as a sorted segment with cumulative sums. HDF5 ids carry no
+names; their binding is a short walk per rank, done once per distinct sequence of HDF5 calls
+(ranks of one job usually make the same).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.ingest.recorder import calls as C
+from advisor.ingest.recorder.plans import FILES, HDF5, K, M, MPIIO, PlanTable
+
+_ACCESS = (K[C.READ], K[C.WRITE])
+
+
+@dataclass
+class Calls:
+    """Counted calls of all ranks (rank, then call order) and the plan row of each."""
+
+    rank: np.ndarray  # int32
+    call: np.ndarray  # int64 call number over the whole trace (rank's first call + index)
+    parent: np.ndarray  # int64 call number of the caller (call depth one less), -1 at depth 0
+    gid: np.ndarray  # int32 signature
+    start: np.ndarray  # float64
+    end: np.ndarray
+
+    @classmethod
+    def concat(cls, chunks: list[tuple]) -> Calls:
+        if not chunks:
+            return cls(*(np.zeros(0, t) for t in (np.int32, np.int64, np.int64, np.int32, float, float)))
+        return cls(*(np.concatenate(col) for col in zip(*chunks)))
+
+    def __len__(self) -> int:
+        return int(self.gid.size)
+
+
+@dataclass
+class Resolved:
+    """Per counted call: its record (name id; -1 not counted), offset and bytes."""
+
+    name: np.ndarray  # int64 string id of the file or dataset record, -1 when the call counts nowhere
+    module: np.ndarray  # int8 index in plans.MODULES
+    kind: np.ndarray  # int8 index in plans.KINDS
+    offset: np.ndarray  # int64 byte offset of reads and writes (-1 elsewhere)
+    size: np.ndarray  # int64 bytes of reads and writes
+    file: np.ndarray  # int64 string id of an H5D record's file (-1 elsewhere)
+
+
+def resolve(calls: Calls, plans: PlanTable) -> Resolved:
+    """Name, offset and bytes of every counted call (docs/ingest.md, "The profile")."""
+    gid = calls.gid
+    group = plans["group"][gid]
+    kind = plans["kind"][gid].astype(np.int8)
+    out = Resolved(np.full(len(calls), -1, np.int64), plans["module"][gid].astype(np.int8), kind,
+                   np.full(len(calls), -1, np.int64), np.zeros(len(calls), np.int64),
+                   np.full(len(calls), -1, np.int64))
+    files = np.flatnonzero(group == FILES)
+    _files(calls, plans, files, out)
+    below = _children_bytes(calls, files[np.isin(kind[files], _ACCESS)], out.size)
+    mpiio = np.flatnonzero(group == MPIIO)
+    _mpiio(calls, plans, mpiio, below, out)
+    mpi_below = _children_bytes(calls, mpiio[np.isin(kind[mpiio], _ACCESS) & (out.name[mpiio] >= 0)], out.size)
+    hdf5 = np.flatnonzero(group == HDF5)
+    _hdf5(calls, plans, hdf5, np.where(mpi_below > 0, mpi_below, below), out)
+    return out
+
+
+def _segments(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An order grouping equal keys with call order kept inside, and where each group starts."""
+    order = np.lexsort((np.arange(keys[0].size), *keys[::-1]))
+    same = np.zeros(order.size, bool)
+    same[1:] = True
+    for key in keys:
+        k = key[order]
+        same[1:] &= k[1:] == k[:-1]
+    return order, ~same
+
+
+def _last_before(first: np.ndarray, mark: np.ndarray) -> np.ndarray:
+    """Index of the last `mark`ed call before each call within its segment, -1 when none."""
+    idx = np.arange(first.size)
+    last = np.maximum.accumulate(np.where(mark, idx, -1)) if first.size else idx
+    prev = np.concatenate(([-1], last[:-1]))
+    start = np.maximum.accumulate(np.where(first, idx, 0)) if first.size else idx
+    return np.where(prev >= start, prev, -1)
+
+
+def _scan(first: np.ndarray, is_set: np.ndarray, set_value: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """A value carried through each segment in order: `is_set` calls set it to `set_value`, every
+    call adds its `step` after it acts; returns the value each call finds (segments start at 0)."""
+    idx = np.arange(first.size)
+    csum = np.concatenate(([0], np.cumsum(step)))  # csum[i]: the steps of calls before i
+    prev = _last_before(first, is_set)
+    start = np.maximum.accumulate(np.where(first, idx, 0)) if first.size else idx
+    at = np.maximum(prev, 0)
+    return np.where(prev >= 0, set_value[at] + csum[idx] - csum[at], csum[idx] - csum[start])
+
+
+def _files(calls: Calls, plans: PlanTable, idx: np.ndarray, out: Resolved) -> None:
+    """POSIX and STDIO: reads and writes without an offset are at the file position, which opens
+    set to 0, ``lseek`` moves (whence 0 sets, 1 adds, else from the highest byte yet) and which
+    advances by the bytes moved. One position per (rank, path), as Darshan follows it."""
+    gid = calls.gid[idx]
+    path = plans["target"][gid]
+    kind = out.kind[idx]
+    size = plans["size"][gid]
+    offset = plans["offset"][gid]
+    tracked = plans["tracked"][gid]
+    whence = plans["whence"][gid]
+    access = np.isin(kind, _ACCESS)
+    order, first = _segments(calls.rank[idx], path)
+    k, sz, off, tr, wh, acc = (a[order] for a in (kind, size, offset, tracked, whence, access))
+    seek = k == K[C.SEEK]
+    is_set = (k == K[C.OPEN]) | (seek & (wh == 0))
+    step = np.where(acc & ~tr, sz, 0) + np.where(seek & (wh == 1), off, 0)
+    position = _scan(first, is_set, np.where(seek, off, 0), step)
+    from_end = seek & (wh >= 2)
+    if from_end.any():  # whence SEEK_END and beyond: the position follows the bytes seen, walked
+        position = _walk_positions(first, k, sz, off, tr, wh, acc)
+    placed = np.where(tr, off, position)
+    result = np.empty_like(placed)
+    result[order] = placed
+    out.name[idx] = path
+    out.offset[idx] = np.where(access, result, -1)
+    out.size[idx] = np.where(access, size, 0)
+
+
+def _walk_positions(first, kind, size, offset, tracked, whence, access) -> np.ndarray:
+    """The file position call by call (only for traces that seek from a file's end)."""
+    position = np.zeros(first.size, np.int64)
+    pos = seen = 0
+    for i, (f, k, sz, off, tr, wh, acc) in enumerate(zip(first.tolist(), kind.tolist(), size.tolist(),
+                                                           offset.tolist(), tracked.tolist(), whence.tolist(),
+                                                           access.tolist())):
+        if f:
+            pos = seen = 0
+        position[i] = pos
+        if acc:
+            at = off if tr else pos
+            seen = max(seen, at + sz)
+            if not tr:
+                pos = at + sz
+        elif k == K[C.OPEN]:
+            pos = 0
+        elif k == K[C.SEEK] and wh >= 0:
+            pos = off + (0 if wh == 0 else pos if wh == 1 else seen)
+    return position
+
+
+def _children_bytes(calls: Calls, children: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Per counted call, the bytes its direct callees among `children` moved."""
+    total = np.zeros(len(calls), np.int64)
+    parent = calls.parent[children]
+    at = np.searchsorted(calls.call, parent)
+    found = (parent >= 0) & (at < len(calls))
+    found[found] = calls.call[at[found]] == parent[found]
+    np.add.at(total, at[found], size[children[found]])
+    return total
+
+
+def _mpiio(calls: Calls, plans: PlanTable, idx: np.ndarray, below: np.ndarray, out: Resolved) -> None:
+    """MPI-IO: a handle names the file of the ``MPI_File_open`` that returned it, until closed; an
+    access is at its view's displacement plus its offset in etypes, or at the handle's pointer."""
+    gid = calls.gid[idx]
+    kind = out.kind[idx]
+    is_open = kind == K[C.OPEN]
+    handle = np.where(is_open, plans["handle"][gid], plans["target"][gid])
+    order, first = _segments(calls.rank[idx], handle)
+    k = kind[order]
+    g = gid[order]
+    opened, view = k == K[C.OPEN], k == K[C.VIEW]
+    # the open or close before each call on its handle: an open binds the handle to its path
+    bound = _last_before(first, opened | (k == K[C.CLOSE]))
+    at = np.maximum(bound, 0)
+    path = np.where(opened, plans["target"][g], np.where((bound >= 0) & opened[at], plans["target"][g[at]], -1))
+    access = np.isin(k, _ACCESS)
+    size = plans["size"][g]
+    size = np.where(access & (size < 0), below[idx][order], size)
+    tracked = plans["tracked"][g]
+    # the view in force: the last open or set_view before the call (an open's: displacement 0, bytes)
+    resets = opened | view
+    last_view = _last_before(first, resets)
+    at = np.maximum(last_view, 0)
+    has_view = (last_view >= 0) & view[at]
+    disp = np.where(has_view, plans["offset"][g[at]], 0)
+    etype = np.where(has_view, plans["size"][g[at]], 1)
+    pointer = _scan(first, resets, np.zeros(order.size, np.int64), np.where(access & ~tracked, size, 0))
+    offset = np.where(tracked, disp + plans["offset"][g] * etype, disp + pointer)
+    n = order.size
+    counted = path >= 0
+    unsort = np.empty_like(order)
+    unsort[order] = np.arange(n)
+    out.name[idx] = np.where(counted, path, -1)[unsort]
+    out.offset[idx] = np.where(access & counted, offset, -1)[unsort]
+    out.size[idx] = np.where(access & counted, size, 0)[unsort]
+
+
+def _hdf5(calls: Calls, plans: PlanTable, idx: np.ndarray, below: np.ndarray, out: Resolved) -> None:
+    """HDF5 ids are not names: a file is the one ``H5Fcreate``/``H5Fopen`` opened last and not yet
+    closed on the rank; a dataset id is bound to the name of the ``H5Dcreate``/``H5Dopen`` before
+    its first use. The walk is done once per distinct sequence of HDF5 signatures."""
+    if not idx.size:
+        return
+    rank = calls.rank[idx]
+    cuts = np.flatnonzero(np.diff(rank)) + 1
+    bounds = zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [idx.size])).tolist())
+    walks: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+    names = np.full(idx.size, -1, np.int64)
+    files = np.full(idx.size, -1, np.int64)
+    gid = calls.gid[idx]
+    for lo, hi in bounds:
+        key = gid[lo:hi].tobytes()
+        if key not in walks:
+            walks[key] = _bind_hdf5(gid[lo:hi].tolist(), plans)
+        names[lo:hi], files[lo:hi] = walks[key]
+    kind = out.kind[idx]
+    access = np.isin(kind, _ACCESS) & (out.module[idx] == M["H5D"]) & (names >= 0)
+    out.name[idx] = names
+    out.file[idx] = files
+    out.size[idx] = np.where(access, below[idx], 0)
+
+
+def _bind_hdf5(gids: list[int], plans: PlanTable) -> tuple[np.ndarray, np.ndarray]:
+    """(record name id, file name id) of each HDF5 call of one rank; -1 where it counts nowhere."""
+    module, kind, target = plans["module"], plans["kind"], plans["target"]
+    strings = plans.strings
+    h5f, opened, closed = M["H5F"], K[C.OPEN], K[C.CLOSE]
+    stack: list[int] = []
+    datasets: dict[int, int] = {}  # open dataset id -> its record name
+    pending = -1
+    names, files = [-1] * len(gids), [-1] * len(gids)
+    for i, g in enumerate(gids):
+        mod, k, t = module[g], kind[g], target[g]
+        if mod == h5f:
+            if k == opened and strings[t]:
+                stack.append(t)
+            if stack:
+                names[i] = stack[-1]
+                if k == K[C.CLOSE]:
+                    stack.pop()
+                    datasets.clear()
+            continue
+        if not stack:
+            continue
+        file = stack[-1]
+        files[i] = file
+        if k == opened:
+            pending = names[i] = plans.intern(f"{strings[file]}:/{strings[t]}")
+            continue
+        record = datasets.get(t)
+        if record is None:
+            record = datasets[t] = pending if pending >= 0 else plans.intern(f"{strings[file]}:/?")
+            pending = -1
+        names[i] = record
+        if k == closed:
+            datasets.pop(t, None)
+    return np.array(names, np.int64), np.array(files, np.int64)

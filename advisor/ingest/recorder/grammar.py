@@ -1,0 +1,162 @@
+"""Recorder's per-rank call grammars (``N.cfg``): parsed, checked and expanded with numpy.
+
+A grammar is a set of Sequitur rules; each rule is a list of (value, repetitions) symbols, a value
+>= 0 a terminal (a call-signature id), < 0 another rule; rule -1 is the rank's whole call sequence.
+Expanding it rule by rule in Python costs a few microseconds per rule (FLASH: 220,000 rules over
+1,024 ranks), so many grammars are expanded together, one grammar level per pass: every rule of
+one height is written from the already written rules below it. Each rule's expansion is written
+once (FLASH: 1.3 times the calls), and a batch's passes touch no more memory than its calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+MAX_DEPTH = 256  # rules nested deeper than this are refused (FLASH's grammars nest 8 deep)
+
+
+class GrammarError(ValueError):
+    """A grammar that cannot be expanded: the message says why, the caller names the file."""
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """One ``.cfg``: the rules' ids, and their symbols as flat columns in rule order."""
+
+    path: Path
+    rule_ids: np.ndarray  # int64, negative
+    length: np.ndarray  # int64 symbols per rule
+    value: np.ndarray  # int64 per symbol: >= 0 terminal, < 0 rule id
+    reps: np.ndarray  # int64 per symbol
+
+
+def parse(raw: bytes, path: Path) -> Grammar:
+    """Rule count, then per rule its id, its symbol count and (value, repetitions) per symbol."""
+    if len(raw) < 4 or len(raw) % 4:
+        raise GrammarError("grammar truncated")
+    ints = np.frombuffer(raw, dtype="<i4")
+    words = ints.tolist()
+    count, size, heads, pos = words[0], len(words), [], 1
+    for _ in range(max(count, 0)):  # rule heads chain: each rule's length says where the next starts
+        if pos + 2 > size or words[pos + 1] < 0:
+            raise GrammarError(f"grammar truncated after {len(heads)} of {count} rules")
+        heads.append(pos)
+        pos += 2 + 2 * words[pos + 1]
+    if pos > size:
+        raise GrammarError(f"grammar truncated in rule {words[heads[-1]]}")
+    at = np.array(heads, np.int64)
+    length = ints[at + 1].astype(np.int64) if heads else np.zeros(0, np.int64)
+    first = np.cumsum(length) - length
+    symbols = np.repeat(at + 2 - 2 * first, 2 * length) + np.arange(2 * int(length.sum()))
+    pairs = ints[symbols].astype(np.int64).reshape(-1, 2)
+    rule_ids = ints[at].astype(np.int64) if heads else np.zeros(0, np.int64)
+    if not (rule_ids == -1).any():
+        raise GrammarError("grammar has no start rule")
+    if (rule_ids >= 0).any():
+        raise GrammarError(f"grammar rule id {int(rule_ids[rule_ids >= 0][0])} is not negative")
+    if (pairs[:, 1] < 0).any():
+        raise GrammarError("grammar holds negative repetitions")
+    return Grammar(path, rule_ids, length, pairs[:, 0], pairs[:, 1])
+
+
+@dataclass
+class _Batch:
+    """Several grammars' rules numbered together (rule k of grammar g: base[g] + k)."""
+
+    start: np.ndarray  # global index of each grammar's rule -1
+    owner: np.ndarray  # grammar of each rule
+    rule_of: np.ndarray  # rule of each symbol
+    child: np.ndarray  # global rule of each symbol, -1 for a terminal
+    value: np.ndarray  # terminal id (meaningful where child < 0)
+    reps: np.ndarray
+    nrules: int
+
+
+def _batch(grammars: list[Grammar]) -> _Batch:
+    counts = np.array([g.rule_ids.size for g in grammars], np.int64)
+    base = np.cumsum(counts) - counts
+    starts, children = [], []
+    for g, b in zip(grammars, base.tolist()):
+        slot = np.full(int(-g.rule_ids.min()) + 1, -1, np.int64)
+        slot[-g.rule_ids] = np.arange(g.rule_ids.size)
+        starts.append(b + slot[1])
+        rule = g.value < 0
+        index = np.where(rule, -g.value, 0)
+        bad = rule & ((index >= slot.size) | (slot[np.minimum(index, slot.size - 1)] < 0))
+        if bad.any():
+            raise GrammarError(f"{g.path}: grammar references missing rule {int(g.value[bad][0])}")
+        children.append(np.where(rule, b + slot[index], -1))
+    lengths = np.concatenate([g.length for g in grammars])
+    nrules = int(counts.sum())
+    return _Batch(np.array(starts, np.int64), np.repeat(np.arange(len(grammars)), counts),
+                  np.repeat(np.arange(nrules), lengths), np.concatenate(children),
+                  np.concatenate([g.value for g in grammars]), np.concatenate([g.reps for g in grammars]),
+                  nrules)
+
+
+def expand(grammars: list[Grammar], limits: list[int]) -> list[np.ndarray]:
+    """The terminal ids of each grammar's start rule, in call order.
+
+    `limits` (calls per grammar) bound the memory a damaged or hostile grammar could claim: its
+    rules may expand to at most eight times that many terminals together."""
+    b = _batch(grammars)
+    is_rule = b.child >= 0
+    child = np.maximum(b.child, 0)
+    height = np.ones(b.nrules, np.int64)
+    for _ in range(MAX_DEPTH):
+        below = np.ones(b.nrules, np.int64)
+        np.maximum.at(below, b.rule_of[is_rule], height[child[is_rule]] + 1)
+        if np.array_equal(below, height):
+            break
+        height = below
+    else:
+        changing = np.unique(b.owner[below != height])
+        raise GrammarError(f"{grammars[int(changing[0])].path}: grammar rules are recursive or nest "
+                           f"more than {MAX_DEPTH} deep")
+    # lengths as floats first: a hostile grammar's repetitions would overflow integers
+    length = np.zeros(b.nrules)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(int(height.max(initial=1))):
+            length = np.bincount(b.rule_of, weights=b.reps * np.where(is_rule, length[child], 1.0),
+                                 minlength=b.nrules)
+        total = np.bincount(b.owner, weights=length, minlength=len(grammars))
+        over = np.flatnonzero(~(total <= 8 * np.array(limits, np.float64) + 1024))  # NaN: over too
+    if over.size:
+        g = int(over[0])
+        raise GrammarError(f"{grammars[g].path}: grammar expands to over {8 * limits[g] + 1024} calls, "
+                           "far more than its timestamps")
+    size = length.astype(np.int64)
+    offset = np.cumsum(size) - size
+    out = np.zeros(int(size.sum()), np.int32)
+    for level in range(1, int(height.max(initial=1)) + 1):
+        _write_level(b, level, height, size, offset, out)
+    return [out[offset[s]:offset[s] + size[s]].copy() for s in b.start.tolist()]
+
+
+def _write_level(b: _Batch, level: int, height: np.ndarray, size: np.ndarray, offset: np.ndarray,
+                 out: np.ndarray) -> None:
+    """Write every rule of one height: each symbol is its terminal repeated, or the already
+    written expansion of its rule repeated."""
+    sel = np.flatnonzero(height[b.rule_of] == level)
+    if not sel.size:
+        return
+    rule, child, reps = b.rule_of[sel], b.child[sel], b.reps[sel]
+    piece = reps * np.where(child >= 0, size[np.maximum(child, 0)], 1)
+    end = np.cumsum(piece)
+    begin = end - piece
+    new_rule = np.ones(sel.size, bool)
+    new_rule[1:] = rule[1:] != rule[:-1]
+    rule_begin = begin[np.maximum.accumulate(np.where(new_rule, np.arange(sel.size), 0))]
+    dest = offset[rule] + begin - rule_begin
+    which = np.repeat(np.arange(sel.size), piece)
+    within = np.arange(int(end[-1])) - begin[which]
+    src_child = child[which]
+    from_rule = src_child >= 0
+    values = np.empty(which.size, np.int32)
+    values[~from_rule] = b.value[sel][which[~from_rule]]
+    c = src_child[from_rule]
+    values[from_rule] = out[offset[c] + within[from_rule] % size[c]]
+    out[dest[which] + within] = values
