@@ -10,7 +10,8 @@ written down before any held-out figure was seen and not tuned on one: on the me
 of the campaign (--pairs, default the shipped advisor/models/default/pairs.csv.gz),
 
 - leave-family-out (the figure the targets apply to): every pattern family of the campaign
-  (advisor.models.campaign.FAMILIES) is held out whole in turn, predicted by a model fitted on
+  (advisor.models.campaign.families(): request geometry x size class, with interface,
+  direction, ranks and syncing crossed inside each) is held out whole in turn, predicted by a model fitted on
   the other families, its 80 % interval calibrated on the other families' out-of-family
   residuals (advisor.models.speedup.leave_out);
 - leave-fix-type-out: every fix transform held out in turn, the same way;
