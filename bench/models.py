@@ -187,11 +187,16 @@ def held_out(rows: list, data: list[Path]) -> None:
 
 def held_out_pairs(paths: list[Path], learning: bool) -> None:
     """The speedup model's held-out protocol on measured fixes (see the module doc)."""
+    import numpy as np
+
     from advisor.models import pairs, speedup
 
     rows = speedup.Rows.of([r for p in paths for r in pairs.read(p)])
+    load = rows.x[:, speedup.INPUTS.index(speedup.LOAD)]
     print(f"{len(rows)} measured fixes of {len(set(rows.workload))} workloads, "
-          f"{len(set(rows.family))} families, {len(set(rows.transform))} fix transforms ({', '.join(map(str, paths))})")
+          f"{len(set(rows.family))} families, {len(set(rows.transform))} fix transforms "
+          f"({', '.join(map(str, paths))}); "
+          f"measured at load per CPU {np.nanmin(load):.1f}-{np.nanmax(load):.1f} (median {np.nanmedian(load):.1f})")
     for by in ("family", "transform"):
         judged = speedup.leave_out(rows, by)
         print(f"\nleave-{by}-out")
