@@ -10,7 +10,8 @@ written down before any held-out figure was seen and not tuned on one: on the me
 of the campaign (--pairs, default the shipped advisor/models/default/pairs.csv.gz),
 
 - leave-family-out (the figure the targets apply to): every pattern family of the campaign
-  (advisor.models.campaign.FAMILIES) is held out whole in turn, predicted by a model fitted on
+  (advisor.models.campaign.families(): request geometry x size class, with interface,
+  direction, ranks and syncing crossed inside each) is held out whole in turn, predicted by a model fitted on
   the other families, its 80 % interval calibrated on the other families' out-of-family
   residuals (advisor.models.speedup.leave_out);
 - leave-fix-type-out: every fix transform held out in turn, the same way;
@@ -186,11 +187,16 @@ def held_out(rows: list, data: list[Path]) -> None:
 
 def held_out_pairs(paths: list[Path], learning: bool) -> None:
     """The speedup model's held-out protocol on measured fixes (see the module doc)."""
+    import numpy as np
+
     from advisor.models import pairs, speedup
 
     rows = speedup.Rows.of([r for p in paths for r in pairs.read(p)])
+    load = rows.x[:, speedup.INPUTS.index(speedup.LOAD)]
     print(f"{len(rows)} measured fixes of {len(set(rows.workload))} workloads, "
-          f"{len(set(rows.family))} families, {len(set(rows.transform))} fix transforms ({', '.join(map(str, paths))})")
+          f"{len(set(rows.family))} families, {len(set(rows.transform))} fix transforms "
+          f"({', '.join(map(str, paths))}); "
+          f"measured at load per CPU {np.nanmin(load):.1f}-{np.nanmax(load):.1f} (median {np.nanmedian(load):.1f})")
     for by in ("family", "transform"):
         judged = speedup.leave_out(rows, by)
         print(f"\nleave-{by}-out")

@@ -1,12 +1,21 @@
-"""The designed measurement campaign of fix speedups: families of workloads x every fix transform.
+"""The designed measurement campaign of fix speedups: pattern families x crossed factors x fixes.
 
-Each *family* is one kind of I/O pattern (small sequential requests, random offsets, frequent
-fsyncs, unaligned requests, independent MPI-IO, large requests, cold reads), built as
-calibration patterns (:func:`advisor.models.calibrate.plan_for`), varied over its own levels
-(request size, shared file or file per process, ranks), each paired with the fix transforms a
-diagnosis proposes for it and with fixes that should not help (so the model learns ~1x too).
-Every workload is measured by :func:`advisor.verify.measure`, the very protocol ``--verify``
-uses, and every measured fix becomes a row of :mod:`advisor.models.pairs`, appended as it comes.
+A *family* is one kind of access pattern: the request geometry (sequential, random offsets,
+unaligned) and its size class (small below 256 KiB, large from it), six families in all. The
+interface (POSIX, independent MPI-IO, collective MPI-IO per call, collective through a file
+view), the direction (write then read back, write only, cold read), the rank count (1, 2) and
+the syncing (none, every k writes, after every write) are factors *crossed inside every family*,
+so that holding one family out leaves others spanning every interface, direction, rank count
+and syncing, and every geometry and size class is carried by two families. (The first campaign
+made interfaces and directions families of their own: `collective` and `write-only` were each
+the only family with a value of one input, and were declined whole when held out.)
+
+Workloads are calibration patterns (:func:`advisor.models.calibrate.plan_for`), each paired with
+the fix transforms a diagnosis proposes for its pattern, interface and syncing and with fixes
+that should not help (so the model learns ~1x too). Every workload is measured by
+:func:`advisor.verify.measure`, the very protocol ``--verify`` uses, and every measured fix
+becomes a row of :mod:`advisor.models.pairs`, appended as it comes, with the load it ran under.
+The first campaign's 80 workloads are kept (:data:`FIRST_CAMPAIGN`), relabelled by pattern.
 
 Families are what the held-out validation leaves out whole (``bench/models.py``).
 """
@@ -15,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from dataclasses import dataclass
 import sys
 import time
 from pathlib import Path
@@ -35,124 +45,250 @@ TO_FPP = {"transform": "layout", "mode": "fpp"}
 TO_SHARED = {"transform": "layout", "mode": "shared"}
 
 
-def _p(op="write-read", transfer=4 * KiB, layout="shared", nprocs=2, api="posix", fsync="none",
-       order="sequential", aligned=True, volume="small") -> Point:
-    return Point(op, transfer, layout, nprocs, api, fsync, order, aligned, volume)
-
-
 def _layout_fix(p: Point) -> dict:
     return TO_FPP if p.layout == "shared" else TO_SHARED
 
 
-def _shared_only(p: Point, *fixes: dict) -> list[dict]:
-    return list(fixes) if p.layout == "shared" and p.nprocs > 1 else []
+@dataclass(frozen=True)
+class Workload:
+    """One workload of the campaign: a calibration pattern and its direction.
+
+    ``direction``: ``write-read`` (write, then read back), ``cold-read`` (read data written before
+    the run: the pattern's ``op`` is ``read``) or ``write-only`` (the pattern's read phase left out)."""
+
+    point: Point
+    write_only: bool = False
+
+    @property
+    def direction(self) -> str:
+        return "write-only" if self.write_only else ("cold-read" if self.point.op == "read" else "write-read")
+
+    @property
+    def name(self) -> str:
+        return self.point.key + (":write-only" if self.write_only else "")
+
+    @classmethod
+    def from_name(cls, name: str) -> Workload:
+        key, _, rest = name.partition(":write-only")
+        return cls(Point.from_key(key), name.endswith(":write-only"))
 
 
-def _small(p: Point) -> list[dict]:
-    return [COALESCE, _layout_fix(p), *_shared_only(p, COLLECTIVE_1, AGGREGATE_1)]
+def size_class(p: Point) -> str:
+    """``small`` below 256 KiB a request (Darshan's small bins end at 100 KiB), ``large`` from it."""
+    return "large" if p.transfer >= 256 * KiB else "small"
 
 
-def _random(p: Point) -> list[dict]:
-    return [SEQUENTIAL, COALESCE, *_shared_only(p, COLLECTIVE_1)]
+def geometry(p: Point) -> str:
+    return "random" if p.order == "random" else ("unaligned" if not p.aligned else "sequential")
 
 
-def _fsync(p: Point) -> list[dict]:
-    return [FSYNC, COALESCE, *_shared_only(p, AGGREGATE_1)]
+def pattern(w: Workload) -> str:
+    """The access pattern (the family) of a workload: its request geometry and size class, whatever
+    the interface, the direction, the rank count or the syncing (factors crossed inside every
+    family). Every geometry and every size class is carried by several families, so that a family
+    held out leaves others with each of its values."""
+    return f"{size_class(w.point)}-{geometry(w.point)}"
 
 
-def _unaligned(p: Point) -> list[dict]:
-    return [ALIGN_1M if p.transfer >= 256 * KiB else ALIGN_PAGE, COALESCE, *_shared_only(p, COLLECTIVE_1)]
+def fixes(w: Workload) -> list[dict]:
+    """The fixes measured on a workload: what a diagnosis proposes for its pattern, interface and
+    syncing, and fixes that should not help (so that the model learns ~1x too)."""
+    p, shape = w.point, geometry(w.point)
+    out = [COALESCE_1M if w.direction == "cold-read" else COALESCE]
+    if shape == "random":
+        out.append(SEQUENTIAL)
+    elif shape == "unaligned":
+        out.append(ALIGN_1M if p.transfer >= 256 * KiB else ALIGN_PAGE)
+    elif p.api == "posix" and p.nprocs > 1:
+        out.append(_layout_fix(p))
+    if p.fsync != "none":
+        out.append(FSYNC)
+    if p.layout == "shared" and p.nprocs > 1:
+        out.append(COLLECTIVE_1)
+        if p.api != "posix" or w.direction != "cold-read":  # aggregation gathers writes
+            out.append(COLLECTIVE_2 if p.api != "posix" else AGGREGATE_1)
+    return out[:4]
 
 
-def _mpiio(p: Point) -> list[dict]:
-    return [COLLECTIVE_1, COLLECTIVE_2, COALESCE]
+def _w(op="write-read", transfer=4 * KiB, layout="shared", nprocs=2, api="posix", fsync="none",
+       order="sequential", aligned=True, volume="small", write_only=False) -> Workload:
+    return Workload(Point(op, transfer, layout, nprocs, api, fsync, order, aligned, volume), write_only)
 
 
-def _large(p: Point) -> list[dict]:
-    return [COALESCE, SEQUENTIAL, _layout_fix(p), *_shared_only(p, COLLECTIVE_1)]
-
-
-def _read(p: Point) -> list[dict]:
-    return [COALESCE_1M, SEQUENTIAL if p.order == "random" else _layout_fix(p),
-            *_shared_only(p, COLLECTIVE_1)]
-
-
-def _write_only(p: Point) -> list[dict]:
-    synced = [FSYNC] if p.fsync != "none" else []
-    return [COALESCE, *synced, *(_shared_only(p, COLLECTIVE_1, AGGREGATE_1) if not synced else [_layout_fix(p)])]
-
-
-def _single(p: Point) -> list[dict]:
-    fixes = [COALESCE, SEQUENTIAL if p.order == "random" else (ALIGN_PAGE if not p.aligned else TO_FPP)]
-    return fixes + ([FSYNC] if p.fsync != "none" else [])
-
-
-def _collective(p: Point) -> list[dict]:
-    return [COLLECTIVE_1, COLLECTIVE_2, COALESCE]
-
-
-FAMILIES: dict[str, tuple[list[Point], object]] = {
-    "small-sequential": ([_p(transfer=t, layout=lay) for t, lay in itertools.product(
-        (1 * KiB, 4 * KiB, 16 * KiB, 64 * KiB), ("shared", "fpp"))], _small),
-    "random": ([_p(transfer=t, layout=lay, order="random") for t, lay in itertools.product(
-        (4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB), ("shared", "fpp"))], _random),
-    "fsync": ([_p(transfer=t, layout=lay, fsync=fs) for t, lay, fs in (
-        (4 * KiB, "shared", "per-write"), (4 * KiB, "fpp", "twice-per-write"), (64 * KiB, "shared", "every-4"),
-        (64 * KiB, "fpp", "per-write"), (1 * MiB, "shared", "per-write"), (16 * KiB, "fpp", "every-16"),
-        (16 * KiB, "shared", "twice-per-write"), (256 * KiB, "fpp", "every-4"))], _fsync),
-    "unaligned": ([_p(transfer=t, layout=lay, aligned=False) for t, lay in itertools.product(
-        (4 * KiB, 64 * KiB, 256 * KiB, 1 * MiB), ("shared", "fpp"))], _unaligned),
-    "mpiio-independent": ([_p(transfer=t, api="mpiio", op=op) for t, op in (
-        (4 * KiB, "write-read"), (16 * KiB, "write-read"), (64 * KiB, "write-read"), (256 * KiB, "write-read"),
-        (1 * MiB, "write-read"), (4 * KiB, "read"), (64 * KiB, "read"), (1 * KiB, "write-read"))], _mpiio),
-    "large": ([_p(transfer=t, layout=lay, volume=v) for t, lay, v in (
-        (1 * MiB, "shared", "large"), (1 * MiB, "fpp", "large"), (4 * MiB, "shared", "large"),
-        (16 * MiB, "fpp", "large"), (256 * KiB, "shared", "large"), (512 * KiB, "fpp", "small"),
-        (2 * MiB, "shared", "small"), (8 * MiB, "fpp", "small"))], _large),
-    "cold-read": ([_p(op="read", transfer=t, layout=lay, order=o) for t, lay, o in (
-        (1 * KiB, "shared", "sequential"), (4 * KiB, "fpp", "sequential"), (16 * KiB, "shared", "random"),
-        (64 * KiB, "fpp", "random"), (4 * KiB, "shared", "random"), (256 * KiB, "shared", "sequential"),
-        (1 * MiB, "fpp", "random"), (64 * KiB, "shared", "sequential"))], _read),
-    "write-only": ([_p(transfer=t, layout=lay, nprocs=n, fsync=fs) for t, lay, n, fs in (
-        (4 * KiB, "shared", 2, "none"), (64 * KiB, "fpp", 2, "none"), (1 * MiB, "shared", 2, "none"),
-        (16 * KiB, "shared", 1, "none"), (4 * KiB, "fpp", 2, "per-write"), (256 * KiB, "shared", 1, "every-4"),
-        (1 * KiB, "shared", 1, "none"), (16 * KiB, "fpp", 2, "every-16"))], _write_only),
-    "single-rank": ([_p(transfer=t, nprocs=1, order=o, aligned=a, fsync=fs) for t, o, a, fs in (
-        (1 * KiB, "sequential", True, "none"), (4 * KiB, "random", True, "none"),
-        (64 * KiB, "sequential", False, "none"),
-        (16 * KiB, "sequential", True, "per-write"), (256 * KiB, "random", True, "none"),
-        (4 * KiB, "sequential", False, "none"), (1 * MiB, "sequential", True, "every-4"),
-        (16 * KiB, "random", False, "none"))], _single),
-    "collective": ([_p(transfer=t, api=api, op=op) for t, api, op in (
-        (4 * KiB, "collective", "write-read"), (64 * KiB, "collective", "write-read"),
-        (1 * MiB, "collective", "write-read"), (16 * KiB, "collective", "read"),
-        (4 * KiB, "collective-view", "write-read"), (64 * KiB, "collective-view", "write-read"),
-        (256 * KiB, "collective-view", "read"), (1 * KiB, "collective-view", "write-read"))], _collective),
+_WO, _COLD = {"write_only": True}, {"op": "read"}
+NEW: dict[str, list[Workload]] = {
+    # the cells (interface x direction, syncing, ranks, sizes) the first campaign's families left to one
+    # family; the first campaign's workloads fill the others (FIRST_CAMPAIGN)
+    "small-sequential": [
+        _w(api="mpiio", transfer=16 * KiB, **_WO), _w(api="collective", transfer=4 * KiB, **_WO),
+        _w(api="collective-view", transfer=16 * KiB, **_WO), _w(api="collective-view", transfer=4 * KiB, **_COLD),
+        _w(api="mpiio", transfer=4 * KiB, layout="fpp", fsync="every-4"),
+        _w(api="mpiio", transfer=8 * KiB, nprocs=1),
+    ],
+    "large": [
+        _w(api="mpiio", transfer=1 * MiB, **_COLD), _w(api="mpiio", transfer=4 * MiB, **_WO),
+        _w(api="collective", transfer=1 * MiB, **_COLD), _w(api="collective", transfer=4 * MiB, **_WO),
+        _w(api="collective-view", transfer=1 * MiB), _w(api="collective-view", transfer=512 * KiB, **_WO),
+        _w(api="mpiio", transfer=1 * MiB, layout="fpp", fsync="per-write"),
+        _w(transfer=2 * MiB, nprocs=1, **_COLD),
+    ],
+    "random": [
+        _w(order="random", api="mpiio", transfer=16 * KiB), _w(order="random", api="mpiio", transfer=64 * KiB, **_WO),
+        _w(order="random", api="mpiio", transfer=4 * KiB, **_COLD),
+        _w(order="random", api="collective", transfer=4 * KiB),
+        _w(order="random", api="collective", transfer=64 * KiB, **_WO),
+        _w(order="random", api="collective", transfer=16 * KiB, **_COLD),
+        _w(order="random", transfer=16 * KiB, **_WO), _w(order="random", transfer=4 * KiB, fsync="per-write"),
+        _w(order="random", transfer=64 * KiB, layout="fpp", fsync="every-16", **_WO),
+        _w(order="random", transfer=1 * MiB), _w(order="random", transfer=4 * MiB, layout="fpp", **_COLD),
+        _w(order="random", transfer=1 * KiB, nprocs=1, **_WO),
+        _w(order="random", transfer=16 * KiB, fsync="twice-per-write"),
+        _w(order="random", api="mpiio", transfer=64 * KiB, nprocs=1),
+        _w(order="random", api="collective", transfer=1 * MiB),
+        # large random requests across interfaces and directions
+        _w(order="random", api="mpiio", transfer=1 * MiB, **_WO),
+        _w(order="random", api="mpiio", transfer=256 * KiB, **_COLD),
+        _w(order="random", api="collective", transfer=4 * MiB, **_WO),
+        _w(order="random", api="collective", transfer=256 * KiB, **_COLD),
+        _w(order="random", transfer=1 * MiB, **_WO), _w(order="random", transfer=256 * KiB, fsync="every-4"),
+        _w(order="random", api="mpiio", transfer=2 * MiB),
+    ],
+    "unaligned": [
+        _w(aligned=False, transfer=16 * KiB, **_WO), _w(aligned=False, transfer=64 * KiB, layout="fpp", **_COLD),
+        _w(aligned=False, api="mpiio", transfer=4 * KiB), _w(aligned=False, api="mpiio", transfer=256 * KiB, **_WO),
+        _w(aligned=False, api="mpiio", transfer=16 * KiB, **_COLD),
+        _w(aligned=False, api="collective", transfer=64 * KiB),
+        _w(aligned=False, api="collective", transfer=4 * KiB, **_WO),
+        _w(aligned=False, api="collective", transfer=1 * MiB, **_COLD),
+        _w(aligned=False, api="collective-view", transfer=4 * KiB),
+        _w(aligned=False, api="collective-view", transfer=256 * KiB, **_WO),
+        _w(aligned=False, api="collective-view", transfer=16 * KiB, **_COLD),
+        _w(aligned=False, transfer=4 * KiB, fsync="per-write"),
+        _w(aligned=False, transfer=64 * KiB, layout="fpp", fsync="every-4", **_WO),
+        _w(aligned=False, transfer=4 * MiB), _w(aligned=False, transfer=1 * KiB, nprocs=1, **_COLD),
+        _w(aligned=False, transfer=16 * KiB, fsync="every-16"),
+        _w(aligned=False, api="mpiio", transfer=16 * KiB, layout="fpp", fsync="per-write"),
+        # large unaligned requests across interfaces and directions
+        _w(aligned=False, api="mpiio", transfer=1 * MiB), _w(aligned=False, api="mpiio", transfer=4 * MiB, **_COLD),
+        _w(aligned=False, api="collective", transfer=256 * KiB),
+        _w(aligned=False, api="collective", transfer=1 * MiB, **_WO),
+        _w(aligned=False, api="collective-view", transfer=1 * MiB, **_COLD),
+        _w(aligned=False, transfer=1 * MiB, **_WO), _w(aligned=False, transfer=256 * KiB, layout="fpp", **_COLD),
+        _w(aligned=False, transfer=1 * MiB, layout="fpp", fsync="per-write"),
+        _w(aligned=False, api="collective-view", transfer=4 * MiB),
+        _w(aligned=False, api="collective", transfer=16 * KiB, **_COLD),
+        _w(aligned=False, api="collective-view", transfer=64 * KiB, **_WO),
+        _w(aligned=False, api="mpiio", transfer=64 * KiB, **_WO),
+        # the extremes of request size the first campaign measured in small-sequential and large only
+        _w(aligned=False, transfer=1 * KiB), _w(aligned=False, api="collective-view", transfer=1 * KiB),
+        _w(aligned=False, transfer=16 * MiB, layout="fpp", volume="large"),
+    ],
 }
-"""Family -> (its workloads, the fixes measured on each)."""
-WRITE_ONLY = {"write-only"}  # families whose workloads only write (the read phase of the pattern left out)
+"""Pattern family -> the workloads measured for this design (beside FIRST_CAMPAIGN's)."""
 
 
-def order() -> list[tuple[str, Point]]:
-    """Every (family, workload), families interleaved so that a campaign cut short covers them all."""
-    lists = [[(name, p) for p in points] for name, (points, _) in FAMILIES.items()]
-    return [item for group in itertools.zip_longest(*lists) for item in group if item]
+def _first(key: str, write_only: bool = False) -> Workload:
+    return Workload(Point.from_key(key + ":small:0:0"), write_only)
 
 
-def workload_name(family: str, point: Point) -> str:
-    return point.key + (":write-only" if family in WRITE_ONLY else "")
+FIRST_CAMPAIGN = [_first(k) for k in (
+    *(f"write-read:{t}:{lay}:2:posix:none:sequential:a" for t in (1024, 4096, 16384, 65536)
+      for lay in ("shared", "fpp")),
+    *(f"write-read:{t}:{lay}:2:posix:none:random:a" for t in (4096, 16384, 65536, 262144)
+      for lay in ("shared", "fpp")),
+    *(f"write-read:{t}:{lay}:2:posix:none:sequential:u" for t in (4096, 65536, 262144, 1048576)
+      for lay in ("shared", "fpp")),
+    "write-read:4096:shared:2:posix:per-write:sequential:a", "write-read:4096:fpp:2:posix:twice-per-write:sequential:a",
+    "write-read:65536:shared:2:posix:every-4:sequential:a", "write-read:65536:fpp:2:posix:per-write:sequential:a",
+    "write-read:1048576:shared:2:posix:per-write:sequential:a", "write-read:16384:fpp:2:posix:every-16:sequential:a",
+    "write-read:16384:shared:2:posix:twice-per-write:sequential:a",
+    "write-read:262144:fpp:2:posix:every-4:sequential:a",
+    *(f"write-read:{t}:shared:2:mpiio:none:sequential:a" for t in (1024, 4096, 16384, 65536, 262144, 1048576)),
+    "read:4096:shared:2:mpiio:none:sequential:a", "read:65536:shared:2:mpiio:none:sequential:a",
+    "write-read:524288:fpp:2:posix:none:sequential:a", "write-read:2097152:shared:2:posix:none:sequential:a",
+    "write-read:8388608:fpp:2:posix:none:sequential:a",
+    "read:1024:shared:2:posix:none:sequential:a", "read:4096:fpp:2:posix:none:sequential:a",
+    "read:16384:shared:2:posix:none:random:a", "read:65536:fpp:2:posix:none:random:a",
+    "read:4096:shared:2:posix:none:random:a", "read:262144:shared:2:posix:none:sequential:a",
+    "read:1048576:fpp:2:posix:none:random:a", "read:65536:shared:2:posix:none:sequential:a",
+    "write-read:1024:shared:1:posix:none:sequential:a", "write-read:4096:shared:1:posix:none:random:a",
+    "write-read:65536:shared:1:posix:none:sequential:u", "write-read:16384:shared:1:posix:per-write:sequential:a",
+    "write-read:262144:shared:1:posix:none:random:a", "write-read:4096:shared:1:posix:none:sequential:u",
+    "write-read:1048576:shared:1:posix:every-4:sequential:a", "write-read:16384:shared:1:posix:none:random:u",
+    *(f"write-read:{t}:shared:2:collective:none:sequential:a" for t in (4096, 65536, 1048576)),
+    "read:16384:shared:2:collective:none:sequential:a",
+    *(f"write-read:{t}:shared:2:collective-view:none:sequential:a" for t in (4096, 65536, 1024)),
+    "read:262144:shared:2:collective-view:none:sequential:a",
+)] + [Workload(Point.from_key(k.replace(":small:", ":large:")), False) for k in (
+    "write-read:1048576:shared:2:posix:none:sequential:a:small:0:0",
+    "write-read:1048576:fpp:2:posix:none:sequential:a:small:0:0",
+    "write-read:4194304:shared:2:posix:none:sequential:a:small:0:0",
+    "write-read:16777216:fpp:2:posix:none:sequential:a:small:0:0",
+    "write-read:262144:shared:2:posix:none:sequential:a:small:0:0",
+)] + [_first(k, True) for k in (
+    "write-read:4096:shared:2:posix:none:sequential:a", "write-read:65536:fpp:2:posix:none:sequential:a",
+    "write-read:1048576:shared:2:posix:none:sequential:a", "write-read:16384:shared:1:posix:none:sequential:a",
+    "write-read:4096:fpp:2:posix:per-write:sequential:a", "write-read:262144:shared:1:posix:every-4:sequential:a",
+    "write-read:1024:shared:1:posix:none:sequential:a", "write-read:16384:fpp:2:posix:every-16:sequential:a",
+)]
+"""The 80 workloads of the first campaign (2026-11-27, families by interface and direction too),
+kept: each belongs to the pattern family :func:`pattern` names; their fixes were measured as that
+campaign chose them."""
 
 
-def workload_plan(family: str, point: Point, fstype: str):
-    """The plan of one workload of a family (a calibration pattern; writes only in WRITE_ONLY)."""
+def families() -> dict[str, list[Workload]]:
+    """Pattern family -> every workload of the design (the first campaign's, then the new ones)."""
+    out: dict[str, list[Workload]] = {}
+    for w in FIRST_CAMPAIGN + [w for ws in NEW.values() for w in ws]:
+        out.setdefault(pattern(w), []).append(w)
+    return dict(sorted(out.items()))
+
+
+def order() -> list[Workload]:
+    """The workloads still to measure in a fresh campaign, families interleaved so that a
+    campaign cut short covers them all (the first campaign's come first)."""
+    lists = [list(ws) for ws in NEW.values()]
+    return FIRST_CAMPAIGN + [w for group in itertools.zip_longest(*lists) for w in group if w]
+
+
+def workload_plan(w: Workload, fstype: str):
+    """The plan of one workload (a calibration pattern; its writes only when write-only)."""
     from advisor.models.calibrate import plan_for
     from replay.edit import take
     from replay.plan import READ
 
-    plan = plan_for(point, fstype)
-    if family in WRITE_ONLY:
+    plan = plan_for(w.point, fstype)
+    if w.write_only:
         plan = plan.replace(ops=take(plan.ops, plan.ops["op"] != READ))
     return plan
+
+
+def refresh(rows: list[dict], cpus: int) -> list[dict]:
+    """Campaign rows as this version describes them: the family their workload's pattern is (the
+    first campaign labelled by interface and direction too: ``collective``, ``write-only``, ...),
+    the descriptors recomputed from the workload and the fix (a plan is a pure function of both),
+    and `cpus` where a row does not say (rows measured on this node)."""
+    import json
+
+    from advisor.models import pairs
+    from replay.transforms import apply_fix
+
+    out, plans, seen = [], {}, set()
+    for r in rows:
+        if (r["workload"], r["fix"]) in seen:
+            continue  # measured twice (two campaign processes overlapping): the first kept
+        seen.add((r["workload"], r["fix"]))
+        w = Workload.from_name(r["workload"])
+        if r["workload"] not in plans:
+            plan = workload_plan(w, r.get("fstype", ""))
+            plans[r["workload"]] = (plan, pairs.plan_features(plan, r.get("fstype", "")))
+        plan, before = plans[r["workload"]]
+        after = pairs.plan_features(apply_fix(plan, json.loads(r["fix"])), r.get("fstype", ""))
+        new = dict(r, family=pattern(w), version=pairs.PAIRS_VERSION, cpus=r.get("cpus") or cpus)
+        new.update({f"b_{k}": pairs._num(before.get(k)) for k in pairs.DESCRIPTORS})
+        new.update({f"a_{k}": pairs._num(after.get(k)) for k in pairs.DESCRIPTORS})
+        out.append(new)
+    return out
 
 
 def run(target: Path, out: Path, budget_s: float, per_workload_s: float = 40.0) -> int:
@@ -168,25 +304,25 @@ def run(target: Path, out: Path, budget_s: float, per_workload_s: float = 40.0) 
     done = {r["workload"] for r in pairs.read(out)} if out.exists() else set()
     settings = ReplayConfig(budget_s=per_workload_s)
     started, written = time.monotonic(), 0
-    for family, point in order():
-        if workload_name(family, point) in done:
+    for w in order():
+        if w.name in done:
             continue
         if time.monotonic() - started > budget_s:
             break
-        fixes = FAMILIES[family][1](point)
-        base = workload_plan(family, point, fstype)
+        family, fixes_of = pattern(w), fixes(w)
+        base = workload_plan(w, fstype)
         t0, load0 = time.monotonic(), os.getloadavg()[0]
         try:
-            m = measure(None, fixes, target, base=base, settings=settings)
+            m = measure(None, fixes_of, target, base=base, settings=settings)
         except AdvisorError as exc:
-            print(f"{family} {point.key}: {exc}", file=sys.stderr, flush=True)
+            print(f"{family} {w.name}: {exc}", file=sys.stderr, flush=True)
             continue
         from replay.transforms import apply_fix
 
         before = pairs.plan_features(base, fstype)
-        name, load = workload_name(family, point), (load0 + os.getloadavg()[0]) / 2
+        name, load = w.name, (load0 + os.getloadavg()[0]) / 2
         rows = [pairs.row(family, name, fix, before, pairs.plan_features(apply_fix(base, fix), fstype), v, load)
-                for fix, v in zip(fixes, m.verifications) if v.measured]
+                for fix, v in zip(fixes_of, m.verifications) if v.measured]
         pairs.append(out, rows)
         written += len(rows)
         said = ", ".join(f"{r['transform']} {float(r['speedup']):.2f}x" for r in rows)
@@ -199,9 +335,19 @@ if __name__ == "__main__":
     import argparse
 
     ap = argparse.ArgumentParser(description="measure the campaign of fix speedups")
-    ap.add_argument("--target", type=Path, required=True)
+    ap.add_argument("--target", type=Path)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--budget", type=float, default=40.0, help="minutes")
     ap.add_argument("--per-workload", type=float, default=40.0, help="seconds of one workload's test")
+    ap.add_argument("--refresh", type=Path, metavar="FILE",
+                    help="write --out's rows to FILE as this version describes them (family, descriptors), "
+                         "measuring nothing; --target is not used")
     args = ap.parse_args()
-    print(run(args.target, args.out, args.budget * 60, args.per_workload), "rows")
+    if args.refresh:
+        from advisor.models import pairs
+
+        fresh = refresh(pairs.read(args.out), os.cpu_count() or 0)
+        pairs.append(args.refresh, fresh)
+        print(len(fresh), "rows refreshed")
+    else:
+        print(run(args.target, args.out, args.budget * 60, args.per_workload), "rows")

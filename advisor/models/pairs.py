@@ -28,19 +28,24 @@ from advisor.models.features import SMALL_CALL, features
 
 PAIRS_FILE = "pairs.csv.gz"  # shipped (read-only) rows
 SITE_PAIRS_FILE = "pairs.csv"  # rows a site's verifications append to
-PAIRS_VERSION = 1
+PAIRS_VERSION = 2  # 2: what reaches the file system (log2_fs_request_pages), cpus
 
 DESCRIPTORS = ("log2_call_pages", "log2_calls_per_mib", "small_call_share", "log2_pieces_per_call",
                "read_fraction", "reread_fraction", "consecutive_fraction", "forward_fraction",
                "unaligned_fraction", "shared_fraction", "ranks_per_file", "io_rank_fraction",
                "fsync_per_write", "log2_write_bytes_per_fsync", "mpiio_fraction", "collective_fraction",
-               "opens_per_call", "log2_nprocs")
-"""What a plan is, in shares and ratios (sizes only relative to a 4 KiB page)."""
+               "opens_per_call", "log2_nprocs", "log2_fs_request_pages")
+"""What a plan is, in shares and ratios (sizes only relative to a 4 KiB page): what the ranks ask
+of the I/O interface, and what reaches the file system (``log2_fs_request_pages``, the requests
+after collective buffering merged the pieces of each collective call; :mod:`fs_requests`)."""
 PAGE = 4096
 
 COLUMNS = ("family", "workload", "fix", "transform", "speedup", "ci_low", "ci_high", "pairs", "verdict",
            "load1", "cache_policy", "fstype", "measured_at", "version",
-           *(f"b_{d}" for d in DESCRIPTORS), *(f"a_{d}" for d in DESCRIPTORS))
+           *(f"b_{d}" for d in DESCRIPTORS), *(f"a_{d}" for d in DESCRIPTORS), "cpus")
+"""A row's columns; ``load1`` (the 1-minute load average while the fix was measured) over ``cpus``
+(the measuring node's CPUs) is the load a measurement ran under (:mod:`advisor.models.speedup`)."""
+READABLE_VERSIONS = ("1", "2")  # version 1 rows lack log2_fs_request_pages and cpus: read as unknown
 
 
 def plan_features(plan, fstype: str = "") -> dict[str, float]:
@@ -61,7 +66,9 @@ def plan_features(plan, fstype: str = "") -> dict[str, float]:
     per_file = ranks_per_file({k: v[data] for k, v in ops.items()}, plan.nranks, plan.nfiles)
     used = per_file[per_file > 0]
     call_bytes = whole.bytes / whole.calls if whole.calls else math.nan
+    fs_bytes, fs_count = fs_requests(plan)
     out = {
+        "log2_fs_request_pages": math.log2(fs_bytes / fs_count / PAGE) if fs_count and fs_bytes else math.nan,
         "log2_call_pages": math.log2(call_bytes / PAGE) if call_bytes > 0 else math.nan,
         "log2_calls_per_mib": math.log2(whole.calls / (whole.bytes / 2**20)) if whole.bytes else math.nan,
         "small_call_share": float((lengths < SMALL_CALL).mean()) if len(lengths) else math.nan,
@@ -73,6 +80,66 @@ def plan_features(plan, fstype: str = "") -> dict[str, float]:
     if math.isnan(out["log2_write_bytes_per_fsync"]) and not whole.bytes_written:
         out["log2_write_bytes_per_fsync"] = math.nan
     return {k: (float(v) if v is not None and math.isfinite(v) else math.nan) for k, v in out.items()}
+
+
+def fs_requests(plan) -> tuple[float, float]:
+    """(bytes, requests) the file system receives from a plan's data operations.
+
+    An independent piece (POSIX, STDIO, independent MPI-IO) is one request. The pieces of one
+    collective call (the k-th collective call of every rank on a file in a phase) are what
+    two-phase I/O merges: their contiguous extents, split among the aggregators' file domains
+    (``cb_nodes``, ROMIO's default on one node is one) and into ``cb_buffer_size`` chunks
+    (16 MiB by default), each chunk one request. A collective job's requests are the
+    aggregators', not the application's calls; what a fix changes is that pattern."""
+    from replay.edit import data_mask
+    from replay.plan import MPIIO_COLL
+
+    ops = {k: np.asarray(v) for k, v in plan.ops.items()}
+    data = data_mask(ops) & (ops["length"] > 0)
+    coll = data & (ops["api"] == MPIIO_COLL)
+    independent = data & ~coll
+    total = float(ops["length"][data].sum())
+    count = float(independent.sum())
+    if coll.any():
+        count += _collective_requests(ops, coll, plan)
+    return total, count
+
+
+def _collective_requests(ops: dict, coll: np.ndarray, plan) -> float:
+    idx = np.flatnonzero(coll)
+    rank, phase, fid = ops["rank"][idx], ops["phase"][idx], ops["file"][idx]
+    batch = ops["batch"][idx]
+    stream = (phase.astype(np.int64) << 40) | (fid.astype(np.int64) << 20) | rank.astype(np.int64)
+    order = np.lexsort((idx, stream))  # each rank's collective pieces on a file in a phase, in order
+    s, b = stream[order], batch[order]
+    new_stream = np.concatenate([[True], s[1:] != s[:-1]])
+    new_call = new_stream | np.concatenate([[True], (b[1:] < 0) | (b[1:] != b[:-1])])
+    calls = np.cumsum(new_call)
+    first_call = np.maximum.accumulate(np.where(new_stream, calls, 0))
+    call = np.empty(len(idx), np.int64)
+    call[order] = calls - first_call  # the k-th collective call of the rank's stream
+    group = (phase.astype(np.int64) << 40) | (fid.astype(np.int64) << 24) | call
+    off, ln = ops["offset"][idx].astype(np.int64), ops["length"][idx].astype(np.int64)
+    order = np.lexsort((off, group))
+    g, o, n = group[order], off[order], ln[order]
+    new_group = np.concatenate([[True], g[1:] != g[:-1]])
+    starts = np.flatnonzero(new_group)
+    group_end = np.maximum.reduceat(o + n, starts)
+    group_start = np.minimum.reduceat(o, starts)
+    members = np.diff(np.append(starts, len(g)))
+    base = (np.cumsum(new_group) - 1) * (int((o + n).max()) + 1)  # each group above the previous ones
+    end = np.concatenate([[0], np.maximum.accumulate(base + o + n)[:-1]]) - base
+    extent_start = new_group | (o > end)  # a gap (or another call) starts a new extent
+    ext = np.flatnonzero(extent_start)
+    ext_len = np.maximum.reduceat(o + n, ext) - o[ext]
+    aggregators = max(1, min(int(plan.hints.get("cb_nodes", 1) or 1), plan.nranks))
+    buffer = int(plan.hints.get("cb_buffer_size", CB_BUFFER) or CB_BUFFER)
+    domain = np.repeat(np.ceil((group_end - group_start) / aggregators), members)[ext]
+    chunk = np.maximum(np.minimum(domain, buffer), 1)
+    return float(np.ceil(ext_len / chunk).sum())
+
+
+CB_BUFFER = 16 << 20  # ROMIO's default cb_buffer_size
 
 
 def fix_text(fix: dict) -> str:
@@ -93,7 +160,8 @@ def row(family: str, workload: str, fix: dict, before: dict, after: dict, verifi
            "pairs": verification.pairs, "verdict": verification.verdict,
            "load1": _num(os.getloadavg()[0] if load1 is None else load1),
            "cache_policy": verification.cache_policy or "", "fstype": verification.fstype or "",
-           "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "version": PAIRS_VERSION}
+           "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "version": PAIRS_VERSION,
+           "cpus": os.cpu_count() or ""}
     out.update({f"b_{k}": _num(before.get(k)) for k in DESCRIPTORS})
     out.update({f"a_{k}": _num(after.get(k)) for k in DESCRIPTORS})
     return out
@@ -104,17 +172,19 @@ def _num(x) -> str:
 
 
 def append(path: Path, rows: list[dict]) -> None:
-    """Append rows to a plain CSV (its header first when new); refuses another layout of columns."""
+    """Append rows to a plain CSV (its header first when new); a file of an earlier version gets the
+    columns it has; refuses another layout of columns."""
     path = Path(path)
     new = not path.exists() or path.stat().st_size == 0
+    header = COLUMNS
     if not new:
         with open(path, newline="") as fh:
-            header = next(csv.reader(fh), [])
-        if tuple(header) != COLUMNS:
+            header = tuple(next(csv.reader(fh), []))
+        if not set(header) <= set(COLUMNS) or not set(header) >= set(COLUMNS[:14]):
             raise InputError(str(path), "has other columns than this ioadvisor writes for measured fixes")
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer = csv.DictWriter(fh, fieldnames=header, extrasaction="ignore")
         if new:
             writer.writeheader()
         writer.writerows(rows)
@@ -137,7 +207,7 @@ def read(path: Path) -> list[dict]:
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise InputError(str(path), f"not a readable CSV of measured fixes: {exc}") from None
     for r in rows:
-        if r.get("version") != str(PAIRS_VERSION) or not r.get("speedup"):
+        if r.get("version") not in READABLE_VERSIONS or not r.get("speedup"):
             raise InputError(str(path), f"not measured fixes of version {PAIRS_VERSION} "
                                         f"(a row of {r.get('workload', '?')})")
     return rows

@@ -30,8 +30,15 @@ import numpy as np
 from advisor.models import conformal
 from advisor.models.pairs import DESCRIPTORS, descriptors
 
-INPUTS = [f"b_{d}" for d in DESCRIPTORS] + [f"d_{d}" for d in DESCRIPTORS]
-"""The workload's descriptors (b_) and the fix's change of them (d_)."""
+LOAD = "load_per_cpu"
+INPUTS = [f"b_{d}" for d in DESCRIPTORS] + [f"d_{d}" for d in DESCRIPTORS] + [LOAD]
+"""The workload's descriptors (b_), the fix's change of them (d_), and the load the node ran under."""
+QUIET = 1.0
+"""The load per CPU a prediction is made for: the replay's own ranks on every CPU, nothing else.
+The load is a condition of the node, not of the workload: a fix whose calls cost CPU (small
+requests, MPI exchanges) gains differently on a busy node, so the model learns from the load each
+fix was measured under and predicts for a quiet node; below the quietest measurement, as there.
+It is never a reason to decline (:func:`outside`)."""
 MARGIN = 0.1  # share of a feature's training span a value may lie beyond it
 MIN_SLACK = {"fraction": 0.05, "log2": 0.5}  # ... and at least this much (shares, log2 values)
 STILL = 1e-6  # a change smaller than this is no change
@@ -39,9 +46,10 @@ MIN_FAMILIES = 3  # fewer families say nothing about a new one
 MIN_FIXES = 20  # fewer measured fixes make no speedup model
 
 
-def inputs(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    """The model's inputs of one fix: the plan before, and the change the fix makes."""
+def inputs(before: dict[str, float], after: dict[str, float], load_per_cpu: float = QUIET) -> dict[str, float]:
+    """The model's inputs of one fix: the plan before, the change the fix makes, the node's load."""
     out = {f"b_{k}": before.get(k, math.nan) for k in DESCRIPTORS}
+    out[LOAD] = load_per_cpu
     for k in DESCRIPTORS:
         b, a = before.get(k, math.nan), after.get(k, math.nan)
         out[f"d_{k}"] = (a - b) if math.isfinite(a) and math.isfinite(b) else math.nan
@@ -68,10 +76,18 @@ class Rows:
 
     @classmethod
     def of(cls, rows: list[dict]) -> Rows:
-        x = np.array([[inputs(descriptors(r, "b"), descriptors(r, "a"))[n] for n in INPUTS] for r in rows],
+        x = np.array([[inputs(descriptors(r, "b"), descriptors(r, "a"), load_of(r))[n] for n in INPUTS] for r in rows],
                      float).reshape(len(rows), len(INPUTS))
         return cls(x, np.log10([float(r["speedup"]) for r in rows]), np.array([r["family"] for r in rows]),
                    np.array([r["transform"] for r in rows]), np.array([r["workload"] for r in rows]))
+
+
+def load_of(row: dict) -> float:
+    """The load per CPU a fix was measured under (NaN when the row does not say)."""
+    try:
+        return float(row["load1"]) / float(row["cpus"])
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return math.nan
 
 
 def regressor():
@@ -111,6 +127,8 @@ def outside(measured: dict, x: dict[str, float], transform: str) -> list[str]:
     out = []
     spans = measured.get("inputs") or {}
     for name in INPUTS:
+        if name == LOAD:
+            continue  # a condition of the node: predicted as at the nearest load measured
         value, span = x.get(name, math.nan), spans.get(name)
         if value is None or not math.isfinite(value) or span is None:
             continue
@@ -219,6 +237,7 @@ def build(measured: list[dict]) -> tuple[object, dict] | None:
             "transforms": sorted(set(rows.transform)), "coverage": conformal.COVERAGE,
             "widen_log10": calibrated_width(scores), "inputs": INPUTS, "measured": ranges(rows),
             "target": "log10 of the speedup verification measured (before / after, paired)",
+            "predicted_for": f"a quiet node: {LOAD} {QUIET} (the replay's own ranks on every CPU)",
             "method": "gradient-boosted regressor of what the plan is and what the fix changes of it; "
                       "the interval the 80 % conformal quantile of out-of-family residuals"}
     return fit(rows), meta
