@@ -21,6 +21,9 @@ from advisor.profile import DXT_READ, DXT_WRITE
 from replay.plan import SIZE_BIN_EDGES, SIZE_BIN_NAMES
 
 PREFIX = {"POSIX": "POSIX", "STDIO": "STDIO", "MPI-IO": "MPIIO", "H5F": "H5F", "H5D": "H5D"}
+# Darshan names the size bins of the calls an application makes to a library "aggregate" (the sizes of
+# the whole call, its datatype or selection): MPIIO_SIZE_WRITE_AGG_*, H5D_SIZE_WRITE_AGG_*; POSIX's are plain
+AGGREGATE_BINS = ("MPI-IO", "H5D")
 _TIME = {C.READ: "F_READ_TIME", C.WRITE: "F_WRITE_TIME", C.SYNC: "F_WRITE_TIME"}
 _OPS = {("POSIX", C.OPEN): "OPENS", ("POSIX", C.SEEK): "SEEKS", ("POSIX", C.STAT): "STATS",
         ("STDIO", C.OPEN): "OPENS", ("STDIO", C.SEEK): "SEEKS", ("MPI-IO", C.SYNC): "SYNCS",
@@ -53,7 +56,7 @@ class FileRecord:
 
     def access(self, op: str, offset: int, size: int, seconds: float, mode: str) -> None:
         """One read or write: counts, bytes, sizes, sequentiality and switches as Darshan does."""
-        names = _ACCESS[(op, mode, self.module == "MPI-IO")]
+        names = _ACCESS[(op, mode, self.module in AGGREGATE_BINS)]
         c = self.counters
         c[names.ops] += 1
         c[names.moved] += size
