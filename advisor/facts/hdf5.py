@@ -228,6 +228,18 @@ def hdf5_scattered_files(ctx: FactContext) -> list[str]:
 register_small_calls("hdf5", "H5D", "H5Dread/H5Dwrite calls")
 
 
+@fact("hdf5_calls_collective", "flag", "The HDF5 files' MPI-IO data calls were mostly collective (by calls, as "
+      "aggregation.mpiio_modes counts them): each H5Dread/H5Dwrite is then a collective MPI-IO call below, and "
+      "fewer, larger dataset calls are fewer collective calls (the mpiio_calls fix), not merged POSIX requests, "
+      "which the aggregators already make.", label="HDF5 dataset calls collective below")
+def hdf5_calls_collective(ctx: FactContext) -> bool:
+    from advisor.facts.aggregation import mpiio_modes
+
+    modes = mpiio_modes(ctx)
+    below = [modes[i] for i in hdf5_file_ids(ctx).tolist() if i in modes]
+    return bool(below) and all(below)
+
+
 def _chunk_misfits(ctx: FactContext) -> list[tuple[int, int, int, float]]:
     """(dataset row, chunk bytes, stripe size, read+write seconds) of the chunked datasets whose chunk is
     neither a multiple nor a divisor of their file's Lustre stripe size; Missing without chunks or layouts."""

@@ -19,6 +19,9 @@ from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace, ModuleRecords
 from replay.plan import SIZE_BIN_EDGES, SIZE_BIN_NAMES
 
 PREFIX = {"POSIX": "POSIX", "STDIO": "STDIO", "MPI-IO": "MPIIO", "H5F": "H5F", "H5D": "H5D"}
+# Darshan names the size bins of the calls an application makes to a library "aggregate" (the sizes of
+# the whole call, its datatype or selection): MPIIO_SIZE_WRITE_AGG_*, H5D_SIZE_WRITE_AGG_*; POSIX's are plain
+AGGREGATE_BINS = ("MPI-IO", "H5D")
 _SPANS = {"POSIX": (C.OPEN, C.CLOSE, C.READ, C.WRITE), "STDIO": (C.OPEN, C.CLOSE, C.READ, C.WRITE),
           "MPI-IO": (C.OPEN, C.CLOSE, C.READ, C.WRITE), "H5F": (C.OPEN, C.CLOSE), "H5D": ()}
 _OPS = {("POSIX", C.OPEN): "OPENS", ("POSIX", C.SEEK): "SEEKS", ("POSIX", C.STAT): "STATS",
@@ -149,7 +152,7 @@ def _accesses(module: str, out: Counters, rec: np.ndarray, kind: np.ndarray, off
               size: np.ndarray, dur: np.ndarray) -> None:
     """Bytes, size bins, sequential/consecutive accesses, slowest access, read/write switches and
     the four commonest sizes, as Darshan counts them per record."""
-    agg = "AGG_" if module == "MPI-IO" else ""
+    agg = "AGG_" if module in AGGREGATE_BINS else ""
     order = np.lexsort((np.arange(rec.size), rec))  # per record, in call order
     for op, (word, _, moved, max_byte) in _WORD.items():
         mask = kind == K[op]
