@@ -173,6 +173,21 @@ class Diagnosis:
         not the finding's): predictions rank the fixes (:meth:`fixes`), never the findings."""
         return sorted(self.findings, key=lambda f: (SEVERITY_RANK[f.severity], -f.cost_s, f.code))
 
+    def lost_s(self) -> float:
+        """The time per process the findings lose together. Their costs overlap (two findings
+        often describe the same seconds: small writes and small writes to a shared file), so
+        their sum is capped by the job's I/O time, though never below the costliest finding
+        (a straggler's cost is the slowest rank's, above the mean I/O time), and by the run."""
+        costs = [f.cost_s for f in self.findings if f.cost_s > 0]
+        if not costs:
+            return 0.0
+        io = self.summary.get("io_time_s")
+        cap = max(max(costs), float(io)) if isinstance(io, (int, float)) and io > 0 else sum(costs)
+        runtime = self.job.get("runtime_s")
+        if isinstance(runtime, (int, float)) and runtime > 0:
+            cap = min(cap, float(runtime))
+        return min(sum(costs), cap)
+
     def fixes(self) -> list[FixSummary]:
         """The distinct fixes the warn-or-high findings propose, best first (advisor.fixes)."""
         return fix_summaries(self.sorted_findings())

@@ -42,3 +42,21 @@ def test_a_failed_input_names_itself():
     doc = d.to_dict()
     assert doc["error"].endswith("not a Darshan log") and doc["source"]["path"] == "/logs/a.darshan"
     assert not d.findings and doc["job"]["nprocs"] == 0
+
+
+def test_a_jobs_loss_does_not_count_overlapping_findings_twice():
+    """The demo's findings describe the same small writes several times over (IO001, IO002, IO003,
+    ...): their costs add up to more than the job spent in I/O. The hook and the fleet report
+    the job's loss, which is capped by its I/O time but keeps the costliest finding whole."""
+    from advisor.api import diagnose_path
+    from tests.conftest import REPO
+
+    d = diagnose_path(REPO / "traces" / "ior-small-shared-4k.darshan")
+    costs = [f.cost_s for f in d.findings]
+    io = d.summary["io_time_s"]
+    assert sum(costs) > io  # the overlap the sum would count
+    assert max(costs) <= d.lost_s() <= io
+    straggler = Diagnosis(source={"path": "x"}, job={"runtime_s": 100.0}, summary={"io_time_s": 2.0},
+                          findings=[_finding(None)])
+    straggler.findings[0].cost_s = 8.0  # the slowest rank's excess, above the mean I/O time
+    assert straggler.lost_s() == 8.0

@@ -119,7 +119,9 @@ def test_summary_adds_up_the_dataset_rows(dataset: Path):
     lost = sum((j["cost_s"] or 0) * max(j["nprocs"] or 1, 1) for j in good) / 3600
     assert s.hours_lost == pytest.approx(lost)
     assert s.bytes_moved == sum((j["bytes_read"] or 0) + (j["bytes_written"] or 0) for j in good)
-    assert sum(r.hours for r in s.categories) == pytest.approx(lost)  # every finding has a category
+    # every finding has a category; a job's findings overlap (the job's loss is capped by its I/O
+    # time, Diagnosis.lost_s), so what the categories claim adds up to at least the jobs' loss
+    assert sum(r.hours for r in s.categories) >= lost * (1 - 1e-9)
     # the chart spans the recent weeks: the 2019 ALCF log's week is counted as left out
     assert s.weeks_left_out >= 1 and 0 < sum(sum(v) for v in s.weekly.values()) < lost
     assert [w.hours for w in s.worst] == sorted((w.hours for w in s.worst), reverse=True)

@@ -96,7 +96,7 @@ def _rows(log: LogFile, digest: str, profile: JobProfile, diagnosis: Diagnosis,
         "categories": sorted({f.category for f in findings}),
         "codes": [{"code": f.code, "category": f.category, "severity": f.severity,
                    "cost_s": float(f.cost_s)} for f in findings],
-        "cost_s": float(sum(f.cost_s for f in findings)),
+        "cost_s": float(diagnosis.lost_s()),  # overlapping costs: at most the I/O time
         "n_findings": len(findings),
         "features": _features(profile),
         "diagnosis": json.dumps(diagnosis.to_dict(), default=str),

@@ -49,9 +49,7 @@ def summarize(diagnoses: list[Diagnosis]) -> dict[str, Any]:
     categories: list[str] = []
     lost = 0.0
     for d in diagnoses:
-        job_lost = sum(f.cost_s for f in d.findings)
-        runtime = float(d.job.get("runtime_s") or 0.0)
-        lost += min(job_lost, runtime) if runtime > 0 else job_lost  # overlapping costs
+        lost += d.lost_s()
         for f in d.sorted_findings():
             counts[f.severity] += 1
             if f.category not in categories:
