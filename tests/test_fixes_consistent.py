@@ -133,3 +133,16 @@ def test_the_model_does_not_predict_hints_its_features_cannot_see():
     reason = got[fix_key(fix)].reason
     assert got[fix_key(fix)].speedup is None and "changes nothing this model describes" in reason
     assert got[fix_key(fpp)].speedup is not None
+
+
+def test_misaligned_aggregator_requests_get_romio_alignment_not_new_offsets(corpus):
+    """pydarshan's sample.darshan: 128 MiB collective writes whose POSIX requests (the aggregators'
+    file domains) all start off the 1 MiB stripe: the application cannot move them; ROMIO's
+    striping_unit hint can. A POSIX job's misaligned requests (ior -t 1000000) keep `align`."""
+    sample = by_code(diagnosed(corpus / "darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample.darshan"))
+    io020 = sample["IO020"]
+    assert io020.fix == {"transform": "hints", "striping_unit": 1048576}
+    assert "aggregators' requests" in io020.message and "striping_unit" in io020.recommendation.commands[0]
+    posix = by_code(diagnosed(corpus / "generated/i_misaligned_1000000/case.darshan"))
+    assert posix["IO020"].fix["transform"] == "align"
+    assert "aggregators" not in posix["IO020"].message

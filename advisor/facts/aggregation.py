@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, requests
-from advisor.facts._darshan import col, data_files, dxt, mpiio_write_only_ids, nprocs, records
+from advisor.facts._darshan import col, data_files, data_records, dxt, mpiio_write_only_ids, nprocs, records
 from advisor.profile import shared_mask
 
 
@@ -301,3 +301,12 @@ def _register_per_op(op: str) -> None:
 
 for _op in ("read", "write"):
     _register_per_op(_op)
+
+
+@fact("misaligned_below_collective", "flag", "Every file with POSIX requests off the file alignment was moved "
+      "with collective MPI-IO: the misaligned requests are the aggregators' file domains (where ROMIO cuts "
+      "the collective buffer), which ROMIO's striping hints align, not the application's offsets.",
+      label="misaligned requests made below collective MPI-IO")
+def misaligned_below_collective(ctx: FactContext) -> bool:
+    rec = data_records(ctx, "POSIX")
+    return all_collective(ctx, np.unique(rec.ids[col(rec, "FILE_NOT_ALIGNED") > 0]))
