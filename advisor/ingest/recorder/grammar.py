@@ -109,13 +109,13 @@ def expand(grammars: list[Grammar], limits: list[int]) -> list[np.ndarray]:
     for _ in range(MAX_DEPTH):
         below = np.ones(b.nrules, np.int64)
         np.maximum.at(below, b.rule_of[is_rule], height[child[is_rule]] + 1)
-        if np.array_equal(below, height):
+        changing = below != height
+        if not changing.any():
             break
         height = below
-    else:
-        changing = np.unique(b.owner[below != height])
-        raise GrammarError(f"{grammars[int(changing[0])].path}: grammar rules are recursive or nest "
-                           f"more than {MAX_DEPTH} deep")
+    else:  # heights still growing: a rule reaches itself (or nests absurdly deep)
+        g = int(b.owner[np.flatnonzero(changing)[0]])
+        raise GrammarError(f"{grammars[g].path}: grammar rules are recursive or nest more than {MAX_DEPTH} deep")
     # lengths as floats first: a hostile grammar's repetitions would overflow integers
     length = np.zeros(b.nrules)
     with np.errstate(over="ignore", invalid="ignore"):
