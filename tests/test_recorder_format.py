@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from advisor.ingest.recorder.format import RecorderTrace, TraceError
@@ -88,3 +89,22 @@ def test_short_timestamps_and_other_versions(corpus: Path, tmp_path: Path) -> No
     (folder / "VERSION").write_text("2.5.0")
     with pytest.raises(TraceError, match="not a readable Recorder trace"):
         RecorderTrace(folder)
+
+
+@pytest.mark.parametrize("position, value, reason", [
+    (3, -1, r"1\.cfg: grammar rules are recursive"),  # the start rule's first symbol: itself
+    (3, -999, r"1\.cfg: grammar references missing rule -999"),
+    (4, 2**31 - 1, r"1\.cfg: grammar expands to over \d+ calls, far more than its timestamps"),
+    (4, -1, r"1\.cfg: grammar holds negative repetitions"),
+])
+def test_damaged_grammars_are_named(corpus: Path, tmp_path: Path, position: int, value: int, reason: str) -> None:
+    """A grammar that loops, names a missing rule, or repeats a call 2^31 times is refused by name
+    before any memory is claimed for it."""
+    folder = _copy(corpus, "R3_posix_fpp_good", tmp_path)
+    cfg = folder / "1.cfg"
+    symbols = np.frombuffer(cfg.read_bytes(), "<i4").copy()  # rule count, -1, its length, value, reps
+    assert symbols[1] == -1
+    symbols[position] = value
+    cfg.write_bytes(symbols.tobytes())
+    with pytest.raises(TraceError, match=reason):
+        RecorderTrace(folder).rank(1)

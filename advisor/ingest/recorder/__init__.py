@@ -46,17 +46,22 @@ def load(path: Path) -> JobProfile:
     try:
         trace = RecorderTrace(folder)
         plans = PlanTable(trace.meta.functions)
-        chunks, per_function, runtime, first_call = [], np.zeros(256, np.int64), 0.0, 0
+        chunks, per_signature, runtime, first_call = [], np.zeros(0, np.int64), 0.0, 0
         for calls in trace.ranks():
             plans.extend(trace.signatures)
             chunks.append(_counted(calls, plans, first_call))
-            per_function += np.bincount(calls.func, minlength=256)
+            # calls per signature (cheaper per rank than per function: no gather of the calls)
+            seen = np.bincount(calls.terminal, minlength=len(trace.signatures))
+            seen[:per_signature.size] += per_signature
+            per_signature = seen
             runtime = max(runtime, float(calls.tend.max(initial=0.0)))
             first_call += len(calls)
     except TraceError as err:
         raise InputError(str(path), str(err).removeprefix(f"{folder}: ")) from None
     counted = Calls.concat(chunks)
     del chunks
+    per_function = np.bincount(trace.signatures.func[:per_signature.size], weights=per_signature,
+                               minlength=256).astype(np.int64)
     return _profile(trace, path, counted, plans, per_function, runtime, time.perf_counter() - started)
 
 

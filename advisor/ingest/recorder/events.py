@@ -125,7 +125,10 @@ def _files(calls: Calls, plans: PlanTable, idx: np.ndarray, out: Resolved) -> No
     position = _scan(first, is_set, np.where(seek, off, 0), step)
     from_end = seek & (wh >= 2)
     if from_end.any():  # whence SEEK_END and beyond: the position follows the bytes seen, walked
-        position = _walk_positions(first, k, sz, off, tr, wh, acc)
+        segment = np.cumsum(first) - 1
+        walk = np.isin(segment, np.unique(segment[from_end]))  # only the files that seek so
+        position[walk] = _walk_positions(first[walk], k[walk], sz[walk], off[walk], tr[walk], wh[walk],
+                                         acc[walk])
     placed = np.where(tr, off, position)
     result = np.empty_like(placed)
     result[order] = placed

@@ -164,7 +164,7 @@ def read_metadata(folder: Path) -> Metadata:
     return Metadata(version, ranks, start, resolution, ts_compression, bool(interprocess), tuple(names))
 
 
-_ENTRY_HEAD = struct.Struct("<iiii")  # terminal id, rank, key length, count
+_ENTRY_HEAD = struct.Struct("<i4xi4x")  # terminal id, (rank), key length, (count)
 
 
 def read_signatures(path: Path, table: SignatureTable) -> np.ndarray:
@@ -182,7 +182,7 @@ def read_signatures(path: Path, table: SignatureTable) -> np.ndarray:
     head, ids, size, pos = _ENTRY_HEAD.unpack_from, table.ids, len(raw), 4
     try:
         for _ in range(entries):
-            terminal, _rank, key_len, _count = head(raw, pos)
+            terminal, key_len = head(raw, pos)
             pos += 16 + key_len
             if not 0 <= terminal < entries or key_len < _KEY_HEAD.size:
                 raise _fail(path, "call-signature table damaged")

@@ -109,13 +109,13 @@ def expand(grammars: list[Grammar], limits: list[int]) -> list[np.ndarray]:
     for _ in range(MAX_DEPTH):
         below = np.ones(b.nrules, np.int64)
         np.maximum.at(below, b.rule_of[is_rule], height[child[is_rule]] + 1)
-        if np.array_equal(below, height):
+        changing = below != height
+        if not changing.any():
             break
         height = below
-    else:
-        changing = np.unique(b.owner[below != height])
-        raise GrammarError(f"{grammars[int(changing[0])].path}: grammar rules are recursive or nest "
-                           f"more than {MAX_DEPTH} deep")
+    else:  # heights still growing: a rule reaches itself (or nests absurdly deep)
+        g = int(b.owner[np.flatnonzero(changing)[0]])
+        raise GrammarError(f"{grammars[g].path}: grammar rules are recursive or nest more than {MAX_DEPTH} deep")
     # lengths as floats first: a hostile grammar's repetitions would overflow integers
     length = np.zeros(b.nrules)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -129,8 +129,14 @@ def expand(grammars: list[Grammar], limits: list[int]) -> list[np.ndarray]:
         raise GrammarError(f"{grammars[g].path}: grammar expands to over {8 * limits[g] + 1024} calls, "
                            "far more than its timestamps")
     size = length.astype(np.int64)
-    offset = np.cumsum(size) - size
-    out = np.zeros(int(size.sum()), np.int32)
+    # the buffer: one slot per symbol holding its terminal, then the rules' expansions, rules
+    # of one height in one block (rule order inside), so that a level is written contiguously
+    nsym = b.value.size
+    by_level = np.lexsort((np.arange(b.nrules), height))
+    offset = np.empty(b.nrules, np.int64)
+    offset[by_level] = nsym + np.cumsum(size[by_level]) - size[by_level]
+    out = np.zeros(nsym + int(size.sum()), np.int32)
+    out[:nsym] = np.where(is_rule, 0, b.value)
     for level in range(1, int(height.max(initial=1)) + 1):
         _write_level(b, level, height, size, offset, out)
     return [out[offset[s]:offset[s] + size[s]].copy() for s in b.start.tolist()]
@@ -138,25 +144,26 @@ def expand(grammars: list[Grammar], limits: list[int]) -> list[np.ndarray]:
 
 def _write_level(b: _Batch, level: int, height: np.ndarray, size: np.ndarray, offset: np.ndarray,
                  out: np.ndarray) -> None:
-    """Write every rule of one height: each symbol is its terminal repeated, or the already
-    written expansion of its rule repeated."""
+    """Write every rule of one height: each symbol is its terminal's slot or the already written
+    expansion of its rule, repeated; the level's rules fill one contiguous block of `out`."""
     sel = np.flatnonzero(height[b.rule_of] == level)
     if not sel.size:
         return
     rule, child, reps = b.rule_of[sel], b.child[sel], b.reps[sel]
-    piece = reps * np.where(child >= 0, size[np.maximum(child, 0)], 1)
-    end = np.cumsum(piece)
-    begin = end - piece
-    new_rule = np.ones(sel.size, bool)
-    new_rule[1:] = rule[1:] != rule[:-1]
-    rule_begin = begin[np.maximum.accumulate(np.where(new_rule, np.arange(sel.size), 0))]
-    dest = offset[rule] + begin - rule_begin
-    which = np.repeat(np.arange(sel.size), piece)
-    within = np.arange(int(end[-1])) - begin[which]
-    src_child = child[which]
-    from_rule = src_child >= 0
-    values = np.empty(which.size, np.int32)
-    values[~from_rule] = b.value[sel][which[~from_rule]]
-    c = src_child[from_rule]
-    values[from_rule] = out[offset[c] + within[from_rule] % size[c]]
-    out[dest[which] + within] = values
+    from_rule = child >= 0
+    source = np.where(from_rule, offset[np.maximum(child, 0)], sel)  # where each symbol's piece is
+    length = np.where(from_rule, size[np.maximum(child, 0)], 1)
+    piece = reps * length
+    begin = np.cumsum(piece) - piece
+    total = int(begin[-1] + piece[-1])
+    src = np.repeat(source - begin, piece) + np.arange(total)  # right for pieces written once
+    again = np.flatnonzero((reps > 1) & (piece > 0))
+    if again.size:  # repeated pieces: the position inside the piece, modulo the child's length
+        count = piece[again]
+        at = np.repeat(begin[again] - (np.cumsum(count) - count), count) + np.arange(int(count.sum()))
+        which = np.repeat(again, count)
+        src[at] = source[which] + (at - begin[which]) % length[which]
+    first = offset[rule[0]]
+    out[first:first + total] = out[src]
+
+
