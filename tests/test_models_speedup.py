@@ -123,6 +123,26 @@ def test_the_file_system_sees_what_collective_buffering_makes_of_the_calls():
     assert posix["log2_fs_request_pages"] == posix["log2_call_pages"] == 0.0
 
 
+def test_a_site_file_of_the_first_version_takes_new_rows_and_reads_back(tmp_path):
+    """A site's pairs.csv started by version 1 (no cpus, no log2_fs_request_pages): --verify keeps
+    appending to it with its own columns, and the rows read back with those values unknown."""
+    import csv
+
+    rows = pairs.read(SHIPPED_PAIRS)[:3]
+    old_columns = [c for c in pairs.COLUMNS if c != "cpus" and "fs_request" not in c]
+    site = tmp_path / "pairs.csv"
+    with open(site, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=old_columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows([dict(r, version="1") for r in rows[:2]])
+    pairs.append(site, rows[2:])
+    back = pairs.read(site)
+    assert len(back) == 3 and "cpus" not in back[2]
+    fitted = speedup.Rows.of(back)
+    assert np.isnan(fitted.x[:, speedup.INPUTS.index(speedup.LOAD)]).all()
+    assert np.isnan(fitted.x[:, speedup.INPUTS.index("b_log2_fs_request_pages")]).all()
+
+
 def test_the_load_is_a_condition_never_a_reason_to_decline():
     rows = pairs.read(SHIPPED_PAIRS)
     fitted = speedup.Rows.of(rows)
