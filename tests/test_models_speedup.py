@@ -73,6 +73,19 @@ def test_interface_direction_ranks_and_syncing_are_crossed_within_the_pattern_fa
     assert sum(f.startswith("small") for f in families) == sum(f.startswith("large") for f in families) == 3
 
 
+def test_no_shipped_fix_lies_outside_the_other_families():
+    """The point of crossing the factors: with any family held out, the others span every input
+    value it has, so leave-family-out declines none of its fixes (the first campaign declined the
+    whole `collective` and `write-only` families). Inputs only: no model is fitted."""
+    rows = speedup.Rows.of(pairs.read(SHIPPED_PAIRS))
+    for family in set(rows.family):
+        held = rows.family == family
+        measured = speedup.ranges(rows.subset(~held))
+        for i in np.flatnonzero(held):
+            assert speedup.outside(measured, dict(zip(speedup.INPUTS, rows.x[i])), str(rows.transform[i])) == [], \
+                (family, rows.workload[i], rows.transform[i])
+
+
 def test_the_shipped_measured_fixes_cover_every_family_and_transform():
     rows = pairs.read(SHIPPED_PAIRS)
     assert {r["family"] for r in rows} == set(campaign.families())
@@ -108,6 +121,26 @@ def test_the_file_system_sees_what_collective_buffering_makes_of_the_calls():
     assert two["log2_fs_request_pages"] == 10.0  # two aggregators: each writes its half
     posix = pairs.plan_features(plan_for(_point(), "ext4"), "ext4")
     assert posix["log2_fs_request_pages"] == posix["log2_call_pages"] == 0.0
+
+
+def test_a_site_file_of_the_first_version_takes_new_rows_and_reads_back(tmp_path):
+    """A site's pairs.csv started by version 1 (no cpus, no log2_fs_request_pages): --verify keeps
+    appending to it with its own columns, and the rows read back with those values unknown."""
+    import csv
+
+    rows = pairs.read(SHIPPED_PAIRS)[:3]
+    old_columns = [c for c in pairs.COLUMNS if c != "cpus" and "fs_request" not in c]
+    site = tmp_path / "pairs.csv"
+    with open(site, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=old_columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows([dict(r, version="1") for r in rows[:2]])
+    pairs.append(site, rows[2:])
+    back = pairs.read(site)
+    assert len(back) == 3 and "cpus" not in back[2]
+    fitted = speedup.Rows.of(back)
+    assert np.isnan(fitted.x[:, speedup.INPUTS.index(speedup.LOAD)]).all()
+    assert np.isnan(fitted.x[:, speedup.INPUTS.index("b_log2_fs_request_pages")]).all()
 
 
 def test_the_load_is_a_condition_never_a_reason_to_decline():
