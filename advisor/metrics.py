@@ -330,7 +330,7 @@ def shared_tables() -> Iterator[None]:
     """Within: :func:`summarize` and :func:`per_file` of a profile are computed once and shared.
 
     The engine's facts, the figures and the fleet's model features each ask for the same tables
-    of one profile (computing them again cost a fleet worker a tenth of its CPU per log).
+    of one profile (each computed them again, for every log of a fleet).
     Nothing may change the profile's records within (they are the ingested log); nested
     scopes share the outer one.
     """
