@@ -165,5 +165,3 @@ def _write_level(b: _Batch, level: int, height: np.ndarray, size: np.ndarray, of
         src[at] = source[which] + (at - begin[which]) % length[which]
     first = offset[rule[0]]
     out[first:first + total] = out[src]
-
-
