@@ -27,7 +27,8 @@ LAYERS = [
     ("facts and replay", ["advisor.facts", "advisor.verify", "advisor.probe"]),
     ("engine, models, reports", ["advisor.engine", "advisor.models", "advisor.report"]),
     # models.check and models.holdout put the pipeline, the replayer and a model side by side
-    ("pipeline", ["advisor.pipeline", "advisor.api", "advisor.models.check", "advisor.models.holdout"]),
+    ("pipeline", ["advisor.pipeline", "advisor.api", "advisor.models.check", "advisor.models.holdout",
+                  "advisor.tune"]),  # tune races replays of fixes the diagnosis proposes
     ("entry points", ["advisor.hooks", "advisor.fleet", "advisor.commands", "advisor.cli", "advisor.__main__"]),
 ]
 INDEPENDENT = {"advisor.models": ("advisor.engine", "advisor.facts")}  # learned models know no rules

@@ -83,3 +83,16 @@ def test_flash_layers_from_hdf5_mpiio_and_posix(flash_trace: Path) -> None:  # n
     assert "collectively" not in hdf004.recommendation.text
     (fix,) = [s for s in d.fixes() if s.fix["transform"] == "mpiio_calls"]
     assert set(fix.codes) == {"HDF004", "MPI008"} and not [s for s in d.fixes() if s.fix["transform"] == "coalesce"]
+
+
+def test_md004_names_mdtests_empty_files_by_what_they_are(corpus: Path) -> None:
+    """MD004: R4's 800 files are created, stat'ed and removed without a byte moved, 200 per rank: a
+    metadata load recognised by the files' shape (counted operations), not by a 1.6 s run's timings.
+    R1 and R3 move data in every file they open: silent."""
+    d = diagnose_path(recorder_dir(corpus) / "R4_mdtest" / "trace")
+    (md004,) = [f for f in d.findings if f.code == "MD004"]
+    assert md004.severity == "warn" and md004.category == "metadata"
+    assert md004.evidence["empty_file_count"] == md004.evidence["files_accessed"] == 800
+    assert md004.evidence["files_per_rank"] == 200 and md004.evidence["posix_opens"] >= 800
+    for name in ("R1_posix_small_shared", "R3_posix_fpp_good"):
+        assert "MD004" not in {f.code for f in diagnose_path(recorder_dir(corpus) / name / "trace").findings}
