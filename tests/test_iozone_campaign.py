@@ -54,6 +54,9 @@ def test_the_sweep_is_judged_as_a_whole(duscc):
     assert round(write["share"], 3) == round(376423.19 / 1024 / 8000, 3)
     assert "collect" in codes["BEN021"].recommendation.text and "SRV001" in codes["BEN021"].recommendation.text
     assert "64 threads" in codes["BEN022"].message
+    # the campaign rules count IOzone's scale in threads, as its output does
+    assert "at 64 threads" in codes["CAM004"].message and "tasks" not in codes["CAM004"].message
+    assert codes["CAM004"].evidence["campaign_clients"] == "threads"
 
 
 def test_the_html_report_draws_the_scaling_curve_against_threads(duscc):

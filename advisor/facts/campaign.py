@@ -44,6 +44,12 @@ def _pt(p) -> dict:
 
 
 
+@fact("campaign_clients", "enum", "What the campaign's scale counts: IOR's tasks or IOzone's threads.",
+      label="scale counted in")
+def campaign_clients(ctx: FactContext) -> str:
+    return _campaign(ctx).x_label
+
+
 @fact("campaign_knees", "record", "Curves with a knee: the task count after which doubling the clients "
       "gains less than campaign_knee_gain on the way to the curve's peak (flat curves excluded).",
       label="curves with a knee", fields=KNEE)
