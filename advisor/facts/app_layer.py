@@ -17,7 +17,7 @@ import numpy as np
 
 from advisor.facts import FactContext, fact
 from advisor.facts._darshan import not_data_ids
-from advisor.facts.layers import LAYERS, NO_FILE, layer_files
+from advisor.facts.layers import LAYERS, NO_FILE, account, layer_files
 
 BASE = ("POSIX", "STDIO")  # side by side: a file no layer above counted is the sum of both
 
@@ -89,3 +89,14 @@ def app_read_share_ops(ctx: FactContext) -> float:
       label="layers counted")
 def app_layers(ctx: FactContext) -> str:
     return " + ".join(app_traffic(ctx).layers)
+
+
+LIBRARIES = ("HDF5", "PnetCDF", "MPI-IO")
+
+
+@fact("app_library", "enum", "The topmost I/O library the job called (HDF5, PnetCDF, MPI-IO), else POSIX: "
+      "the layer where advice about how it calls for I/O applies, even where the log cannot place that "
+      "layer's records on files.", label="I/O library the job called")
+def app_library(ctx: FactContext) -> str:
+    present = {row.layer for row in account(ctx).rows}
+    return next((name for name in LIBRARIES if name in present), "POSIX")
