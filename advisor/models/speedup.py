@@ -39,6 +39,11 @@ The load is a condition of the node, not of the workload: a fix whose calls cost
 requests, MPI exchanges) gains differently on a busy node, so the model learns from the load each
 fix was measured under and predicts for a quiet node; below the quietest measurement, as there.
 It is never a reason to decline (:func:`outside`)."""
+SATURATING = {"b_log2_rank_phase_mib"}
+"""Inputs never a reason to decline above what was measured: a phase moving more than the largest
+volume measured pays its fixed costs over more bytes still, so a fix's speedup nears its limit
+for that pattern, what the trees predict at the largest volume (a verification's plan moves at
+most 256 MiB a pass). Below the smallest volume measured, fixed costs weigh more: declined."""
 MARGIN = 0.1  # share of a feature's training span a value may lie beyond it
 MIN_SLACK = {"fraction": 0.05, "log2": 0.5}  # ... and at least this much (shares, log2 values)
 STILL = 1e-6  # a change smaller than this is no change
@@ -137,7 +142,7 @@ def outside(measured: dict, x: dict[str, float], transform: str) -> list[str]:
             continue
         floor = MIN_SLACK["log2" if "log2" in name else "fraction"]
         slack = max(MARGIN * (span[1] - span[0]), floor)
-        if value < span[0] - slack or value > span[1] + slack:
+        if value < span[0] - slack or (value > span[1] + slack and name not in SATURATING):
             out.append(f"{_said(name)} {value:.3g} vs measured {span[0]:.3g}..{span[1]:.3g}")
     still = all(abs(x.get(f"d_{d}", 0.0)) < STILL or not math.isfinite(x.get(f"d_{d}", 0.0)) for d in DESCRIPTORS)
     if still and transform not in (measured.get("transforms") or []):
