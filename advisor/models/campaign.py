@@ -3,10 +3,11 @@
 A *family* is one kind of access pattern: the request geometry (sequential, random offsets,
 unaligned) and its size class (small below 256 KiB, large from it), six families in all. The
 interface (POSIX, independent MPI-IO, collective MPI-IO per call, collective through a file
-view), the direction (write then read back, write only, cold read), the rank count (1, 2) and
-the syncing (none, every k writes, after every write) are factors *crossed inside every family*,
-so that holding one family out leaves others spanning every interface, direction, rank count
-and syncing, and every geometry and size class is carried by two families. (The first campaign
+view), the direction (write then read back, write only, cold read), the rank count (1, 2), the
+syncing (none, every k writes, after every write) and the volume per rank and phase (1 MiB,
+4 MiB, 16-128 MiB: :data:`VOLUME`) are factors *crossed inside every family*, so that holding
+one family out leaves others spanning every interface, direction, rank count, syncing and
+volume, and every geometry and size class is carried by two families. (The first campaign
 made interfaces and directions families of their own: `collective` and `write-only` were each
 the only family with a value of one input, and were declined whole when held out.)
 

@@ -3,8 +3,9 @@
 Inputs of a fix on a workload (:func:`inputs`): what the workload's plan is, in shares and ratios
 (:data:`advisor.models.pairs.DESCRIPTORS`), and what the fix changes of it (each descriptor after
 the fix minus before: a coalescing to 4 MiB raises ``log2_call_pages`` by 10 on 4 KiB requests,
-by 2 on 1 MiB ones). No absolute size, no fix name: a fix is judged by what it does to the plan,
-so what is learned of one fix transfers to another that changes the plan alike. The target is
+by 2 on 1 MiB ones). One absolute size, log-scaled: the volume a rank moves in a phase, which
+the per-phase fixed costs are a share of. No fix name: a fix is judged by what it does to the
+plan, so what is learned of one fix transfers to another that changes the plan alike. The target is
 log10 of the speedup verification measured (:mod:`advisor.models.pairs`).
 
 The interval is symmetric in log10: the prediction widened by the 80 % conformal quantile of
