@@ -77,8 +77,8 @@ def test_interface_direction_ranks_and_syncing_are_crossed_within_the_pattern_fa
 
 def test_the_volume_a_rank_moves_in_a_phase_tells_the_demo_from_the_campaigns_4k_workload():
     """The demo's coalescing measured 3.2x-4.4x, the campaign's 4 KiB shared workload 2.6x-2.9x,
-    with every other descriptor equal within 0.01 (opens per call: 1/16,384 and 1/1,024): the demo moves 32 MiB per rank and phase,
-    that workload 4 MiB (the miss that motivated the third design)."""
+    with every other descriptor equal within 0.01 (opens per call: 1/16,384 and 1/1,024): the demo
+    moves 32 MiB per rank and phase, that workload 4 MiB (the miss that motivated the third design)."""
     from advisor.verify import replay_plan
 
     demo = pairs.plan_features(replay_plan(api.load(DEMO)), "ext4")
