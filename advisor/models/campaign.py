@@ -3,10 +3,11 @@
 A *family* is one kind of access pattern: the request geometry (sequential, random offsets,
 unaligned) and its size class (small below 256 KiB, large from it), six families in all. The
 interface (POSIX, independent MPI-IO, collective MPI-IO per call, collective through a file
-view), the direction (write then read back, write only, cold read), the rank count (1, 2) and
-the syncing (none, every k writes, after every write) are factors *crossed inside every family*,
-so that holding one family out leaves others spanning every interface, direction, rank count
-and syncing, and every geometry and size class is carried by two families. (The first campaign
+view), the direction (write then read back, write only, cold read), the rank count (1, 2), the
+syncing (none, every k writes, after every write) and the volume per rank and phase (1 MiB,
+4 MiB, 16-128 MiB: :data:`VOLUME`) are factors *crossed inside every family*, so that holding
+one family out leaves others spanning every interface, direction, rank count, syncing and
+volume, and every geometry and size class is carried by two families. (The first campaign
 made interfaces and directions families of their own: `collective` and `write-only` were each
 the only family with a value of one input, and were declined whole when held out.)
 
@@ -187,6 +188,66 @@ NEW: dict[str, list[Workload]] = {
 """Pattern family -> the workloads measured for this design (beside FIRST_CAMPAIGN's)."""
 
 
+_L, _T = {"volume": "large"}, {"volume": "tiny"}
+VOLUME: dict[str, list[Workload]] = {
+    # the third design (frozen before measuring): the volume per rank crossed inside every family.
+    # The first two moved about 4 MiB per rank and phase (the calibration's `small` volume), so the
+    # per-phase fixed costs (open, close, barriers) capped what a fix buys, and no input could say
+    # that a job moving 32 MiB a phase (the demo) gains more. `large` (128 MiB wanted, at most 4,096
+    # requests, 512 collective calls: 4 KiB -> 16 MiB, 8 KiB -> 32, 16 KiB -> 64) spans the 8-128 MiB a
+    # verification's plan of a corpus log moves per rank and phase; `tiny` (1 MiB) the low end.
+    # Large volumes first in every family: a campaign cut short measures them first.
+    "small-sequential": [
+        _w(transfer=4 * KiB, **_L), _w(transfer=8 * KiB, **_L),
+        _w(transfer=16 * KiB, layout="fpp", **_L, **_COLD), _w(api="mpiio", transfer=32 * KiB, **_L, **_WO),
+        _w(api="collective", transfer=64 * KiB, **_L), _w(api="collective-view", transfer=16 * KiB, **_L, **_COLD),
+        _w(transfer=4 * KiB, nprocs=1, fsync="every-16", **_L), _w(api="collective", transfer=1 * KiB, **_T, **_WO),
+    ],
+    "small-random": [
+        _w(order="random", transfer=4 * KiB, **_L), _w(order="random", transfer=16 * KiB, layout="fpp", **_L, **_COLD),
+        _w(order="random", api="mpiio", transfer=32 * KiB, **_L, **_WO),
+        _w(order="random", api="collective", transfer=16 * KiB, **_L),
+        _w(order="random", transfer=64 * KiB, nprocs=1, **_L),
+        _w(order="random", transfer=8 * KiB, fsync="every-4", **_L),
+        _w(order="random", transfer=4 * KiB, **_T, **_COLD),
+        _w(order="random", api="collective", transfer=4 * KiB, **_T, **_WO),
+    ],
+    "small-unaligned": [
+        _w(aligned=False, transfer=4 * KiB, **_L), _w(aligned=False, transfer=16 * KiB, layout="fpp", **_L, **_WO),
+        _w(aligned=False, api="mpiio", transfer=64 * KiB, **_L, **_COLD),
+        _w(aligned=False, api="collective", transfer=16 * KiB, **_L, **_WO),
+        _w(aligned=False, api="collective-view", transfer=8 * KiB, **_L),
+        _w(aligned=False, transfer=4 * KiB, nprocs=1, fsync="every-16", **_L),
+        _w(aligned=False, transfer=4 * KiB, **_T, **_COLD), _w(aligned=False, api="collective", transfer=1 * KiB, **_T),
+    ],
+    "large-sequential": [
+        _w(api="mpiio", transfer=1 * MiB, **_L, **_COLD), _w(api="collective", transfer=4 * MiB, **_L, **_WO),
+        _w(api="collective-view", transfer=1 * MiB, **_L), _w(transfer=256 * KiB, nprocs=1, **_L, **_WO),
+        _w(transfer=1 * MiB, layout="fpp", fsync="every-4", **_L), _w(transfer=1 * MiB, **_T),
+        _w(api="mpiio", transfer=256 * KiB, **_T, **_WO), _w(api="collective", transfer=256 * KiB, **_T, **_COLD),
+    ],
+    "large-random": [
+        _w(order="random", transfer=1 * MiB, **_L), _w(order="random", transfer=256 * KiB, layout="fpp", **_L, **_COLD),
+        _w(order="random", api="mpiio", transfer=4 * MiB, **_L, **_WO),
+        _w(order="random", api="collective", transfer=1 * MiB, **_L),
+        _w(order="random", transfer=256 * KiB, nprocs=1, fsync="every-16", **_L),
+        _w(order="random", transfer=256 * KiB, **_T), _w(order="random", api="mpiio", transfer=1 * MiB, **_T, **_COLD),
+        _w(order="random", api="collective", transfer=256 * KiB, **_T, **_WO),
+    ],
+    "large-unaligned": [
+        _w(aligned=False, transfer=1 * MiB, **_L), _w(aligned=False, transfer=256 * KiB, layout="fpp", **_L, **_COLD),
+        _w(aligned=False, api="mpiio", transfer=1 * MiB, **_L, **_WO),
+        _w(aligned=False, api="collective", transfer=4 * MiB, **_L, **_COLD),
+        _w(aligned=False, api="collective-view", transfer=256 * KiB, **_L),
+        _w(aligned=False, transfer=1 * MiB, nprocs=1, **_L),
+        _w(aligned=False, transfer=256 * KiB, **_T, **_WO), _w(aligned=False, api="mpiio", transfer=1 * MiB, **_T),
+    ],
+}
+"""Pattern family -> the workloads of the third design: the volume per rank and phase crossed
+inside every family (every family has 1 MiB and 16-128 MiB workloads, so none is the only one
+with a volume), measured after NEW's."""
+
+
 def _first(key: str, write_only: bool = False) -> Workload:
     return Workload(Point.from_key(key + ":small:0:0"), write_only)
 
@@ -239,7 +300,7 @@ campaign chose them."""
 def families() -> dict[str, list[Workload]]:
     """Pattern family -> every workload of the design (the first campaign's, then the new ones)."""
     out: dict[str, list[Workload]] = {}
-    for w in FIRST_CAMPAIGN + [w for ws in NEW.values() for w in ws]:
+    for w in FIRST_CAMPAIGN + [w for ws in (*NEW.values(), *VOLUME.values()) for w in ws]:
         out.setdefault(pattern(w), []).append(w)
     return dict(sorted(out.items()))
 
@@ -247,8 +308,10 @@ def families() -> dict[str, list[Workload]]:
 def order() -> list[Workload]:
     """The workloads still to measure in a fresh campaign, families interleaved so that a
     campaign cut short covers them all (the first campaign's come first)."""
-    lists = [list(ws) for ws in NEW.values()]
-    return FIRST_CAMPAIGN + [w for group in itertools.zip_longest(*lists) for w in group if w]
+    def interleaved(design: dict[str, list[Workload]]) -> list[Workload]:
+        return [w for group in itertools.zip_longest(*design.values()) for w in group if w]
+
+    return FIRST_CAMPAIGN + interleaved(NEW) + interleaved(VOLUME)
 
 
 def workload_plan(w: Workload, fstype: str):

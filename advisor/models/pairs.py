@@ -28,16 +28,21 @@ from advisor.models.features import SMALL_CALL, features
 
 PAIRS_FILE = "pairs.csv.gz"  # shipped (read-only) rows
 SITE_PAIRS_FILE = "pairs.csv"  # rows a site's verifications append to
-PAIRS_VERSION = 2  # 2: what reaches the file system (log2_fs_request_pages), cpus
+PAIRS_VERSION = 3  # 2: what reaches the file system (log2_fs_request_pages), cpus; 3: log2_rank_phase_mib
 
 DESCRIPTORS = ("log2_call_pages", "log2_calls_per_mib", "small_call_share", "log2_pieces_per_call",
                "read_fraction", "reread_fraction", "consecutive_fraction", "forward_fraction",
                "unaligned_fraction", "shared_fraction", "ranks_per_file", "io_rank_fraction",
                "fsync_per_write", "log2_write_bytes_per_fsync", "mpiio_fraction", "collective_fraction",
-               "opens_per_call", "log2_nprocs", "log2_fs_request_pages")
+               "opens_per_call", "log2_nprocs", "log2_fs_request_pages", "log2_rank_phase_mib")
 """What a plan is, in shares and ratios (sizes only relative to a 4 KiB page): what the ranks ask
 of the I/O interface, and what reaches the file system (``log2_fs_request_pages``, the requests
-after collective buffering merged the pieces of each collective call; :mod:`fs_requests`)."""
+after collective buffering merged the pieces of each collective call; :mod:`fs_requests`). One
+absolute size, log-scaled: the volume a rank moves in a phase (``log2_rank_phase_mib``), which
+the per-phase fixed costs (open, close, barriers, the sync at close) are a share of: a fix that
+removes per-request costs gains more the more a phase moves (a phase's time is about fixed +
+requests x per-request + bytes x per-byte; the requests per byte are ``log2_calls_per_mib`` and
+``log2_fs_request_pages``, so the volume is what carries the fixed share)."""
 PAGE = 4096
 
 COLUMNS = ("family", "workload", "fix", "transform", "speedup", "ci_low", "ci_high", "pairs", "verdict",
@@ -45,7 +50,7 @@ COLUMNS = ("family", "workload", "fix", "transform", "speedup", "ci_low", "ci_hi
            *(f"b_{d}" for d in DESCRIPTORS), *(f"a_{d}" for d in DESCRIPTORS), "cpus")
 """A row's columns; ``load1`` (the 1-minute load average while the fix was measured) over ``cpus``
 (the measuring node's CPUs) is the load a measurement ran under (:mod:`advisor.models.speedup`)."""
-READABLE_VERSIONS = ("1", "2")  # version 1 rows lack log2_fs_request_pages and cpus: read as unknown
+READABLE_VERSIONS = ("1", "2", "3")  # rows of an earlier version lack what it added: read as unknown
 
 
 def plan_features(plan, fstype: str = "") -> dict[str, float]:
@@ -67,7 +72,10 @@ def plan_features(plan, fstype: str = "") -> dict[str, float]:
     used = per_file[per_file > 0]
     call_bytes = whole.bytes / whole.calls if whole.calls else math.nan
     fs_bytes, fs_count = fs_requests(plan)
+    phases = len(np.unique(ops["phase"][data & (ops["length"] > 0)]))
+    per_rank_phase = fs_bytes / (max(plan.nranks, 1) * phases) if phases else 0.0
     out = {
+        "log2_rank_phase_mib": math.log2(per_rank_phase / 2**20) if per_rank_phase > 0 else math.nan,
         "log2_fs_request_pages": math.log2(fs_bytes / fs_count / PAGE) if fs_count and fs_bytes else math.nan,
         "log2_call_pages": math.log2(call_bytes / PAGE) if call_bytes > 0 else math.nan,
         "log2_calls_per_mib": math.log2(whole.calls / (whole.bytes / 2**20)) if whole.bytes else math.nan,

@@ -3,8 +3,9 @@
 Inputs of a fix on a workload (:func:`inputs`): what the workload's plan is, in shares and ratios
 (:data:`advisor.models.pairs.DESCRIPTORS`), and what the fix changes of it (each descriptor after
 the fix minus before: a coalescing to 4 MiB raises ``log2_call_pages`` by 10 on 4 KiB requests,
-by 2 on 1 MiB ones). No absolute size, no fix name: a fix is judged by what it does to the plan,
-so what is learned of one fix transfers to another that changes the plan alike. The target is
+by 2 on 1 MiB ones). One absolute size, log-scaled: the volume a rank moves in a phase, which
+the per-phase fixed costs are a share of. No fix name: a fix is judged by what it does to the
+plan, so what is learned of one fix transfers to another that changes the plan alike. The target is
 log10 of the speedup verification measured (:mod:`advisor.models.pairs`).
 
 The interval is symmetric in log10: the prediction widened by the 80 % conformal quantile of
@@ -39,6 +40,11 @@ The load is a condition of the node, not of the workload: a fix whose calls cost
 requests, MPI exchanges) gains differently on a busy node, so the model learns from the load each
 fix was measured under and predicts for a quiet node; below the quietest measurement, as there.
 It is never a reason to decline (:func:`outside`)."""
+SATURATING = {"b_log2_rank_phase_mib"}
+"""Inputs never a reason to decline above what was measured: a phase moving more than the largest
+volume measured pays its fixed costs over more bytes still, so a fix's speedup nears its limit
+for that pattern, what the trees predict at the largest volume (a verification's plan moves at
+most 256 MiB a pass). Below the smallest volume measured, fixed costs weigh more: declined."""
 MARGIN = 0.1  # share of a feature's training span a value may lie beyond it
 MIN_SLACK = {"fraction": 0.05, "log2": 0.5}  # ... and at least this much (shares, log2 values)
 STILL = 1e-6  # a change smaller than this is no change
@@ -137,7 +143,7 @@ def outside(measured: dict, x: dict[str, float], transform: str) -> list[str]:
             continue
         floor = MIN_SLACK["log2" if "log2" in name else "fraction"]
         slack = max(MARGIN * (span[1] - span[0]), floor)
-        if value < span[0] - slack or value > span[1] + slack:
+        if value < span[0] - slack or (value > span[1] + slack and name not in SATURATING):
             out.append(f"{_said(name)} {value:.3g} vs measured {span[0]:.3g}..{span[1]:.3g}")
     still = all(abs(x.get(f"d_{d}", 0.0)) < STILL or not math.isfinite(x.get(f"d_{d}", 0.0)) for d in DESCRIPTORS)
     if still and transform not in (measured.get("transforms") or []):
