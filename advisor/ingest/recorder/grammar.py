@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from advisor.ingest.recorder.chains import walk
+
 MAX_DEPTH = 256  # rules nested deeper than this are refused (FLASH's grammars nest 8 deep)
 
 
@@ -35,31 +37,49 @@ class Grammar:
 
 def parse(raw: bytes, path: Path) -> Grammar:
     """Rule count, then per rule its id, its symbol count and (value, repetitions) per symbol."""
-    if len(raw) < 4 or len(raw) % 4:
-        raise GrammarError("grammar truncated")
-    ints = np.frombuffer(raw, dtype="<i4")
-    words = ints.tolist()
-    count, size, heads, pos = words[0], len(words), [], 1
-    for _ in range(max(count, 0)):  # rule heads chain: each rule's length says where the next starts
-        if pos + 2 > size or words[pos + 1] < 0:
-            raise GrammarError(f"grammar truncated after {len(heads)} of {count} rules")
-        heads.append(pos)
-        pos += 2 + 2 * words[pos + 1]
-    if pos > size:
-        raise GrammarError(f"grammar truncated in rule {words[heads[-1]]}")
-    at = np.array(heads, np.int64)
-    length = ints[at + 1].astype(np.int64) if heads else np.zeros(0, np.int64)
+    (grammar,) = parse_all([raw], [path])
+    return grammar
+
+
+def parse_all(raws: list[bytes], paths: list[Path]) -> list[Grammar]:
+    """Several ``.cfg`` files, their rule heads found together (:mod:`chains`)."""
+    for raw, path in zip(raws, paths):
+        if len(raw) < 4 or len(raw) % 4:
+            raise GrammarError(f"{path}: grammar truncated")
+    words = np.frombuffer(b"".join(raws) + bytes(8), "<i4")
+    size = np.array([len(raw) // 4 for raw in raws], np.int64)
+    begin = np.cumsum(size) - size
+    count = np.maximum(words[begin], 0).astype(np.int64)
+    heads, _ = walk(begin + 1, count, lambda at: 2 + 2 * words[np.minimum(at + 1, words.size - 1)].astype(np.int64))
+    owner = np.repeat(np.arange(len(raws)), count)
+    limit = (begin + size)[owner]
+    length = words[np.minimum(heads + 1, words.size - 1)].astype(np.int64)
+    bad = (heads + 2 > limit) | (length < 0) | (heads + 2 + 2 * length > limit)
+    if bad.any():  # the first bad rule: its head is cut off (or nonsense), or its symbols are
+        i = int(np.argmax(bad))
+        nth = i - int(np.searchsorted(owner, owner[i]))
+        head_cut = heads[i] + 2 > limit[i] or length[i] < 0
+        why = (f"grammar truncated after {nth} of {int(count[owner[i]])} rules" if head_cut
+               else f"grammar truncated in rule {int(words[heads[i]])}")
+        raise GrammarError(f"{paths[int(owner[i])]}: {why}")
     first = np.cumsum(length) - length
-    symbols = np.repeat(at + 2 - 2 * first, 2 * length) + np.arange(2 * int(length.sum()))
-    pairs = ints[symbols].astype(np.int64).reshape(-1, 2)
-    rule_ids = ints[at].astype(np.int64) if heads else np.zeros(0, np.int64)
-    if not (rule_ids == -1).any():
-        raise GrammarError("grammar has no start rule")
-    if (rule_ids >= 0).any():
-        raise GrammarError(f"grammar rule id {int(rule_ids[rule_ids >= 0][0])} is not negative")
-    if (pairs[:, 1] < 0).any():
-        raise GrammarError("grammar holds negative repetitions")
-    return Grammar(path, rule_ids, length, pairs[:, 0], pairs[:, 1])
+    symbols = np.repeat(heads + 2 - 2 * first, 2 * length) + np.arange(2 * int(length.sum()))
+    pairs = words[symbols].astype(np.int64).reshape(-1, 2)
+    rule_ids = words[heads].astype(np.int64)
+    rules = np.concatenate(([0], np.cumsum(count))).tolist()  # grammar g: rules[g]:rules[g + 1]
+    syms = np.concatenate(([0], np.cumsum(length)))[rules].tolist()
+    return [_checked(Grammar(path, rule_ids[r0:r1], length[r0:r1], pairs[s0:s1, 0], pairs[s0:s1, 1]))
+            for path, r0, r1, s0, s1 in zip(paths, rules, rules[1:], syms, syms[1:])]
+
+
+def _checked(g: Grammar) -> Grammar:
+    if not (g.rule_ids == -1).any():
+        raise GrammarError(f"{g.path}: grammar has no start rule")
+    if (g.rule_ids >= 0).any():
+        raise GrammarError(f"{g.path}: grammar rule id {int(g.rule_ids[g.rule_ids >= 0][0])} is not negative")
+    if (g.reps < 0).any():
+        raise GrammarError(f"{g.path}: grammar holds negative repetitions")
+    return g
 
 
 @dataclass
