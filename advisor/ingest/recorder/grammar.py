@@ -124,24 +124,18 @@ def expand(grammars: list[Grammar], limits: list[int]) -> list[np.ndarray]:
     rules may expand to at most eight times that many terminals together."""
     b = _batch(grammars)
     is_rule = b.child >= 0
-    child = np.maximum(b.child, 0)
-    height = np.ones(b.nrules, np.int64)
-    for _ in range(MAX_DEPTH):
-        below = np.ones(b.nrules, np.int64)
-        np.maximum.at(below, b.rule_of[is_rule], height[child[is_rule]] + 1)
-        changing = below != height
-        if not changing.any():
-            break
-        height = below
-    else:  # heights still growing: a rule reaches itself (or nests absurdly deep)
-        g = int(b.owner[np.flatnonzero(changing)[0]])
-        raise GrammarError(f"{grammars[g].path}: grammar rules are recursive or nest more than {MAX_DEPTH} deep")
+    height = _heights(b, is_rule, grammars)
+    # symbols grouped by their rule's height (rule order inside): a level is one slice
+    sym_order = np.argsort(height[b.rule_of], kind="stable")
+    bounds = np.searchsorted(height[b.rule_of][sym_order], np.arange(1, int(height.max(initial=1)) + 2))
+    levels = [sym_order[lo:hi] for lo, hi in zip(bounds.tolist(), bounds[1:].tolist())]
     # lengths as floats first: a hostile grammar's repetitions would overflow integers
     length = np.zeros(b.nrules)
     with np.errstate(over="ignore", invalid="ignore"):
-        for _ in range(int(height.max(initial=1))):
-            length = np.bincount(b.rule_of, weights=b.reps * np.where(is_rule, length[child], 1.0),
-                                 minlength=b.nrules)
+        for sel in levels:  # a rule's length from the lengths of the rules below it
+            child = b.child[sel]
+            length += np.bincount(b.rule_of[sel], minlength=b.nrules,
+                                  weights=b.reps[sel] * np.where(child >= 0, length[np.maximum(child, 0)], 1.0))
         total = np.bincount(b.owner, weights=length, minlength=len(grammars))
         over = np.flatnonzero(~(total <= 8 * np.array(limits, np.float64) + 1024))  # NaN: over too
     if over.size:
@@ -157,16 +151,35 @@ def expand(grammars: list[Grammar], limits: list[int]) -> list[np.ndarray]:
     offset[by_level] = nsym + np.cumsum(size[by_level]) - size[by_level]
     out = np.zeros(nsym + int(size.sum()), np.int32)
     out[:nsym] = np.where(is_rule, 0, b.value)
-    for level in range(1, int(height.max(initial=1)) + 1):
-        _write_level(b, level, height, size, offset, out)
-    return [out[offset[s]:offset[s] + size[s]].copy() for s in b.start.tolist()]
+    for sel in levels:
+        _write_level(b, sel, size, offset, out)
+    # views of the batch's buffer: it lives while a grammar of the batch is still used
+    return [out[offset[s]:offset[s] + size[s]] for s in b.start.tolist()]
 
 
-def _write_level(b: _Batch, level: int, height: np.ndarray, size: np.ndarray, offset: np.ndarray,
-                 out: np.ndarray) -> None:
-    """Write every rule of one height: each symbol is its terminal's slot or the already written
-    expansion of its rule, repeated; the level's rules fill one contiguous block of `out`."""
-    sel = np.flatnonzero(height[b.rule_of] == level)
+def _heights(b: _Batch, is_rule: np.ndarray, grammars: list[Grammar]) -> np.ndarray:
+    """Each rule's height: 1 for rules of terminals only, else one more than its tallest child."""
+    parent, child = b.rule_of[is_rule], b.child[is_rule]  # symbols in rule order: parents sorted
+    head = np.flatnonzero(np.concatenate(([True], parent[1:] != parent[:-1]))) if parent.size else parent
+    parents = parent[head]
+    height = np.ones(b.nrules, np.int64)
+    for _ in range(MAX_DEPTH):
+        below = np.ones(b.nrules, np.int64)
+        if head.size:
+            below[parents] = np.maximum.reduceat(height[child], head) + 1
+        changing = below != height
+        if not changing.any():
+            return height
+        height = below
+    # heights still growing: a rule reaches itself (or nests absurdly deep)
+    g = int(b.owner[np.flatnonzero(changing)[0]])
+    raise GrammarError(f"{grammars[g].path}: grammar rules are recursive or nest more than {MAX_DEPTH} deep")
+
+
+def _write_level(b: _Batch, sel: np.ndarray, size: np.ndarray, offset: np.ndarray, out: np.ndarray) -> None:
+    """Write every rule of one height (its symbols `sel`): each symbol is its terminal's slot or
+    the already written expansion of its rule, repeated; the level's rules fill one contiguous
+    block of `out`."""
     if not sel.size:
         return
     rule, child, reps = b.rule_of[sel], b.child[sel], b.reps[sel]
