@@ -47,15 +47,16 @@ def load(path: Path) -> JobProfile:
         trace = RecorderTrace(folder)
         plans = PlanTable(trace.meta.functions)
         chunks, per_signature, runtime, first_call = [], np.zeros(0, np.int64), 0.0, 0
-        for calls in trace.ranks():
+        for batch in trace.batches():
             plans.extend(trace.signatures)
-            chunks.append(_counted(calls, plans, first_call))
-            # calls per signature (cheaper per rank than per function: no gather of the calls)
-            seen = np.bincount(calls.terminal, minlength=len(trace.signatures))
+            terminal = np.concatenate([c.terminal for c in batch])
+            chunks.append(_counted(batch, terminal, plans, first_call))
+            # calls per signature (cheaper than per function: no gather of the calls)
+            seen = np.bincount(terminal, minlength=len(trace.signatures))
             seen[:per_signature.size] += per_signature
             per_signature = seen
-            runtime = max(runtime, float(calls.tend.max(initial=0.0)))
-            first_call += len(calls)
+            runtime = max(runtime, *(float(c.tend.max(initial=0.0)) for c in batch))
+            first_call += terminal.size
     except TraceError as err:
         raise InputError(str(path), str(err).removeprefix(f"{folder}: ")) from None
     counted = Calls.concat(chunks)
@@ -65,23 +66,28 @@ def load(path: Path) -> JobProfile:
     return _profile(trace, path, counted, plans, per_function, runtime, time.perf_counter() - started)
 
 
-def _counted(calls: RankCalls, plans: PlanTable, first_call: int) -> tuple:
-    """The columns of :class:`Calls` for the calls of one rank that a plan counts."""
-    keep = np.flatnonzero(plans.group[calls.terminal] > 0)
-    parent = _parents(calls.level)[keep]
-    return (np.full(keep.size, calls.rank, np.int32), keep + first_call,
-            np.where(parent >= 0, parent + first_call, -1), calls.terminal[keep], calls.tstart[keep],
-            calls.tend[keep])
+def _counted(batch: list[RankCalls], terminal: np.ndarray, plans: PlanTable, first_call: int) -> tuple:
+    """The columns of :class:`Calls` for the calls of a batch of ranks that a plan counts."""
+    keep = np.flatnonzero(plans.group[terminal] > 0)
+    sizes = np.array([len(c) for c in batch], np.int64)
+    rank_start = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    parent = _parents(batch[0].signatures.level[terminal], keep, rank_start)
+    return (np.repeat(np.array([c.rank for c in batch], np.int32), sizes)[keep], keep + first_call,
+            np.where(parent >= 0, parent + first_call, -1), terminal[keep],
+            np.concatenate([c.tstart for c in batch])[keep], np.concatenate([c.tend for c in batch])[keep])
 
 
-def _parents(level: np.ndarray) -> np.ndarray:
-    """Index of each call's caller (the last earlier call one level up), -1 at depth 0."""
-    parent = np.full(level.size, -1, np.int64)
-    for depth in range(1, int(level.max(initial=0)) + 1):
-        here = np.flatnonzero(level == depth)
-        above = np.flatnonzero(level == depth - 1)
-        k = np.searchsorted(above, here) - 1
-        parent[here] = np.where(k >= 0, above[np.maximum(k, 0)], -1)
+def _parents(level: np.ndarray, keep: np.ndarray, rank_start: np.ndarray) -> np.ndarray:
+    """Index of the caller of each call `keep` (the last earlier call of its rank one level up),
+    -1 at depth 0."""
+    parent = np.full(keep.size, -1, np.int64)
+    depth = level[keep]
+    for d in range(1, int(depth.max(initial=0)) + 1):
+        here = np.flatnonzero(depth == d)
+        above = np.flatnonzero(level == d - 1)
+        k = np.searchsorted(above, keep[here]) - 1
+        found = above[np.maximum(k, 0)]
+        parent[here] = np.where((k >= 0) & (found >= rank_start[keep[here]]), found, -1)
     return parent
 
 

@@ -292,16 +292,22 @@ class RecorderTrace:
         return self._decode(rank, deltas)
 
     def ranks(self) -> Iterator[RankCalls]:
-        """Every rank in order, grammars expanded in batches of about BATCH_CALLS calls."""
+        """Every rank in order."""
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[list[RankCalls]]:
+        """Every rank in order, in batches of about BATCH_CALLS calls decoded together."""
         pending: list[tuple[int, np.ndarray]] = []
+        calls = 0
         for rank in range(self.meta.ranks):
             pending.append((rank, self.deltas(rank)))
-            if sum(d.size for _, d in pending) // 2 >= self.BATCH_CALLS or rank == self.meta.ranks - 1:
+            calls += pending[-1][1].size // 2
+            if calls >= self.BATCH_CALLS or rank == self.meta.ranks - 1:
                 self._expand([r for r, _ in pending], [d.size // 2 for _, d in pending])
                 self._tables([0] if self.meta.interprocess else [r for r, _ in pending])
-                for r, d in pending:
-                    yield self._decode(r, d)
-                pending = []
+                yield [self._decode(r, d) for r, d in pending]
+                pending, calls = [], 0
 
     def _expand(self, ranks: list[int], calls: list[int]) -> None:
         """Expand the grammars of `ranks` not yet expanded (each grammar once)."""
