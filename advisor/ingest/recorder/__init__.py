@@ -72,9 +72,12 @@ def _counted(batch: list[RankCalls], terminal: np.ndarray, plans: PlanTable, fir
     sizes = np.array([len(c) for c in batch], np.int64)
     rank_start = np.repeat(np.cumsum(sizes) - sizes, sizes)
     parent = _parents(batch[0].signatures.level[terminal], keep, rank_start)
+    cuts = np.searchsorted(keep, np.cumsum(sizes)).tolist()  # each rank's kept calls: keep[lo:hi]
+    local = [keep[lo:hi] - start for lo, hi, start in zip([0, *cuts], cuts, (np.cumsum(sizes) - sizes).tolist())]
     return (np.repeat(np.array([c.rank for c in batch], np.int32), sizes)[keep], keep + first_call,
             np.where(parent >= 0, parent + first_call, -1), terminal[keep],
-            np.concatenate([c.tstart for c in batch])[keep], np.concatenate([c.tend for c in batch])[keep])
+            np.concatenate([c.tstart[k] for c, k in zip(batch, local)]),
+            np.concatenate([c.tend[k] for c, k in zip(batch, local)]))
 
 
 def _parents(level: np.ndarray, keep: np.ndarray, rank_start: np.ndarray) -> np.ndarray:

@@ -126,7 +126,9 @@ def _files(calls: Calls, plans: PlanTable, idx: np.ndarray, out: Resolved) -> No
     from_end = seek & (wh >= 2)
     if from_end.any():  # whence SEEK_END and beyond: the position follows the bytes seen, walked
         segment = np.cumsum(first) - 1
-        walk = np.isin(segment, np.unique(segment[from_end]))  # only the files that seek so
+        seeks_so = np.zeros(int(segment[-1]) + 1, bool)
+        seeks_so[segment[from_end]] = True
+        walk = seeks_so[segment]  # only the files that seek so
         position[walk] = _walk_positions(first[walk], k[walk], sz[walk], off[walk], tr[walk], wh[walk],
                                          acc[walk])
     placed = np.where(tr, off, position)

@@ -20,6 +20,8 @@ MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D")
 KINDS = (C.OPEN, C.CLOSE, C.READ, C.WRITE, C.SEEK, C.STAT, C.SYNC, C.META, C.FLUSH, C.VIEW)
 MODES = ("", "indep", "coll", "split", "nb")
 K = {kind: i for i, kind in enumerate(KINDS)}
+# the Darshan counters a call adds 1 to where its kind does not say (index 0: none)
+COUNTERS = ("", *sorted({spec.counter for spec in C.CALLS.values()} - {""}))
 M = {module: i for i, module in enumerate(MODULES)}
 # Directory calls: their path is a directory, never a data file (docs/ingest.md).
 DIRECTORY_CALLS = ("mkdir", "rmdir")
@@ -102,13 +104,13 @@ class PlanTable:
             name = names[func] if func < len(names) else ""
             p = plan(name, signatures.args[gid])
             if p is None:
-                values = (NONE, 0, 0, 0, -1, -1, 0, -1, False, -1, "", False)
+                values = (NONE, 0, 0, 0, -1, -1, 0, -1, False, -1, 0, False)
             else:
                 spec = p.spec
                 handle = self.intern(p.extra) if spec.module == "MPI-IO" and spec.kind == C.OPEN else -1
                 values = (p.group, M[spec.module], K[spec.kind], MODES.index(spec.mode), self.intern(p.target),
                           handle, p.size, p.offset, spec.offset >= 0,
-                          p.extra if spec.kind == C.SEEK and p.extra is not None else -1, spec.counter,
+                          p.extra if spec.kind == C.SEEK and p.extra is not None else -1, COUNTERS.index(spec.counter),
                           name in DIRECTORY_CALLS)
                 if name in DIRECTORY_CALLS:
                     self.directories.add(values[4])
@@ -122,6 +124,6 @@ class PlanTable:
         array = self._arrays.get(column)
         if array is None:
             values = self._rows[column]
-            dtype = {"tracked": bool, "directory": bool, "counter": object}.get(column, np.int64)
+            dtype = {"tracked": bool, "directory": bool}.get(column, np.int64)
             array = self._arrays[column] = np.array(values, dtype=dtype)
         return array

@@ -14,7 +14,7 @@ import numpy as np
 
 from advisor.ingest.recorder import calls as C
 from advisor.ingest.recorder.events import Calls, Resolved
-from advisor.ingest.recorder.plans import KINDS, MODES, K, PlanTable
+from advisor.ingest.recorder.plans import COUNTERS, KINDS, MODES, K, PlanTable
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace, ModuleRecords
 from replay.plan import SIZE_BIN_EDGES, SIZE_BIN_NAMES
 
@@ -64,6 +64,11 @@ class Counters:
         column = column if floating else np.rint(column).astype(np.int64)
         target[key] = target[key] + column if key in target else column
 
+    def add_column(self, name: str, counts: np.ndarray) -> None:
+        """Add counts already made per record to counter `name`."""
+        key = f"{self.prefix}_{name}"
+        self.ints[key] = self.ints[key] + counts if key in self.ints else counts.astype(np.int64)
+
     def set(self, name: str, column: np.ndarray) -> None:
         key = f"{self.prefix}_{name}"
         if name.startswith("F_"):
@@ -77,7 +82,10 @@ def module_records(module: str, calls: Calls, res: Resolved, sel: np.ndarray, pl
     """The records of one module from its counted calls `sel` (indices, in call order)."""
     name, rank = res.name[sel], calls.rank[sel].astype(np.int64)
     key = name * (int(rank.max()) + 1) + rank
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    _, inverse = np.unique(key, return_inverse=True)  # (return_index would sort stably: slower)
+    inverse = inverse.ravel()
+    first = np.full(int(inverse.max(initial=-1)) + 1, key.size, np.int64)
+    np.minimum.at(first, inverse, np.arange(key.size))
     by_first = np.argsort(first)  # records in the order their first call came, as Darshan lists them
     rec = np.empty_like(by_first)
     rec[by_first] = np.arange(by_first.size)
@@ -115,27 +123,31 @@ def _time_mask(counter: str, kind: np.ndarray) -> np.ndarray:
 
 def _counts(module: str, out: Counters, rec: np.ndarray, kind: np.ndarray, plans: PlanTable,
             gid: np.ndarray) -> None:
-    """Operation counters: one per distinct (kind, mode, counter, communicator) of the calls."""
-    mode = plans["mode"][gid]
-    counter = plans["counter"][gid]
+    """Operation counters: one per distinct (kind, mode, counter, communicator) of the calls,
+    all counted per record in one bincount."""
     self_open = (plans["size"][gid] == 1) & (kind == K[C.OPEN])
-    combos = kind.astype(np.int64) * 64 + mode * 2 + self_open
-    extra = counter != ""
-    for combo in np.unique(combos).tolist():
-        mask = combos == combo
-        k, md = KINDS[combo // 64], MODES[(combo % 64) // 2]
+    combos = ((kind.astype(np.int64) * len(MODES) + plans["mode"][gid]) * 2 + self_open) * len(COUNTERS) \
+        + plans["counter"][gid]
+    present = np.flatnonzero(np.bincount(combos))
+    column = np.zeros(present[-1] + 1, np.int64)
+    column[present] = np.arange(present.size)
+    table = np.bincount(rec * present.size + column[combos], minlength=out.nrec * present.size)
+    table = table.reshape(out.nrec, present.size)
+    for j, combo in enumerate(present.tolist()):
+        combo, counter = divmod(combo, len(COUNTERS))
+        combo, self_comm = divmod(combo, 2)
+        k, md = KINDS[combo // len(MODES)], MODES[combo % len(MODES)]
         if module == "MPI-IO" and k == C.OPEN:
-            name = "INDEP_OPENS" if combo % 2 else "COLL_OPENS"
+            name = "INDEP_OPENS" if self_comm else "COLL_OPENS"
         elif k in _WORD:
             past = _WORD[k][1]
             name = f"{md.upper()}_{past}" if md else past
         else:
             name = _OPS.get((module, k), "")
-            if k == C.SYNC and module != "MPI-IO":
-                for sync in np.unique(counter[mask & extra]).tolist():
-                    out.add(sync, rec[mask & (counter == sync)])
+            if k == C.SYNC and module != "MPI-IO" and counter:
+                out.add_column(COUNTERS[counter], table[:, j])
         if name:
-            out.add(name, rec[mask])
+            out.add_column(name, table[:, j])
 
 
 def _span(out: Counters, what: str, rec: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
