@@ -18,7 +18,7 @@ from advisor.errors import InputError
 from advisor.ingest import InputFormat, register
 from advisor.ingest.recorder import calls as C
 from advisor.ingest.recorder.events import Calls, Resolved, resolve
-from advisor.ingest.recorder.format import LAYER_NAMES, RankCalls, RecorderTrace, TraceError
+from advisor.ingest.recorder.format import LAYER_NAMES, USER_FUNCTION, RankCalls, RecorderTrace, TraceError
 from advisor.ingest.recorder.plans import MODULES, K, M, PlanTable
 from advisor.ingest.recorder.records import module_records, record_ids, segments
 from advisor.profile import CALL_OPS, JobInfo, JobProfile, MetadataCalls, ModuleInfo, Provenance
@@ -115,12 +115,17 @@ def _profile(trace: RecorderTrace, path: Path, calls: Calls, plans: PlanTable, p
             profile.modules[dxt] = ModuleInfo(dxt, records=len(profile.dxt[dxt]))
     profile.calls = _metadata_calls(trace, calls, res, plans, profile.names)
     calls_per: dict[str, dict[str, int]] = defaultdict(dict)
+    kinds: dict[str, str] = {}
     for fid in np.flatnonzero(per_function).tolist():
         name = meta.functions[fid] if fid < len(meta.functions) else f"func{fid}"
         calls_per[LAYER_NAMES[int(meta.layers[fid])]][name] = int(per_function[fid])
-    profile.extras["recorder"] = {"ranks": meta.ranks, "interprocess_compression": meta.interprocess,
-                                  "time_resolution_s": meta.time_resolution, "calls": dict(calls_per),
-                                  "directories": _directories(calls, res, directory, plans)}
+        kinds[name] = "user function" if fid == USER_FUNCTION else C.kind_of(name)
+    profile.extras["recorder"] = {
+        "ranks": meta.ranks, "interprocess_compression": meta.interprocess,
+        "time_resolution_s": meta.time_resolution, "calls": dict(calls_per), "kinds": kinds,
+        # functions this reader does not know: counted per function, their arguments not read
+        "unknown": {name: n for funcs in calls_per.values() for name, n in funcs.items() if kinds[name] == "unknown"},
+        "directories": _directories(calls, res, directory, plans)}
     profile.ingest = {"seconds": round(seconds, 3)}
     return profile
 

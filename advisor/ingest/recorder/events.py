@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.ingest.recorder import calls as C
-from advisor.ingest.recorder.plans import FILES, HDF5, K, M, MPIIO, PlanTable
+from advisor.ingest.recorder.plans import FILES, HDF5, MODES, K, M, MPIIO, PlanTable
 
 _ACCESS = (K[C.READ], K[C.WRITE])
 
@@ -198,7 +198,12 @@ def _mpiio(calls: Calls, plans: PlanTable, idx: np.ndarray, below: np.ndarray, o
     has_view = (last_view >= 0) & view[at]
     disp = np.where(has_view, plans["offset"][g[at]], 0)
     etype = np.where(has_view, plans["size"][g[at]], 1)
-    pointer = _scan(first, resets, np.zeros(order.size, np.int64), np.where(access & ~tracked, size, 0))
+    # MPI_File_seek moves the individual pointer, in etypes of the view (the shared one: not followed)
+    seek = (k == K[C.SEEK]) & (plans["mode"][g] != MODES.index("shared"))
+    whence, moved = plans["whence"][g], plans["offset"][g] * etype
+    seek_set = seek & (whence == 0)
+    step = np.where(access & ~tracked, size, 0) + np.where(seek & (whence == 1), moved, 0)
+    pointer = _scan(first, resets | seek_set, np.where(seek_set, moved, 0), step)
     offset = np.where(tracked, disp + plans["offset"][g] * etype, disp + pointer)
     n = order.size
     counted = path >= 0

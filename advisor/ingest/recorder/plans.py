@@ -18,13 +18,13 @@ from advisor.ingest.recorder.format import SignatureTable
 NONE, FILES, MPIIO, HDF5 = 0, 1, 2, 3  # groups: not counted, POSIX/STDIO, MPI-IO, HDF5
 MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D")
 KINDS = (C.OPEN, C.CLOSE, C.READ, C.WRITE, C.SEEK, C.STAT, C.SYNC, C.META, C.FLUSH, C.VIEW)
-MODES = ("", "indep", "coll", "split", "nb")
+MODES = ("", "indep", "coll", "split", "nb", "shared")
 K = {kind: i for i, kind in enumerate(KINDS)}
 # the Darshan counters a call adds 1 to where its kind does not say (index 0: none)
 COUNTERS = ("", *sorted({spec.counter for spec in C.CALLS.values()} - {""}))
 M = {module: i for i, module in enumerate(MODULES)}
 # Directory calls: their path is a directory, never a data file (docs/ingest.md).
-DIRECTORY_CALLS = ("mkdir", "rmdir")
+DIRECTORY_CALLS = ("mkdir", "rmdir", "opendir")
 
 
 class Plan(NamedTuple):
@@ -63,6 +63,8 @@ def plan(name: str, args: tuple[str, ...]) -> Plan | None:
             tsize = C.MPI_TYPE_SIZES.get(arg(spec.size + 1))
             size = C.integer(arg(spec.size)) * tsize if tsize is not None else -1
             return Plan(MPIIO, spec, arg(0), size, C.integer(arg(spec.offset)) if spec.offset >= 0 else -1)
+        if spec.kind == C.SEEK:
+            return Plan(MPIIO, spec, arg(0), 0, C.integer(arg(1)), C.MPI_SEEK.get(arg(2), -1))
         if spec.kind == C.VIEW:
             return Plan(MPIIO, spec, arg(0), C.MPI_TYPE_SIZES.get(arg(2), 1), C.integer(arg(1)))
         return Plan(MPIIO, spec, arg(0))
