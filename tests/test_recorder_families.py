@@ -15,7 +15,7 @@ from advisor.ingest.ior.view import recorder_tables
 from advisor.ingest.recorder import calls as C
 from advisor.ingest.recorder import load
 from advisor.ingest.recorder.format import RecorderTrace
-from advisor.profile import DXT_READ, DXT_WRITE
+from advisor.profile import CALL_OPS, DXT_READ, DXT_WRITE
 from tests.recorder_build import FUNCTIONS, write_trace
 
 A, S, M, H = "/scratch/t/a", "/scratch/t/s", "/scratch/t/m", "/scratch/t/h.h5"
@@ -41,7 +41,7 @@ MPIIO_CALLS = [
     ("MPI_File_iread", 0, ("0-0", "%p", "4", "MPI_INT", "%p")),
     ("MPI_File_read_at", 0, ("0-0", "0", "%p", "2", "MPI_INT", "%p")),
     ("MPI_File_read_at_all", 0, ("0-0", "1", "%p", "2", "MPI_INT", "%p")),
-    ("MPI_File_sync", 0, ("0-0",)), ("MPI_File_close", 0, ("0-0",)),
+    ("MPI_File_sync", 0, ("0-0",)), ("MPI_File_set_size", 0, ("0-0", "4096")), ("MPI_File_close", 0, ("0-0",)),
 ]
 HDF5_CALLS = [
     ("H5Fcreate", 0, (H, "2", "0", "%p")), ("H5Dcreate2", 0, (FILE_ID, "density", "1", "2", "3", "4", "5")),
@@ -124,6 +124,10 @@ def test_mpiio_calls_count_by_mode_at_their_views_offsets(tmp_path: Path):
     # displacement 1024 + offsets in MPI_INT etypes; the pointer moved by writes and MPI_File_seek
     assert _segments(profile, "DXT_MPIIO", DXT_WRITE) == [(1064, 1024), (1024, 128), (1424, 8), (1032, 16)]
     assert _segments(profile, "DXT_MPIIO", DXT_READ) == [(1432, 16), (1024, 8), (1028, 8)]
+    # MPI_File_set_size's effect on the file system: a truncate of the handle's file, replayed as one
+    calls = profile.calls
+    assert [(profile.names[int(r)], CALL_OPS[o], int(n)) for r, o, n in zip(calls.record_id, calls.op, calls.length)
+            ] == [(M, "truncate", 4096)]
 
 
 def test_hdf5_calls_bind_files_and_datasets_and_take_bytes_from_below(tmp_path: Path):

@@ -135,7 +135,10 @@ _CALL_OP = {**dict.fromkeys(("open", "open64", "creat", "creat64"), "open"), "cl
             **dict.fromkeys(("__xstat", "__xstat64", "__lxstat", "__lxstat64", "__fxstat", "__fxstat64",
                              "access"), "stat"),
             "fsync": "fsync", "fdatasync": "fsync", "unlink": "unlink", "remove": "unlink", "mkdir": "mkdir",
-            "rmdir": "rmdir"}
+            "rmdir": "rmdir", "rename": "rename", "link": "link", "linkat": "link", "faccessat": "stat",
+            "truncate": "truncate", "ftruncate": "truncate",
+            # MPI-IO's calls with a file system effect of their own, on the file of their handle
+            "MPI_File_set_size": "truncate"}
 
 
 def _metadata_calls(trace: RecorderTrace, calls: Calls, res: Resolved, plans: PlanTable,
@@ -146,9 +149,15 @@ def _metadata_calls(trace: RecorderTrace, calls: Calls, res: Resolved, plans: Pl
         if name in _CALL_OP:
             op_of[fid] = CALL_OPS.index(_CALL_OP[name])
     op = op_of[trace.signatures.func[calls.gid]]
-    sel = np.flatnonzero((op >= 0) & (res.module == M["POSIX"]) & (res.name >= 0))
+    sel = np.flatnonzero((op >= 0) & np.isin(res.module, (M["POSIX"], M["MPI-IO"])) & (res.name >= 0))
+    gid = calls.gid[sel]
+    other = plans["other"][gid]
+    target = np.zeros(sel.size, np.uint64)
+    if (other >= 0).any():
+        target[other >= 0] = record_ids(other[other >= 0], plans, names)
+    length = np.where(op[sel] == CALL_OPS.index("truncate"), plans["size"][gid], -1)
     return MetadataCalls(calls.rank[sel].astype(np.int32), record_ids(res.name[sel], plans, names),
-                         op[sel], calls.start[sel])
+                         op[sel], calls.start[sel], target, length)
 
 
 def _directories(calls: Calls, res: Resolved, directory: np.ndarray, plans: PlanTable) -> dict:

@@ -27,6 +27,7 @@ class Call:
     whence: int = -1
     mode: str = ""  # MPI-IO: indep, coll, split, nb
     counter: str = ""  # the Darshan counter one call adds 1 to, where its kind does not say
+    path2: int = -1  # position of a second path: the new name of rename and link
 
 
 def _posix() -> dict[str, Call]:
@@ -44,11 +45,13 @@ def _posix() -> dict[str, Call]:
     calls.update({f: Call("POSIX", STAT, path=1) for f in (
         "__xstat", "__xstat64", "__lxstat", "__lxstat64", "__fxstat", "__fxstat64")})
     calls.update({f: Call("POSIX", META) for f in (
-        "mkdir", "rmdir", "unlink", "remove", "rename", "truncate", "ftruncate", "access", "chmod",
-        "chown", "lchown", "utime", "link", "symlink", "readlink", "mkfifo", "chdir", "fcntl", "dup",
+        "mkdir", "rmdir", "unlink", "remove", "access", "chmod",
+        "chown", "lchown", "utime", "symlink", "readlink", "mkfifo", "chdir", "fcntl", "dup",
         "dup2", "opendir")})
+    calls.update({"rename": Call("POSIX", META, path2=1), "link": Call("POSIX", META, path2=1),
+                  "truncate": Call("POSIX", META, size=1), "ftruncate": Call("POSIX", META, size=1)})
     # the *at variants: Recorder writes the directory descriptor's path first, then the path
-    calls.update({"linkat": Call("POSIX", META, path=1), "readlinkat": Call("POSIX", META, path=1),
+    calls.update({"linkat": Call("POSIX", META, path=1, path2=3), "readlinkat": Call("POSIX", META, path=1),
                   "faccessat": Call("POSIX", META, path=1), "symlinkat": Call("POSIX", META, path=2),
                   "mknod": Call("POSIX", META, path=1), "mknodat": Call("POSIX", META, path=2)})
     # calls on no path (pointers, descriptor numbers, the process): counted per function only
@@ -76,7 +79,7 @@ def _mpiio() -> dict[str, Call]:
         "MPI_File_close": Call("MPI-IO", CLOSE),
         "MPI_File_sync": Call("MPI-IO", SYNC),
         "MPI_File_set_view": Call("MPI-IO", VIEW, offset=1),
-        "MPI_File_set_size": Call("MPI-IO", META), "MPI_File_get_size": Call("MPI-IO", META),
+        "MPI_File_set_size": Call("MPI-IO", META, size=1), "MPI_File_get_size": Call("MPI-IO", META),
         "MPI_File_seek": Call("MPI-IO", SEEK, offset=1, whence=2),
         "MPI_File_seek_shared": Call("MPI-IO", SEEK, offset=1, whence=2, mode="shared"),
     }
