@@ -41,7 +41,8 @@ MPIIO_CALLS = [
     ("MPI_File_iread", 0, ("0-0", "%p", "4", "MPI_INT", "%p")),
     ("MPI_File_read_at", 0, ("0-0", "0", "%p", "2", "MPI_INT", "%p")),
     ("MPI_File_read_at_all", 0, ("0-0", "1", "%p", "2", "MPI_INT", "%p")),
-    ("MPI_File_sync", 0, ("0-0",)), ("MPI_File_set_size", 0, ("0-0", "4096")), ("MPI_File_close", 0, ("0-0",)),
+    ("MPI_File_sync", 0, ("0-0",)), ("MPI_File_set_size", 0, ("0-0", "4096")), ("ftruncate", 1, (M, "4096")),
+    ("MPI_File_close", 0, ("0-0",)),
 ]
 HDF5_CALLS = [
     ("H5Fcreate", 0, (H, "2", "0", "%p")), ("H5Dcreate2", 0, (FILE_ID, "density", "1", "2", "3", "4", "5")),
@@ -124,7 +125,7 @@ def test_mpiio_calls_count_by_mode_at_their_views_offsets(tmp_path: Path):
     # displacement 1024 + offsets in MPI_INT etypes; the pointer moved by writes and MPI_File_seek
     assert _segments(profile, "DXT_MPIIO", DXT_WRITE) == [(1064, 1024), (1024, 128), (1424, 8), (1032, 16)]
     assert _segments(profile, "DXT_MPIIO", DXT_READ) == [(1432, 16), (1024, 8), (1028, 8)]
-    # MPI_File_set_size's effect on the file system: a truncate of the handle's file, replayed as one
+    # MPI_File_set_size's effect on the file system: the ftruncate the trace shows below it
     calls = profile.calls
     assert [(profile.names[int(r)], CALL_OPS[o], int(n)) for r, o, n in zip(calls.record_id, calls.op, calls.length)
             ] == [(M, "truncate", 4096)]

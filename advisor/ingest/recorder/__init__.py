@@ -136,9 +136,7 @@ _CALL_OP = {**dict.fromkeys(("open", "open64", "creat", "creat64"), "open"), "cl
                              "access"), "stat"),
             "fsync": "fsync", "fdatasync": "fsync", "unlink": "unlink", "remove": "unlink", "mkdir": "mkdir",
             "rmdir": "rmdir", "rename": "rename", "link": "link", "linkat": "link", "faccessat": "stat",
-            "truncate": "truncate", "ftruncate": "truncate",
-            # MPI-IO's calls with a file system effect of their own, on the file of their handle
-            "MPI_File_set_size": "truncate"}
+            "truncate": "truncate", "ftruncate": "truncate"}
 
 
 def _metadata_calls(trace: RecorderTrace, calls: Calls, res: Resolved, plans: PlanTable,
@@ -149,7 +147,9 @@ def _metadata_calls(trace: RecorderTrace, calls: Calls, res: Resolved, plans: Pl
         if name in _CALL_OP:
             op_of[fid] = CALL_OPS.index(_CALL_OP[name])
     op = op_of[trace.signatures.func[calls.gid]]
-    sel = np.flatnonzero((op >= 0) & np.isin(res.module, (M["POSIX"], M["MPI-IO"])) & (res.name >= 0))
+    # (an MPI-IO or HDF5 call's effect on the file system is the POSIX call the trace shows below
+    # it: MPI_File_set_size's ftruncate on the one rank that makes it, MPI_File_sync's fsync)
+    sel = np.flatnonzero((op >= 0) & (res.module == M["POSIX"]) & (res.name >= 0))
     gid = calls.gid[sel]
     other = plans["other"][gid]
     target = np.zeros(sel.size, np.uint64)

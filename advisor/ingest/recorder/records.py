@@ -40,11 +40,14 @@ def record_id(name: str) -> int:
 
 def record_ids(name_ids: np.ndarray, plans: PlanTable, names: dict[int, str] | None = None) -> np.ndarray:
     """uint64 record id of each string id, hashed once per distinct name (and listed in `names`)."""
-    uniq, inverse = np.unique(name_ids, return_inverse=True)
+    # string ids are small integers: a table indexed by them, no sort of the calls
+    uniq = np.flatnonzero(np.bincount(name_ids, minlength=1)) if name_ids.size else name_ids
     ids = [record_id(plans.strings[n]) for n in uniq.tolist()]
     if names is not None:
         names.update(zip(ids, (plans.strings[n] for n in uniq.tolist())))
-    return np.array(ids, np.uint64)[inverse.ravel()]
+    table = np.zeros(int(uniq[-1]) + 1 if uniq.size else 0, np.uint64)
+    table[uniq] = ids
+    return table[name_ids]
 
 
 class Counters:
