@@ -13,7 +13,7 @@ import hashlib
 import numpy as np
 
 from advisor.ingest.recorder import calls as C
-from advisor.ingest.recorder.events import Calls, Resolved
+from advisor.ingest.recorder.events import Calls, Resolved, stable_order
 from advisor.ingest.recorder.plans import COUNTERS, KINDS, MODES, K, PlanTable
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace, ModuleRecords
 from replay.plan import SIZE_BIN_EDGES, SIZE_BIN_NAMES
@@ -85,10 +85,12 @@ def module_records(module: str, calls: Calls, res: Resolved, sel: np.ndarray, pl
     """The records of one module from its counted calls `sel` (indices, in call order)."""
     name, rank = res.name[sel], calls.rank[sel].astype(np.int64)
     key = name * (int(rank.max()) + 1) + rank
-    _, inverse = np.unique(key, return_inverse=True)  # (return_index would sort stably: slower)
-    inverse = inverse.ravel()
-    first = np.full(int(inverse.max(initial=-1)) + 1, key.size, np.int64)
-    np.minimum.at(first, inverse, np.arange(key.size))
+    order = stable_order(key)
+    new = np.ones(key.size, bool)
+    new[1:] = key[order][1:] != key[order][:-1]
+    inverse = np.empty(key.size, np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    first = order[new]  # each (file, rank)'s first call: equal keys keep call order
     by_first = np.argsort(first)  # records in the order their first call came, as Darshan lists them
     rec = np.empty_like(by_first)
     rec[by_first] = np.arange(by_first.size)
@@ -168,7 +170,7 @@ def _accesses(module: str, out: Counters, rec: np.ndarray, kind: np.ndarray, off
     """Bytes, size bins, sequential/consecutive accesses, slowest access, read/write switches and
     the four commonest sizes, as Darshan counts them per record."""
     agg = "AGG_" if module in AGGREGATE_BINS else ""
-    order = np.lexsort((np.arange(rec.size), rec))  # per record, in call order
+    order = stable_order(rec)  # per record, in call order
     for op, (word, _, moved, max_byte) in _WORD.items():
         mask = kind == K[op]
         if not mask.any():
@@ -191,11 +193,14 @@ def _accesses(module: str, out: Counters, rec: np.ndarray, kind: np.ndarray, off
 
 def _slowest(out: Counters, word: str, rec: np.ndarray, size: np.ndarray, dur: np.ndarray) -> None:
     """F_MAX_*_TIME and the size of the first access that took it (none when all took 0 s)."""
-    order = np.lexsort((np.arange(rec.size), -dur, rec))
-    r = rec[order]
-    head = np.ones(r.size, bool)
-    head[1:] = r[1:] != r[:-1]
-    pick = order[head]
+    order = stable_order(rec)
+    r, d = rec[order], dur[order]
+    head = np.concatenate(([True], r[1:] != r[:-1]))
+    heads, group = np.flatnonzero(head), np.cumsum(head) - 1
+    slowest = np.maximum.reduceat(d, heads)
+    # the first access (in call order) that took the record's longest time
+    first = np.minimum.reduceat(np.where(d == slowest[group], np.arange(r.size), r.size), heads)
+    pick = order[first]
     longest = np.zeros(out.nrec)
     longest[rec[pick]] = np.maximum(dur[pick], 0.0)
     at_size = np.zeros(out.nrec, np.int64)
@@ -208,7 +213,7 @@ def _sequential(out: Counters, word: str, max_byte: str, rec: np.ndarray, offset
                 size: np.ndarray) -> None:
     """An access is sequential when it starts past the last byte of the one before on the same
     record (the first: past byte 0), consecutive when it starts right after it."""
-    order = np.lexsort((np.arange(rec.size), rec))
+    order = stable_order(rec)
     r, off, last = rec[order], offset[order], offset[order] + size[order] - 1
     before = np.zeros(r.size, np.int64)
     before[1:] = np.where(r[1:] == r[:-1], last[:-1], 0)
