@@ -18,6 +18,7 @@ from advisor.errors import InputError
 from advisor.ingest import InputFormat, register
 from advisor.ingest.recorder import calls as C
 from advisor.ingest.recorder.events import Calls, Resolved, resolve
+from advisor.ingest.recorder.heap import kept_heap
 from advisor.ingest.recorder.format import LAYER_NAMES, USER_FUNCTION, RankCalls, RecorderTrace, TraceError
 from advisor.ingest.recorder.plans import MODULES, K, M, PlanTable
 from advisor.ingest.recorder.records import module_records, record_ids, segments
@@ -41,6 +42,11 @@ def _sniff(path: Path, head: bytes) -> bool:
 
 
 def load(path: Path) -> JobProfile:
+    with kept_heap():
+        return _load(path)
+
+
+def _load(path: Path) -> JobProfile:
     folder = path if path.is_dir() else path.parent
     started = time.perf_counter()
     try:
