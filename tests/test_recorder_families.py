@@ -151,3 +151,15 @@ def test_a_function_this_reader_does_not_know_is_counted_and_named(tmp_path: Pat
     shown = {row[0] for title, _, rows in recorder_tables(doc) if "does not know" in title for row in rows}
     assert shown == {"H5Xnew_call", "func250"}
     assert int(np.sum(profile.records["POSIX"].counters["POSIX_OPENS"])) == 1
+
+
+@pytest.mark.parametrize("file, why", [("0.cst", "call-signature table truncated"),
+                                       ("0.cfg", "grammar truncated after 0 of 2000000000 rules")])
+def test_a_damaged_entry_count_is_refused_in_one_line_not_walked(tmp_path: Path, file: str, why: str):
+    from advisor.errors import InputError
+
+    trace = write_trace(tmp_path / "t", [_timed(POSIX_CALLS[:2])])
+    raw = (trace / file).read_bytes()
+    (trace / file).write_bytes(np.array([2_000_000_000], "<i4").tobytes() + raw[4:])
+    with pytest.raises(InputError, match=why):
+        load(trace)

@@ -186,6 +186,8 @@ def read_tables(paths: list[Path], table: SignatureTable) -> list[np.ndarray]:
         (n,) = struct.unpack_from("<i", raw)
         if n <= 0:
             raise _fail(path, f"call-signature table holds {n} entries")
+        if n > (len(raw) - 4) // (_ENTRY_HEAD + _KEY_HEAD.size):  # (a damaged count: no endless walk)
+            raise _fail(path, "call-signature table truncated")
         entries.append(n)
     size = np.array([len(raw) for raw in raws], np.int64)
     begin = np.cumsum(size) - size

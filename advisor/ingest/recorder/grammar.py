@@ -50,6 +50,10 @@ def parse_all(raws: list[bytes], paths: list[Path]) -> list[Grammar]:
     size = np.array([len(raw) // 4 for raw in raws], np.int64)
     begin = np.cumsum(size) - size
     count = np.maximum(words[begin], 0).astype(np.int64)
+    # a rule takes two words at least: a larger count is damage (and no endless walk)
+    over = np.flatnonzero(count > (size - 1) // 2)
+    if over.size:
+        raise GrammarError(f"{paths[int(over[0])]}: grammar truncated after 0 of {int(count[over[0]])} rules")
     heads, _ = walk(begin + 1, count, lambda at: 2 + 2 * words[np.minimum(at + 1, words.size - 1)].astype(np.int64))
     owner = np.repeat(np.arange(len(raws)), count)
     limit = (begin + size)[owner]
