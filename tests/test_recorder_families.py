@@ -163,3 +163,14 @@ def test_a_damaged_entry_count_is_refused_in_one_line_not_walked(tmp_path: Path,
     (trace / file).write_bytes(np.array([2_000_000_000], "<i4").tobytes() + raw[4:])
     with pytest.raises(InputError, match=why):
         load(trace)
+
+
+def test_a_signature_whose_arguments_do_not_match_their_count_is_refused(tmp_path: Path):
+    from advisor.errors import InputError
+
+    trace = write_trace(tmp_path / "t", [_timed([("open", 0, (A, "0"))])])
+    raw = bytearray((trace / "0.cst").read_bytes())
+    raw[4 + 16 + 10] = 5  # the key's argument count (after the table's count and the entry's head)
+    (trace / "0.cst").write_bytes(bytes(raw))
+    with pytest.raises(InputError, match=r"0\.cst: signature 0 holds 2 arguments, not 5"):
+        load(trace)

@@ -32,6 +32,7 @@ USER_FUNCTION = 255
 _METADATA = struct.Struct("<i4xddiii4x")
 # Call signature key head: pthread_t tid, uchar func_id, uchar level, uchar arg_count, int strlen.
 _KEY_HEAD = struct.Struct("<QBBBi")
+_KEY_HEAD_DTYPE = np.dtype([("tid", "<u8"), ("func", "u1"), ("level", "u1"), ("count", "u1"), ("strlen", "<i4")])
 
 
 class TraceError(ValueError):
@@ -87,14 +88,22 @@ class SignatureTable:
     def __len__(self) -> int:
         return len(self._func)
 
-    def add(self, key: bytes, path: Path, terminal: int) -> int:
-        tid, func, level, values = _parse_key(key, path, terminal)
-        gid = self.ids[key] = len(self._func)
-        self._func.append(func)
-        self._level.append(level)
-        self.tid.append(tid)
-        self.args.append(values)
-        return gid
+    def add(self, keys: list[bytes], head: np.ndarray, places: list[tuple[Path, int]]) -> None:
+        """New keys, their heads (thread id, function, depth, argument count, argument bytes)
+        as parsed columns; `places` (file, terminal id) name a key in an error."""
+        args = [tuple(key[_KEY_HEAD.size:_KEY_HEAD.size + n].decode(errors="replace").split(" ")[:-1])
+                for key, n in zip(keys, head["strlen"].tolist())]
+        # arguments end each with a space (spaces inside were written as '_'): as many as counted
+        found = np.fromiter(map(len, args), np.int64, len(args))
+        bad = np.flatnonzero(found != head["count"])
+        if bad.size:
+            (path, terminal), i = places[bad[0]], int(bad[0])
+            raise _fail(path, f"signature {terminal} holds {found[i]} arguments, not {head['count'][i]}")
+        self.ids.update(zip(keys, range(len(self._func), len(self._func) + len(keys))))
+        self._func += head["func"].tolist()
+        self._level += head["level"].tolist()
+        self.tid += head["tid"].tolist()
+        self.args += args
 
     @property
     def func(self) -> np.ndarray:
@@ -208,9 +217,14 @@ def read_tables(paths: list[Path], table: SignatureTable) -> list[np.ndarray]:
     first = (heads + _ENTRY_HEAD).tolist()
     keys = [joined[a:b] for a, b in zip(first, (heads + _ENTRY_HEAD + key_len).tolist())]
     gid = list(map(table.ids.get, keys))
-    for i in [i for i, g in enumerate(gid) if g is None]:  # new keys (a repeat in this batch: a hit)
-        known = table.ids.get(keys[i])
-        gid[i] = known if known is not None else table.add(keys[i], paths[int(owner[i])], int(terminal[i]))
+    new: dict[bytes, int] = {}  # keys no table held before: the first entry of each
+    for i in [i for i, g in enumerate(gid) if g is None]:
+        new.setdefault(keys[i], i)
+    if new:
+        first = np.fromiter(new.values(), np.int64, len(new))
+        table.add(list(new), _key_heads(buf, heads[first] + _ENTRY_HEAD),
+                  [(paths[int(owner[i])], int(terminal[i])) for i in first.tolist()])
+        gid = list(map(table.ids.__getitem__, keys))
     gid = np.array(gid, np.int32)
     out = []
     for f, (lo, hi) in enumerate(zip((np.cumsum(count) - count).tolist(), np.cumsum(count).tolist())):
@@ -222,14 +236,9 @@ def read_tables(paths: list[Path], table: SignatureTable) -> list[np.ndarray]:
     return out
 
 
-def _parse_key(key: bytes, path: Path, terminal: int) -> tuple:
-    """(thread id, function id, depth, arguments) of one signature key."""
-    tid, func, level, count, strlen = _KEY_HEAD.unpack_from(key)
-    # Arguments end each with a space (spaces inside were written as '_').
-    values = tuple(key[_KEY_HEAD.size:_KEY_HEAD.size + strlen].decode(errors="replace").split(" ")[:-1])
-    if len(values) != count:
-        raise _fail(path, f"signature {terminal} holds {len(values)} arguments, not {count}")
-    return tid, func, level, values
+def _key_heads(buf: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The heads of the keys starting at byte positions `at` of `buf`, as a structured array."""
+    return buf[at[:, None] + np.arange(_KEY_HEAD.size)].copy().view(_KEY_HEAD_DTYPE).ravel()
 
 
 def times(deltas: np.ndarray, resolution: float) -> tuple[np.ndarray, np.ndarray]:
