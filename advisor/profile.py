@@ -138,7 +138,7 @@ DXT_READ = 0
 DXT_WRITE = 1
 
 
-CALL_OPS = ("open", "close", "stat", "fsync", "unlink", "mkdir", "rmdir")
+CALL_OPS = ("open", "close", "stat", "fsync", "unlink", "mkdir", "rmdir", "rename", "link", "truncate")
 """The metadata calls a call trace holds (:class:`MetadataCalls` ``op`` indexes this)."""
 
 
@@ -152,6 +152,8 @@ class MetadataCalls:
     record_id: np.ndarray  # uint64
     op: np.ndarray  # int8 index in CALL_OPS
     start: np.ndarray  # float64
+    target: np.ndarray | None = None  # uint64 record id of a rename's or link's new name (0: none)
+    length: np.ndarray | None = None  # int64 size a truncate sets (-1: none)
 
     def __len__(self) -> int:
         return int(self.op.size)

@@ -112,10 +112,15 @@ def recorder_flash(corpus: Path) -> None:
         with tarfile.open(corpus / FLASH) as tar:
             tar.extractall(tmp, filter="data")
         trace = Path(tmp) / "flash_sedov3d_hdf5"
+        # a rule cache of its own, warmed first, as a user's is after the first run: the one in
+        # ~/.cache is keyed by the code, and other checkouts on the machine replace it
+        env = {**os.environ, "NO_COLOR": "1", "XDG_CACHE_HOME": str(Path(tmp) / "cache")}
+        small = corpus / "recorder" / "R1_posix_small_shared" / "trace"
+        subprocess.run([*CLI, "diagnose", str(small), "--json", os.devnull], capture_output=True, env=env)
+        load = os.getloadavg()[0]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        proc = subprocess.run([*CLI, "diagnose", str(trace), "--json", "-"], capture_output=True,
-                              env={**os.environ, "NO_COLOR": "1"})
+        proc = subprocess.run([*CLI, "diagnose", str(trace), "--json", "-"], capture_output=True, env=env)
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -124,7 +129,8 @@ def recorder_flash(corpus: Path) -> None:
     print(f"\n{FLASH} (1,024 ranks, 11.8 M calls) through `ioadvisor diagnose --json -`:")
     print(f"  wall {wall:.1f} s, CPU {cpu:.1f} s (all processes), peak RSS {_mib(after.ru_maxrss)} "
           f"(largest process), exit {proc.returncode}; "
-          f"target: under 10 s and 1 GiB")
+          f"target: under 10 s and 1 GiB; load average {load:.1f} -> {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} CPUs (rule cache warm)")
     print(f"  findings (warn or high): {', '.join(findings) or 'none'}")
 
 
@@ -147,7 +153,6 @@ def main() -> None:
         sys.exit(f"bench/ingest.py: corpus not found at {args.corpus}")
     if args.recorder_only:
         recorder_flash(args.corpus)
-        print(f"(load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
         return
     logs = files(args.corpus)
     if args.sample > 1:

@@ -24,9 +24,10 @@ import numpy as np
 PLAN_SCHEMA = "ioadvisor/replay-plan/v1"
 
 # Operation codes (column "op").
-OPEN, CREATE, READ, WRITE, FSYNC, STAT, CLOSE, UNLINK, SEND, RECV, MKDIR, RMDIR = range(12)
+OPEN, CREATE, READ, WRITE, FSYNC, STAT, CLOSE, UNLINK, SEND, RECV, MKDIR, RMDIR, RENAME, LINK, TRUNCATE = range(15)
 OP_NAMES = ("open", "create", "read", "write", "fsync", "stat", "close", "unlink", "send", "recv",
-            "mkdir", "rmdir")
+            "mkdir", "rmdir", "rename", "link", "truncate")
+NAME_OPS = (RENAME, LINK)  # ops giving their file a second name: the file id of the new name in "peer"
 DATA_OPS = (READ, WRITE)
 
 # Interfaces (column "api"): how an operation is issued.
@@ -49,7 +50,7 @@ OP_COLUMNS: dict[str, Any] = {
     "api": np.int8,
     "phase": np.int32,
     "gap": np.float32,  # think time before the op (seconds), used with --think-time
-    "peer": np.int32,  # SEND/RECV partner rank
+    "peer": np.int32,  # SEND/RECV partner rank; RENAME/LINK: the file id of the new name
     "batch": np.int64,  # ops of one rank sharing a batch >= 0 form one collective call
     "flags": np.int8,
 }
@@ -260,6 +261,9 @@ class Plan:
         bad = np.isin(ops["op"], (SEND, RECV)) & ((ops["peer"] < 0) | (ops["peer"] >= self.nranks))
         if bad.any():
             raise ValueError("plan send/receive without a valid peer rank")
+        bad = np.isin(ops["op"], NAME_OPS) & ((ops["peer"] < 0) | (ops["peer"] >= self.nfiles))
+        if bad.any():
+            raise ValueError("plan rename/link without a valid new file id")
         self._check_collectives()
 
     def _check_collectives(self) -> None:

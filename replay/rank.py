@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from replay.plan import (CLOSE, CREATE, FLAG_PAD, FSYNC, MKDIR, MPIIO, MPIIO_COLL, OPEN, POSIX,
-                         READ, RECV, RMDIR, SEND, STAT, STDIO, UNLINK, WRITE)
+from replay.plan import (CLOSE, CREATE, FLAG_PAD, FSYNC, LINK, MKDIR, MPIIO, MPIIO_COLL, OPEN, POSIX, READ,
+                         RECV, RENAME, RMDIR, SEND, STAT, STDIO, TRUNCATE, UNLINK, WRITE)
 from replay.record import Record
 
 BUFFER_CAP = 64 << 20  # larger POSIX/STDIO requests are issued as several calls of this size
@@ -162,6 +162,8 @@ class RankRunner:
             self._unlink(fid)
         elif code in (MKDIR, RMDIR):
             self._directory(code, fid)
+        elif code in (RENAME, LINK, TRUNCATE):
+            self._name(code, fid, c["peer"][s], c["length"][s])
         elif code in (SEND, RECV):
             self._message(code, fid, c["peer"][s], c["length"][s])
         if code not in (READ, WRITE, SEND, RECV):
@@ -260,6 +262,17 @@ class RankRunner:
         else:
             with contextlib.suppress(FileNotFoundError):
                 os.rmdir(path)
+
+    def _name(self, code: int, fid: int, new: int, length: int) -> None:
+        """rename, link or truncate as the source called it; what the source's file system
+        refused (a missing file, an existing name) is refused here too, silently."""
+        with contextlib.suppress(FileNotFoundError, FileExistsError):
+            if code == RENAME:
+                os.rename(self.path(fid), self.path(new))
+            elif code == LINK:
+                os.link(self.path(fid), self.path(new))
+            else:
+                os.truncate(self.path(fid), length)
 
     # -- data -------------------------------------------------------------------------------
     def _posix(self, code: int, fid: int, offs: list[int], lens: list[int]) -> None:

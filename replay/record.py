@@ -16,7 +16,7 @@ from replay.plan import FLAG_PAD, OP_NAMES, READ, SIZE_BIN_NAMES, WRITE, size_bi
 
 FIELDS = ("opens", "reads", "writes", "bytes_read", "bytes_written", "fsyncs", "stats", "closes",
           "unlinks", "sends", "recvs", "bytes_sent", "bytes_received", "collective_calls",
-          "pad_calls", "direct_ops", "mkdirs", "rmdirs")
+          "pad_calls", "direct_ops", "mkdirs", "rmdirs", "renames", "links", "truncates")
 F = {name: i for i, name in enumerate(FIELDS)}
 NBINS = len(SIZE_BIN_NAMES)
 # Column layout of the matrix: the fields, then the read and the write size histograms.
@@ -25,7 +25,8 @@ HIST_WRITE = HIST_READ + NBINS
 WIDTH = HIST_WRITE + NBINS
 
 OP_FIELD = {"open": "opens", "create": "opens", "fsync": "fsyncs", "stat": "stats",
-            "close": "closes", "unlink": "unlinks", "mkdir": "mkdirs", "rmdir": "rmdirs"}
+            "close": "closes", "unlink": "unlinks", "mkdir": "mkdirs", "rmdir": "rmdirs", "rename": "renames",
+            "link": "links", "truncate": "truncates"}
 
 
 class Record:

@@ -16,7 +16,7 @@ from replay.collective import aggregate, collective
 from replay.edit import add_transform, collapse, data_mask, merge, ranks_per_file, stream_runs, take
 from replay.mpiio_calls import mpiio_calls
 from replay.plan import (CLOSE, COMM_SELF, CREATE, FLAG_PAD, FSYNC, LAYOUT_DIR, LAYOUT_FILE, MPIIO,
-                         MPIIO_COLL, OPEN, Plan)
+                         MPIIO_COLL, NAME_OPS, OPEN, Plan)
 
 MiB = 1 << 20
 
@@ -260,6 +260,8 @@ def _to_shared(plan: Plan) -> Plan:
     np.maximum.at(merged, target, np.where(pf > 0, base + pf, 0))
     files["prefill"] = np.where(target == fids, merged, 0).astype(np.int64)
     ops["file"] = target[ops["file"]].astype(np.int32)
+    naming = np.isin(ops["op"], NAME_OPS)  # a rename's or link's new name: merged the same way
+    ops["peer"] = np.where(naming, target[np.maximum(ops["peer"], 0)], ops["peer"]).astype(np.int32)
     return plan.replace(ops=ops, files=files,
                         meta=add_transform(plan.meta, {"transform": "layout", "mode": "shared"}))
 

@@ -83,7 +83,7 @@ def test_show_lists_calls_per_layer_and_function(corpus: Path) -> None:
     tables = {title: rows for title, _, rows in entry["extra_tables"]}
     assert tables["Recorder calls per layer"] == [["POSIX", "4,015", "6"], ["MPI", "145", "10"]]
     assert tables["Recorder calls per function"][:3] == [
-        ["POSIX", "close", "1,600"], ["POSIX", "open", "1,600"], ["POSIX", "unlink", "800"]]
+        ["POSIX", "close", "close", "1,600"], ["POSIX", "open", "open", "1,600"], ["POSIX", "unlink", "remove", "800"]]
     assert entry["recorder"]["calls"]["POSIX"]["mkdir"] == 6
 
 

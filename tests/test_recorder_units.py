@@ -59,3 +59,44 @@ def test_r1_records_count_its_small_shared_writes(corpus: Path):
     assert posix.get("POSIX_WRITES").sum() == 4 * 1024
     assert posix.get("POSIX_SIZE_WRITE_1K_10K").sum() == 4 * 1024
     assert len(set(posix.ids.tolist())) == 1 and records.record_id("/x") == records.record_id("/x")
+
+
+def test_chains_are_walked_together_entry_by_entry():
+    """Three chains of length-prefixed entries (a head word giving the entry's length in words) in
+    one buffer, of 2, 0 and 3 entries: every entry's position, chain after chain, and each end."""
+    from advisor.ingest.recorder.chains import int32_at, walk
+
+    words = np.array([3, 7, 7, 2, 9,  # chain 0 at 0: entries of 3 and 2 words
+                      1, 2, 5, 2, 1], np.int32)  # chain 2 at 5: entries of 1, 2 and 2 words
+    buf = np.frombuffer(words.astype("<i4").tobytes(), np.uint8)
+    heads, ends = walk(np.array([0, 20, 20]), np.array([2, 0, 3]), lambda at: 4 * int32_at(buf, at))
+    assert heads.tolist() == [0, 12, 20, 24, 32] and ends.tolist() == [20, 20, 40]
+    assert int32_at(buf, np.array([-5, 4, 10_000])).tolist() == [3, 7, 1]  # positions clipped into the buffer
+
+
+def test_a_kept_heap_takes_large_arrays_from_the_heap_not_from_mmap():
+    """glibc's mallinfo2: bytes in mmapped blocks grow by a 64 MiB array outside `kept_heap`, not
+    inside it (the array comes from the heap, where a freed one is reused without new pages)."""
+    import ctypes
+
+    from advisor.ingest.recorder.heap import _glibc, kept_heap
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                                          "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    libc = _glibc()
+    libc.mallinfo2.restype = MallInfo2
+
+    def mmapped_by_an_array() -> int:
+        before = libc.mallinfo2().hblkhd
+        array = np.ones(8 << 20)  # 64 MiB
+        grown = libc.mallinfo2().hblkhd - before
+        del array
+        return grown
+
+    outside = mmapped_by_an_array()
+    with kept_heap():
+        inside = mmapped_by_an_array()
+    assert outside >= 64 << 20 and inside == 0
+    assert mmapped_by_an_array() >= 64 << 20  # the defaults are back

@@ -15,7 +15,8 @@ from advisor.profile import CALL_OPS, DXT_WRITE, SHARED_RANK, DxtTrace, JobProfi
 from advisor.replay_plan.counters import VIEWS, RecordCounters, mpiio_ids, split_even, synthesize
 from advisor.replay_plan.stream import (SUB_CLOSE, SUB_FSYNC, SUB_OPEN, SUB_STAT, FileTable, StreamBuilder,
                                         is_pseudo_file)
-from replay.plan import CLOSE, FSYNC, MKDIR, MPIIO, MPIIO_COLL, OPEN, POSIX, READ, RMDIR, STAT, UNLINK, WRITE
+from replay.plan import (CLOSE, FSYNC, LINK, MKDIR, MPIIO, MPIIO_COLL, OPEN, POSIX, READ, RENAME, RMDIR, STAT,
+                         TRUNCATE, UNLINK, WRITE)
 
 
 def usable_traces(profile: JobProfile) -> dict[str, DxtTrace]:
@@ -67,7 +68,8 @@ def add_dxt(profile: JobProfile, builder: StreamBuilder, files: FileTable, *, th
     called = _add_calls(profile, builder, files)
     if called:
         notes.append(f"{len(profile.calls)} metadata calls on {len(called)} files and directories replayed "
-                     "one by one as traced (open, close, stat, fsync, unlink, mkdir, rmdir)")
+                     "one by one as traced (open, close, stat, fsync, unlink, mkdir, rmdir, rename, link, "
+                     "truncate)")
     _add_metadata(profile, builder, files, traced - called)
     synthesize(profile, builder, files, skip=traced | called)  # what the trace does not cover
     return notes
@@ -76,7 +78,8 @@ def add_dxt(profile: JobProfile, builder: StreamBuilder, files: FileTable, *, th
 # CALL_OPS (advisor.profile) -> the replay's op and its place among ops of the same instant
 _CALL_ROWS = {"open": (OPEN, SUB_OPEN), "close": (CLOSE, SUB_CLOSE), "stat": (STAT, SUB_STAT),
               "fsync": (FSYNC, SUB_FSYNC), "unlink": (UNLINK, SUB_CLOSE), "mkdir": (MKDIR, SUB_OPEN),
-              "rmdir": (RMDIR, SUB_CLOSE)}
+              "rmdir": (RMDIR, SUB_CLOSE), "rename": (RENAME, SUB_CLOSE), "link": (LINK, SUB_CLOSE),
+              "truncate": (TRUNCATE, SUB_FSYNC)}
 
 
 def _add_calls(profile: JobProfile, builder: StreamBuilder, files: FileTable) -> set[int]:
@@ -86,14 +89,22 @@ def _add_calls(profile: JobProfile, builder: StreamBuilder, files: FileTable) ->
     if calls is None or not len(calls):
         return set()
     via_mpiio = np.fromiter(mpiio_ids(profile), np.uint64)
-    keep = ~np.isin(calls.record_id, via_mpiio)
+    # renames, links and truncates act on the file system whatever interface opened the file
+    naming = np.isin(calls.op, [CALL_OPS.index(n) for n in ("rename", "link", "truncate")])
+    on_mpiio = np.isin(calls.record_id, via_mpiio)
+    keep = ~on_mpiio | naming
     rid = calls.record_id[keep]
-    urid, inv = np.unique(rid, return_inverse=True)
-    fids = np.array([files.add(int(r), profile.name_of(int(r))) for r in urid.tolist()], np.int32)
+    target = calls.target[keep] if calls.target is not None else np.zeros(rid.size, np.uint64)
+    urid, inv = np.unique(np.concatenate((rid, target[target != 0])), return_inverse=True)
+    fids = np.array([files.add(int(r), profile.name_of(int(r))) for r in urid.tolist()], np.int32)[inv.reshape(-1)]
+    peer = np.full(rid.size, -1, np.int32)
+    peer[target != 0] = fids[rid.size:]
+    length = calls.length[keep] if calls.length is not None else np.full(rid.size, -1, np.int64)
     op = np.array([_CALL_ROWS[name][0] for name in CALL_OPS], np.int8)[calls.op[keep]]
     sub = np.array([_CALL_ROWS[name][1] for name in CALL_OPS], np.int64)[calls.op[keep]]
-    builder.add_rows(calls.rank[keep], op, fids[inv.reshape(-1)], calls.start[keep], sub, POSIX)
-    return {int(r) for r in urid.tolist()}
+    builder.add_rows(calls.rank[keep], op, fids[:rid.size], calls.start[keep], sub, POSIX, peer=peer,
+                     length=np.maximum(length, 0))
+    return {int(r) for r in np.unique(rid[~on_mpiio[keep]]).tolist()}  # MPI-IO files: opens from counters
 
 
 def _gaps(rank: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:

@@ -21,9 +21,10 @@ from advisor.replay_plan.stream import is_pseudo_file
 FIELDS = ("reads", "writes", "bytes_read", "bytes_written")
 META_FIELDS = ("opens", "fsyncs")
 # A call trace's metadata calls are replayed one by one: each kind is checked per file.
-CALL_FIELDS = ("opens", "closes", "stats", "fsyncs", "unlinks", "mkdirs", "rmdirs")
+CALL_FIELDS = ("opens", "closes", "stats", "fsyncs", "unlinks", "mkdirs", "rmdirs", "renames", "links",
+               "truncates")
 _CALL_FIELD = {"open": "opens", "close": "closes", "stat": "stats", "fsync": "fsyncs", "unlink": "unlinks",
-               "mkdir": "mkdirs", "rmdir": "rmdirs"}
+               "mkdir": "mkdirs", "rmdir": "rmdirs", "rename": "renames", "link": "links", "truncate": "truncates"}
 
 
 @dataclass

@@ -99,10 +99,13 @@ class StreamBuilder:
         part["sub"] = np.full(n, SUB_DATA, np.int64)
         self._parts.append(part)
 
-    def add_rows(self, rank, op, file, time, sub, api, phase=-1) -> None:
-        """Metadata rows the source states explicitly (e.g. IOR's unlinks, in their own phase)."""
+    def add_rows(self, rank, op, file, time, sub, api, phase=-1, **cols) -> None:
+        """Metadata rows the source states explicitly (e.g. IOR's unlinks, in their own phase);
+        `cols`: other op columns (a rename's new file in "peer", a truncate's "length")."""
         rows = _rows(rank, file, op, time, sub, api)
         rows["phase"][:] = phase
+        for name, values in cols.items():
+            rows[name][:] = values
         self._parts.append(rows)
 
     def file_meta(self, rank: int, fid: int, stdio: bool = False) -> FileMeta:

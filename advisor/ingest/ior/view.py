@@ -207,6 +207,12 @@ def recorder_tables(doc: dict[str, Any]) -> list[Table]:
     layers = [[layer, f"{sum(funcs.values()):,}", str(len(funcs))] for layer, funcs in calls.items()]
     rows = sorted(((layer, name, n) for layer, funcs in calls.items() for name, n in funcs.items()),
                   key=lambda r: (-r[2], r[0], r[1]))
-    return [("Recorder calls per layer", ["layer", "calls", "functions"], layers),
-            ("Recorder calls per function", ["layer", "function", "calls"],
-             [[layer, name, f"{n:,}"] for layer, name, n in rows])]
+    kinds = doc.get("kinds", {})
+    out = [("Recorder calls per layer", ["layer", "calls", "functions"], layers),
+           ("Recorder calls per function", ["layer", "function", "kind", "calls"],
+            [[layer, name, kinds.get(name, "-"), f"{n:,}"] for layer, name, n in rows])]
+    unknown = doc.get("unknown") or {}
+    if unknown:  # a newer Recorder's functions: counted, their arguments not interpreted
+        out.append(("Recorder functions this reader does not know (counted, arguments not read)",
+                    ["function", "calls"], [[name, f"{n:,}"] for name, n in sorted(unknown.items())]))
+    return out

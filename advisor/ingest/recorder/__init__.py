@@ -18,7 +18,8 @@ from advisor.errors import InputError
 from advisor.ingest import InputFormat, register
 from advisor.ingest.recorder import calls as C
 from advisor.ingest.recorder.events import Calls, Resolved, resolve
-from advisor.ingest.recorder.format import LAYER_NAMES, RankCalls, RecorderTrace, TraceError
+from advisor.ingest.recorder.heap import kept_heap
+from advisor.ingest.recorder.format import LAYER_NAMES, USER_FUNCTION, RankCalls, RecorderTrace, TraceError
 from advisor.ingest.recorder.plans import MODULES, K, M, PlanTable
 from advisor.ingest.recorder.records import module_records, record_ids, segments
 from advisor.profile import CALL_OPS, JobInfo, JobProfile, MetadataCalls, ModuleInfo, Provenance
@@ -41,21 +42,27 @@ def _sniff(path: Path, head: bytes) -> bool:
 
 
 def load(path: Path) -> JobProfile:
+    with kept_heap():
+        return _load(path)
+
+
+def _load(path: Path) -> JobProfile:
     folder = path if path.is_dir() else path.parent
     started = time.perf_counter()
     try:
         trace = RecorderTrace(folder)
         plans = PlanTable(trace.meta.functions)
         chunks, per_signature, runtime, first_call = [], np.zeros(0, np.int64), 0.0, 0
-        for calls in trace.ranks():
+        for batch in trace.batches():
             plans.extend(trace.signatures)
-            chunks.append(_counted(calls, plans, first_call))
-            # calls per signature (cheaper per rank than per function: no gather of the calls)
-            seen = np.bincount(calls.terminal, minlength=len(trace.signatures))
+            terminal = np.concatenate([c.terminal for c in batch])
+            chunks.append(_counted(batch, terminal, plans, first_call))
+            # calls per signature (cheaper than per function: no gather of the calls)
+            seen = np.bincount(terminal, minlength=len(trace.signatures))
             seen[:per_signature.size] += per_signature
             per_signature = seen
-            runtime = max(runtime, float(calls.tend.max(initial=0.0)))
-            first_call += len(calls)
+            runtime = max(runtime, *(float(c.tend.max(initial=0.0)) for c in batch))
+            first_call += terminal.size
     except TraceError as err:
         raise InputError(str(path), str(err).removeprefix(f"{folder}: ")) from None
     counted = Calls.concat(chunks)
@@ -65,23 +72,31 @@ def load(path: Path) -> JobProfile:
     return _profile(trace, path, counted, plans, per_function, runtime, time.perf_counter() - started)
 
 
-def _counted(calls: RankCalls, plans: PlanTable, first_call: int) -> tuple:
-    """The columns of :class:`Calls` for the calls of one rank that a plan counts."""
-    keep = np.flatnonzero(plans.group[calls.terminal] > 0)
-    parent = _parents(calls.level)[keep]
-    return (np.full(keep.size, calls.rank, np.int32), keep + first_call,
-            np.where(parent >= 0, parent + first_call, -1), calls.terminal[keep], calls.tstart[keep],
-            calls.tend[keep])
+def _counted(batch: list[RankCalls], terminal: np.ndarray, plans: PlanTable, first_call: int) -> tuple:
+    """The columns of :class:`Calls` for the calls of a batch of ranks that a plan counts."""
+    keep = np.flatnonzero(plans.group[terminal] > 0)
+    sizes = np.array([len(c) for c in batch], np.int64)
+    rank_start = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    parent = _parents(batch[0].signatures.level[terminal], keep, rank_start)
+    cuts = np.searchsorted(keep, np.cumsum(sizes)).tolist()  # each rank's kept calls: keep[lo:hi]
+    local = [keep[lo:hi] - start for lo, hi, start in zip([0, *cuts], cuts, (np.cumsum(sizes) - sizes).tolist())]
+    return (np.repeat(np.array([c.rank for c in batch], np.int32), sizes)[keep], keep + first_call,
+            np.where(parent >= 0, parent + first_call, -1), terminal[keep],
+            np.concatenate([c.tstart[k] for c, k in zip(batch, local)]),
+            np.concatenate([c.tend[k] for c, k in zip(batch, local)]))
 
 
-def _parents(level: np.ndarray) -> np.ndarray:
-    """Index of each call's caller (the last earlier call one level up), -1 at depth 0."""
-    parent = np.full(level.size, -1, np.int64)
-    for depth in range(1, int(level.max(initial=0)) + 1):
-        here = np.flatnonzero(level == depth)
-        above = np.flatnonzero(level == depth - 1)
-        k = np.searchsorted(above, here) - 1
-        parent[here] = np.where(k >= 0, above[np.maximum(k, 0)], -1)
+def _parents(level: np.ndarray, keep: np.ndarray, rank_start: np.ndarray) -> np.ndarray:
+    """Index of the caller of each call `keep` (the last earlier call of its rank one level up),
+    -1 at depth 0."""
+    parent = np.full(keep.size, -1, np.int64)
+    depth = level[keep]
+    for d in range(1, int(depth.max(initial=0)) + 1):
+        here = np.flatnonzero(depth == d)
+        above = np.flatnonzero(level == d - 1)
+        k = np.searchsorted(above, keep[here]) - 1
+        found = above[np.maximum(k, 0)]
+        parent[here] = np.where((k >= 0) & (found >= rank_start[keep[here]]), found, -1)
     return parent
 
 
@@ -106,12 +121,17 @@ def _profile(trace: RecorderTrace, path: Path, calls: Calls, plans: PlanTable, p
             profile.modules[dxt] = ModuleInfo(dxt, records=len(profile.dxt[dxt]))
     profile.calls = _metadata_calls(trace, calls, res, plans, profile.names)
     calls_per: dict[str, dict[str, int]] = defaultdict(dict)
+    kinds: dict[str, str] = {}
     for fid in np.flatnonzero(per_function).tolist():
         name = meta.functions[fid] if fid < len(meta.functions) else f"func{fid}"
         calls_per[LAYER_NAMES[int(meta.layers[fid])]][name] = int(per_function[fid])
-    profile.extras["recorder"] = {"ranks": meta.ranks, "interprocess_compression": meta.interprocess,
-                                  "time_resolution_s": meta.time_resolution, "calls": dict(calls_per),
-                                  "directories": _directories(calls, res, directory, plans)}
+        kinds[name] = "user function" if fid == USER_FUNCTION else C.kind_of(name)
+    profile.extras["recorder"] = {
+        "ranks": meta.ranks, "interprocess_compression": meta.interprocess,
+        "time_resolution_s": meta.time_resolution, "calls": dict(calls_per), "kinds": kinds,
+        # functions this reader does not know: counted per function, their arguments not read
+        "unknown": {name: n for funcs in calls_per.values() for name, n in funcs.items() if kinds[name] == "unknown"},
+        "directories": _directories(calls, res, directory, plans)}
     profile.ingest = {"seconds": round(seconds, 3)}
     return profile
 
@@ -121,7 +141,8 @@ _CALL_OP = {**dict.fromkeys(("open", "open64", "creat", "creat64"), "open"), "cl
             **dict.fromkeys(("__xstat", "__xstat64", "__lxstat", "__lxstat64", "__fxstat", "__fxstat64",
                              "access"), "stat"),
             "fsync": "fsync", "fdatasync": "fsync", "unlink": "unlink", "remove": "unlink", "mkdir": "mkdir",
-            "rmdir": "rmdir"}
+            "rmdir": "rmdir", "rename": "rename", "link": "link", "linkat": "link", "faccessat": "stat",
+            "truncate": "truncate", "ftruncate": "truncate"}
 
 
 def _metadata_calls(trace: RecorderTrace, calls: Calls, res: Resolved, plans: PlanTable,
@@ -132,9 +153,17 @@ def _metadata_calls(trace: RecorderTrace, calls: Calls, res: Resolved, plans: Pl
         if name in _CALL_OP:
             op_of[fid] = CALL_OPS.index(_CALL_OP[name])
     op = op_of[trace.signatures.func[calls.gid]]
+    # (an MPI-IO or HDF5 call's effect on the file system is the POSIX call the trace shows below
+    # it: MPI_File_set_size's ftruncate on the one rank that makes it, MPI_File_sync's fsync)
     sel = np.flatnonzero((op >= 0) & (res.module == M["POSIX"]) & (res.name >= 0))
+    gid = calls.gid[sel]
+    other = plans["other"][gid]
+    target = np.zeros(sel.size, np.uint64)
+    if (other >= 0).any():
+        target[other >= 0] = record_ids(other[other >= 0], plans, names)
+    length = np.where(op[sel] == CALL_OPS.index("truncate"), plans["size"][gid], -1)
     return MetadataCalls(calls.rank[sel].astype(np.int32), record_ids(res.name[sel], plans, names),
-                         op[sel], calls.start[sel])
+                         op[sel], calls.start[sel], target, length)
 
 
 def _directories(calls: Calls, res: Resolved, directory: np.ndarray, plans: PlanTable) -> dict:

@@ -27,6 +27,7 @@ class Call:
     whence: int = -1
     mode: str = ""  # MPI-IO: indep, coll, split, nb
     counter: str = ""  # the Darshan counter one call adds 1 to, where its kind does not say
+    path2: int = -1  # position of a second path: the new name of rename and link
 
 
 def _posix() -> dict[str, Call]:
@@ -44,9 +45,18 @@ def _posix() -> dict[str, Call]:
     calls.update({f: Call("POSIX", STAT, path=1) for f in (
         "__xstat", "__xstat64", "__lxstat", "__lxstat64", "__fxstat", "__fxstat64")})
     calls.update({f: Call("POSIX", META) for f in (
-        "mkdir", "rmdir", "unlink", "remove", "rename", "truncate", "ftruncate", "access", "chmod",
-        "chown", "lchown", "utime", "link", "symlink", "readlink", "mkfifo", "chdir", "fcntl", "dup",
-        "dup2")})
+        "mkdir", "rmdir", "unlink", "remove", "access", "chmod",
+        "chown", "lchown", "utime", "symlink", "readlink", "mkfifo", "chdir", "fcntl", "dup",
+        "dup2", "opendir")})
+    calls.update({"rename": Call("POSIX", META, path2=1), "link": Call("POSIX", META, path2=1),
+                  "truncate": Call("POSIX", META, size=1), "ftruncate": Call("POSIX", META, size=1)})
+    # the *at variants: Recorder writes the directory descriptor's path first, then the path
+    calls.update({"linkat": Call("POSIX", META, path=1, path2=3), "readlinkat": Call("POSIX", META, path=1),
+                  "faccessat": Call("POSIX", META, path=1), "symlinkat": Call("POSIX", META, path=2),
+                  "mknod": Call("POSIX", META, path=1), "mknodat": Call("POSIX", META, path=2)})
+    # calls on no path (pointers, descriptor numbers, the process): counted per function only
+    calls.update({f: Call("POSIX", META, path=-1) for f in (
+        "getcwd", "readdir", "closedir", "rewinddir", "pipe", "umask", "msync")})
     return calls
 
 
@@ -59,6 +69,7 @@ def _stdio() -> dict[str, Call]:
         "vfprintf": Call("STDIO", WRITE, size=1),
         "fseek": Call("STDIO", SEEK, offset=1, whence=2), "fseeko": Call("STDIO", SEEK, offset=1, whence=2),
         "ftell": Call("STDIO", SEEK), "ftello": Call("STDIO", SEEK),
+        "fileno": Call("STDIO", META), "tmpfile": Call("STDIO", OPEN, path=-1),
     }
 
 
@@ -68,8 +79,9 @@ def _mpiio() -> dict[str, Call]:
         "MPI_File_close": Call("MPI-IO", CLOSE),
         "MPI_File_sync": Call("MPI-IO", SYNC),
         "MPI_File_set_view": Call("MPI-IO", VIEW, offset=1),
-        "MPI_File_set_size": Call("MPI-IO", META), "MPI_File_get_size": Call("MPI-IO", META),
-        "MPI_File_seek": Call("MPI-IO", SEEK), "MPI_File_seek_shared": Call("MPI-IO", SEEK),
+        "MPI_File_set_size": Call("MPI-IO", META, size=1), "MPI_File_get_size": Call("MPI-IO", META),
+        "MPI_File_seek": Call("MPI-IO", SEEK, offset=1, whence=2),
+        "MPI_File_seek_shared": Call("MPI-IO", SEEK, offset=1, whence=2, mode="shared"),
     }
     for op, kind in (("read", READ), ("write", WRITE)):
         for suffix, mode in (("", "indep"), ("_shared", "indep"), ("_all", "coll"), ("_ordered", "coll"),
@@ -95,6 +107,31 @@ def _hdf5() -> dict[str, Call]:
 
 
 CALLS: dict[str, Call] = {**_posix(), **_stdio(), **_mpiio(), **_hdf5()}
+
+# What the functions no Darshan counter holds are, for `show`: HDF5's other interfaces by the
+# letter after H5, and MPI's non-I/O calls.
+HDF5_INTERFACES = {"A": "attribute", "D": "dataset", "E": "error", "F": "file", "G": "group",
+                   "L": "link", "O": "object", "P": "property list", "R": "reference",
+                   "S": "dataspace", "T": "datatype", "Z": "filter"}
+_META_KINDS = {**dict.fromkeys(("unlink", "remove"), "remove"), "mkdir": "mkdir", "rmdir": "rmdir",
+               **dict.fromkeys(("opendir", "readdir", "closedir", "rewinddir"), "directory"),
+               "rename": "rename", **dict.fromkeys(("link", "linkat", "symlink", "symlinkat"), "link"),
+               **dict.fromkeys(("truncate", "ftruncate", "MPI_File_set_size"), "truncate"),
+               **dict.fromkeys(("access", "faccessat", "MPI_File_get_size"), "stat"),
+               **dict.fromkeys(("mmap", "mmap64", "msync"), "map")}
+MPI_SEEK = {"MPI_SEEK_SET": 0, "MPI_SEEK_CUR": 1, "MPI_SEEK_END": 2}
+
+
+def kind_of(name: str) -> str:
+    """The operation kind of a traced function ("unknown" for one this reader does not know)."""
+    spec = CALLS.get(name)
+    if spec is not None:
+        return _META_KINDS.get(name, spec.kind) if spec.kind == META else spec.kind
+    if name.startswith("H5") and len(name) > 2 and name[2] in HDF5_INTERFACES:
+        return f"hdf5 {HDF5_INTERFACES[name[2]]}"
+    if name.startswith("MPI_") and not name.startswith("MPI_File"):
+        return "mpi"
+    return "unknown"
 
 # Darshan's default DARSHAN_EXCLUDE_DIRS: system paths a Darshan log never holds.
 EXCLUDED_DIRS = ("/etc/", "/dev/", "/usr/", "/bin/", "/boot/", "/lib/", "/opt/", "/sbin/", "/sys/",

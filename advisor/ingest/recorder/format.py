@@ -19,7 +19,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from advisor.ingest.recorder.grammar import GrammarError, expand, parse
+from advisor.ingest.recorder.chains import int32_at, walk
+from advisor.ingest.recorder.grammar import GrammarError, expand, parse_all
 
 SUPPORTED = (2, 5)
 # Layers as recorder2text numbers them (the `type` column).
@@ -31,6 +32,7 @@ USER_FUNCTION = 255
 _METADATA = struct.Struct("<i4xddiii4x")
 # Call signature key head: pthread_t tid, uchar func_id, uchar level, uchar arg_count, int strlen.
 _KEY_HEAD = struct.Struct("<QBBBi")
+_KEY_HEAD_DTYPE = np.dtype([("tid", "<u8"), ("func", "u1"), ("level", "u1"), ("count", "u1"), ("strlen", "<i4")])
 
 
 class TraceError(ValueError):
@@ -86,14 +88,22 @@ class SignatureTable:
     def __len__(self) -> int:
         return len(self._func)
 
-    def add(self, key: bytes, path: Path, terminal: int) -> int:
-        tid, func, level, values = _parse_key(key, path, terminal)
-        gid = self.ids[key] = len(self._func)
-        self._func.append(func)
-        self._level.append(level)
-        self.tid.append(tid)
-        self.args.append(values)
-        return gid
+    def add(self, keys: list[bytes], head: np.ndarray, places: list[tuple[Path, int]]) -> None:
+        """New keys, their heads (thread id, function, depth, argument count, argument bytes)
+        as parsed columns; `places` (file, terminal id) name a key in an error."""
+        args = [tuple(key[_KEY_HEAD.size:_KEY_HEAD.size + n].decode(errors="replace").split(" ")[:-1])
+                for key, n in zip(keys, head["strlen"].tolist())]
+        # arguments end each with a space (spaces inside were written as '_'): as many as counted
+        found = np.fromiter(map(len, args), np.int64, len(args))
+        bad = np.flatnonzero(found != head["count"])
+        if bad.size:
+            (path, terminal), i = places[bad[0]], int(bad[0])
+            raise _fail(path, f"signature {terminal} holds {found[i]} arguments, not {head['count'][i]}")
+        self.ids.update(zip(keys, range(len(self._func), len(self._func) + len(keys))))
+        self._func += head["func"].tolist()
+        self._level += head["level"].tolist()
+        self.tid += head["tid"].tolist()
+        self.args += args
 
     @property
     def func(self) -> np.ndarray:
@@ -164,49 +174,71 @@ def read_metadata(folder: Path) -> Metadata:
     return Metadata(version, ranks, start, resolution, ts_compression, bool(interprocess), tuple(names))
 
 
-_ENTRY_HEAD = struct.Struct("<i4xi4x")  # terminal id, (rank), key length, (count)
+_ENTRY_HEAD = 16  # terminal id, rank, key length, count (int32 each)
 
 
 def read_signatures(path: Path, table: SignatureTable) -> np.ndarray:
-    """One ``.cst`` (entries stored in hash order): the gid in `table` of each terminal id.
+    """One ``.cst`` (entries stored in hash order): the gid in `table` of each terminal id."""
+    return read_tables([path], table)[0]
 
-    The loop only finds entry boundaries (each entry's length is in its head); a key seen in
-    another rank's table is a dictionary hit."""
-    raw = _read(path)
-    if len(raw) < 4:
-        raise _fail(path, "empty call-signature table")
-    (entries,) = struct.unpack_from("<i", raw)
-    if entries <= 0:
-        raise _fail(path, f"call-signature table holds {entries} entries")
-    gids = [-1] * entries
-    head, ids, size, pos = _ENTRY_HEAD.unpack_from, table.ids, len(raw), 4
-    try:
-        for _ in range(entries):
-            terminal, key_len = head(raw, pos)
-            pos += 16 + key_len
-            if not 0 <= terminal < entries or key_len < _KEY_HEAD.size:
-                raise _fail(path, "call-signature table damaged")
-            key = raw[pos - key_len:pos]
-            gid = ids.get(key)
-            gids[terminal] = table.add(key, path, terminal) if gid is None else gid
-    except struct.error:
-        raise _fail(path, "call-signature table truncated") from None
-    if pos > size:
-        raise _fail(path, "call-signature table truncated")
-    out = np.array(gids, np.int32)
-    if (out < 0).any():
-        raise _fail(path, "call-signature table misses terminal ids")
+
+def read_tables(paths: list[Path], table: SignatureTable) -> list[np.ndarray]:
+    """Several ``.cst`` files: per file, the gid in `table` of each terminal id.
+
+    The entries of all files are found together (:mod:`chains`); a key seen in another rank's
+    table is a dictionary hit, and only a new key is parsed."""
+    raws = [_read(path) for path in paths]
+    entries = []
+    for path, raw in zip(paths, raws):
+        if len(raw) < 4:
+            raise _fail(path, "empty call-signature table")
+        (n,) = struct.unpack_from("<i", raw)
+        if n <= 0:
+            raise _fail(path, f"call-signature table holds {n} entries")
+        if n > (len(raw) - 4) // (_ENTRY_HEAD + _KEY_HEAD.size):  # (a damaged count: no endless walk)
+            raise _fail(path, "call-signature table truncated")
+        entries.append(n)
+    size = np.array([len(raw) for raw in raws], np.int64)
+    begin = np.cumsum(size) - size
+    joined = b"".join(raws)
+    buf = np.frombuffer(joined + bytes(_ENTRY_HEAD), np.uint8)
+    count = np.array(entries, np.int64)
+    heads, _ = walk(begin + 4, count, lambda at: _ENTRY_HEAD + int32_at(buf, at + 8))
+    terminal, key_len = int32_at(buf, heads), int32_at(buf, heads + 8)
+    owner = np.repeat(np.arange(len(paths)), count)
+    limit = (begin + size)[owner]
+    head_out = heads + _ENTRY_HEAD > limit
+    damaged = (terminal < 0) | (terminal >= count[owner]) | (key_len < _KEY_HEAD.size)
+    bad = head_out | damaged | (heads + _ENTRY_HEAD + key_len > limit)
+    if bad.any():  # the first bad entry says why, as a walk entry by entry would
+        i = int(np.argmax(bad))
+        why = "damaged" if damaged[i] and not head_out[i] else "truncated"
+        raise _fail(paths[int(owner[i])], f"call-signature table {why}")
+    first = (heads + _ENTRY_HEAD).tolist()
+    keys = [joined[a:b] for a, b in zip(first, (heads + _ENTRY_HEAD + key_len).tolist())]
+    gid = list(map(table.ids.get, keys))
+    new: dict[bytes, int] = {}  # keys no table held before: the first entry of each
+    for i in [i for i, g in enumerate(gid) if g is None]:
+        new.setdefault(keys[i], i)
+    if new:
+        first = np.fromiter(new.values(), np.int64, len(new))
+        table.add(list(new), _key_heads(buf, heads[first] + _ENTRY_HEAD),
+                  [(paths[int(owner[i])], int(terminal[i])) for i in first.tolist()])
+        gid = list(map(table.ids.__getitem__, keys))
+    gid = np.array(gid, np.int32)
+    out = []
+    for f, (lo, hi) in enumerate(zip((np.cumsum(count) - count).tolist(), np.cumsum(count).tolist())):
+        gids = np.full(entries[f], -1, np.int32)
+        gids[terminal[lo:hi]] = gid[lo:hi]
+        if (gids < 0).any():
+            raise _fail(paths[f], "call-signature table misses terminal ids")
+        out.append(gids)
     return out
 
 
-def _parse_key(key: bytes, path: Path, terminal: int) -> tuple:
-    """(thread id, function id, depth, arguments) of one signature key."""
-    tid, func, level, count, strlen = _KEY_HEAD.unpack_from(key)
-    # Arguments end each with a space (spaces inside were written as '_').
-    values = tuple(key[_KEY_HEAD.size:_KEY_HEAD.size + strlen].decode(errors="replace").split(" ")[:-1])
-    if len(values) != count:
-        raise _fail(path, f"signature {terminal} holds {len(values)} arguments, not {count}")
-    return tid, func, level, values
+def _key_heads(buf: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The heads of the keys starting at byte positions `at` of `buf`, as a structured array."""
+    return buf[at[:, None] + np.arange(_KEY_HEAD.size)].copy().view(_KEY_HEAD_DTYPE).ravel()
 
 
 def times(deltas: np.ndarray, resolution: float) -> tuple[np.ndarray, np.ndarray]:
@@ -241,12 +273,18 @@ class RecorderTrace:
     def gids(self, rank: int) -> np.ndarray:
         """The gid of each terminal id of a rank's table (the merged ``0.cst`` for every rank)."""
         table = 0 if self.meta.interprocess else rank
-        if table not in self._gids:
-            self._gids[table] = read_signatures(self.folder / f"{table}.cst", self.signatures)
+        self._tables([table])
         gids = self._gids[table]
         if not self.meta.interprocess:
             del self._gids[table]  # read once per rank: keep no table longer than its rank
         return gids
+
+    def _tables(self, tables: list[int]) -> None:
+        """Read the signature tables not yet read, together."""
+        todo = [t for t in tables if t not in self._gids]
+        if todo:
+            read = read_tables([self.folder / f"{t}.cst" for t in todo], self.signatures)
+            self._gids.update(zip(todo, read))
 
     def deltas(self, rank: int) -> np.ndarray:
         path = self.folder / f"{rank}.ts"
@@ -265,15 +303,22 @@ class RecorderTrace:
         return self._decode(rank, deltas)
 
     def ranks(self) -> Iterator[RankCalls]:
-        """Every rank in order, grammars expanded in batches of about BATCH_CALLS calls."""
+        """Every rank in order."""
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[list[RankCalls]]:
+        """Every rank in order, in batches of about BATCH_CALLS calls decoded together."""
         pending: list[tuple[int, np.ndarray]] = []
+        calls = 0
         for rank in range(self.meta.ranks):
             pending.append((rank, self.deltas(rank)))
-            if sum(d.size for _, d in pending) // 2 >= self.BATCH_CALLS or rank == self.meta.ranks - 1:
+            calls += pending[-1][1].size // 2
+            if calls >= self.BATCH_CALLS or rank == self.meta.ranks - 1:
                 self._expand([r for r, _ in pending], [d.size // 2 for _, d in pending])
-                for r, d in pending:
-                    yield self._decode(r, d)
-                pending = []
+                self._tables([0] if self.meta.interprocess else [r for r, _ in pending])
+                yield [self._decode(r, d) for r, d in pending]
+                pending, calls = [], 0
 
     def _expand(self, ranks: list[int], calls: list[int]) -> None:
         """Expand the grammars of `ranks` not yet expanded (each grammar once)."""
@@ -282,14 +327,9 @@ class RecorderTrace:
             grammar = self.grammar_of[rank]
             if grammar not in self._expanded:
                 todo[grammar] = max(todo.get(grammar, 0), n)
-        grammars = []
-        for grammar in todo:
-            cfg = self.folder / f"{grammar}.cfg"
-            try:
-                grammars.append(parse(_read(cfg), cfg))
-            except GrammarError as err:
-                raise _fail(cfg, str(err)) from None
+        paths = [self.folder / f"{grammar}.cfg" for grammar in todo]
         try:
+            grammars = parse_all([_read(cfg) for cfg in paths], paths)
             expanded = expand(grammars, list(todo.values())) if grammars else []
         except GrammarError as err:
             raise TraceError(str(err)) from None

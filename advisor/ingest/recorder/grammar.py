@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from advisor.ingest.recorder.chains import walk
+
 MAX_DEPTH = 256  # rules nested deeper than this are refused (FLASH's grammars nest 8 deep)
 
 
@@ -35,31 +37,53 @@ class Grammar:
 
 def parse(raw: bytes, path: Path) -> Grammar:
     """Rule count, then per rule its id, its symbol count and (value, repetitions) per symbol."""
-    if len(raw) < 4 or len(raw) % 4:
-        raise GrammarError("grammar truncated")
-    ints = np.frombuffer(raw, dtype="<i4")
-    words = ints.tolist()
-    count, size, heads, pos = words[0], len(words), [], 1
-    for _ in range(max(count, 0)):  # rule heads chain: each rule's length says where the next starts
-        if pos + 2 > size or words[pos + 1] < 0:
-            raise GrammarError(f"grammar truncated after {len(heads)} of {count} rules")
-        heads.append(pos)
-        pos += 2 + 2 * words[pos + 1]
-    if pos > size:
-        raise GrammarError(f"grammar truncated in rule {words[heads[-1]]}")
-    at = np.array(heads, np.int64)
-    length = ints[at + 1].astype(np.int64) if heads else np.zeros(0, np.int64)
+    (grammar,) = parse_all([raw], [path])
+    return grammar
+
+
+def parse_all(raws: list[bytes], paths: list[Path]) -> list[Grammar]:
+    """Several ``.cfg`` files, their rule heads found together (:mod:`chains`)."""
+    for raw, path in zip(raws, paths):
+        if len(raw) < 4 or len(raw) % 4:
+            raise GrammarError(f"{path}: grammar truncated")
+    words = np.frombuffer(b"".join(raws) + bytes(8), "<i4")
+    size = np.array([len(raw) // 4 for raw in raws], np.int64)
+    begin = np.cumsum(size) - size
+    count = np.maximum(words[begin], 0).astype(np.int64)
+    # a rule takes two words at least: a larger count is damage (and no endless walk)
+    over = np.flatnonzero(count > (size - 1) // 2)
+    if over.size:
+        raise GrammarError(f"{paths[int(over[0])]}: grammar truncated after 0 of {int(count[over[0]])} rules")
+    heads, _ = walk(begin + 1, count, lambda at: 2 + 2 * words[np.minimum(at + 1, words.size - 1)].astype(np.int64))
+    owner = np.repeat(np.arange(len(raws)), count)
+    limit = (begin + size)[owner]
+    length = words[np.minimum(heads + 1, words.size - 1)].astype(np.int64)
+    bad = (heads + 2 > limit) | (length < 0) | (heads + 2 + 2 * length > limit)
+    if bad.any():  # the first bad rule: its head is cut off (or nonsense), or its symbols are
+        i = int(np.argmax(bad))
+        nth = i - int(np.searchsorted(owner, owner[i]))
+        head_cut = heads[i] + 2 > limit[i] or length[i] < 0
+        why = (f"grammar truncated after {nth} of {int(count[owner[i]])} rules" if head_cut
+               else f"grammar truncated in rule {int(words[heads[i]])}")
+        raise GrammarError(f"{paths[int(owner[i])]}: {why}")
     first = np.cumsum(length) - length
-    symbols = np.repeat(at + 2 - 2 * first, 2 * length) + np.arange(2 * int(length.sum()))
-    pairs = ints[symbols].astype(np.int64).reshape(-1, 2)
-    rule_ids = ints[at].astype(np.int64) if heads else np.zeros(0, np.int64)
-    if not (rule_ids == -1).any():
-        raise GrammarError("grammar has no start rule")
-    if (rule_ids >= 0).any():
-        raise GrammarError(f"grammar rule id {int(rule_ids[rule_ids >= 0][0])} is not negative")
-    if (pairs[:, 1] < 0).any():
-        raise GrammarError("grammar holds negative repetitions")
-    return Grammar(path, rule_ids, length, pairs[:, 0], pairs[:, 1])
+    symbols = np.repeat(heads + 2 - 2 * first, 2 * length) + np.arange(2 * int(length.sum()))
+    pairs = words[symbols].astype(np.int64).reshape(-1, 2)
+    rule_ids = words[heads].astype(np.int64)
+    rules = np.concatenate(([0], np.cumsum(count))).tolist()  # grammar g: rules[g]:rules[g + 1]
+    syms = np.concatenate(([0], np.cumsum(length)))[rules].tolist()
+    return [_checked(Grammar(path, rule_ids[r0:r1], length[r0:r1], pairs[s0:s1, 0], pairs[s0:s1, 1]))
+            for path, r0, r1, s0, s1 in zip(paths, rules, rules[1:], syms, syms[1:])]
+
+
+def _checked(g: Grammar) -> Grammar:
+    if not (g.rule_ids == -1).any():
+        raise GrammarError(f"{g.path}: grammar has no start rule")
+    if (g.rule_ids >= 0).any():
+        raise GrammarError(f"{g.path}: grammar rule id {int(g.rule_ids[g.rule_ids >= 0][0])} is not negative")
+    if (g.reps < 0).any():
+        raise GrammarError(f"{g.path}: grammar holds negative repetitions")
+    return g
 
 
 @dataclass
@@ -104,24 +128,18 @@ def expand(grammars: list[Grammar], limits: list[int]) -> list[np.ndarray]:
     rules may expand to at most eight times that many terminals together."""
     b = _batch(grammars)
     is_rule = b.child >= 0
-    child = np.maximum(b.child, 0)
-    height = np.ones(b.nrules, np.int64)
-    for _ in range(MAX_DEPTH):
-        below = np.ones(b.nrules, np.int64)
-        np.maximum.at(below, b.rule_of[is_rule], height[child[is_rule]] + 1)
-        changing = below != height
-        if not changing.any():
-            break
-        height = below
-    else:  # heights still growing: a rule reaches itself (or nests absurdly deep)
-        g = int(b.owner[np.flatnonzero(changing)[0]])
-        raise GrammarError(f"{grammars[g].path}: grammar rules are recursive or nest more than {MAX_DEPTH} deep")
+    height = _heights(b, is_rule, grammars)
+    # symbols grouped by their rule's height (rule order inside): a level is one slice
+    sym_order = np.argsort(height[b.rule_of], kind="stable")
+    bounds = np.searchsorted(height[b.rule_of][sym_order], np.arange(1, int(height.max(initial=1)) + 2))
+    levels = [sym_order[lo:hi] for lo, hi in zip(bounds.tolist(), bounds[1:].tolist())]
     # lengths as floats first: a hostile grammar's repetitions would overflow integers
     length = np.zeros(b.nrules)
     with np.errstate(over="ignore", invalid="ignore"):
-        for _ in range(int(height.max(initial=1))):
-            length = np.bincount(b.rule_of, weights=b.reps * np.where(is_rule, length[child], 1.0),
-                                 minlength=b.nrules)
+        for sel in levels:  # a rule's length from the lengths of the rules below it
+            child = b.child[sel]
+            length += np.bincount(b.rule_of[sel], minlength=b.nrules,
+                                  weights=b.reps[sel] * np.where(child >= 0, length[np.maximum(child, 0)], 1.0))
         total = np.bincount(b.owner, weights=length, minlength=len(grammars))
         over = np.flatnonzero(~(total <= 8 * np.array(limits, np.float64) + 1024))  # NaN: over too
     if over.size:
@@ -137,16 +155,35 @@ def expand(grammars: list[Grammar], limits: list[int]) -> list[np.ndarray]:
     offset[by_level] = nsym + np.cumsum(size[by_level]) - size[by_level]
     out = np.zeros(nsym + int(size.sum()), np.int32)
     out[:nsym] = np.where(is_rule, 0, b.value)
-    for level in range(1, int(height.max(initial=1)) + 1):
-        _write_level(b, level, height, size, offset, out)
-    return [out[offset[s]:offset[s] + size[s]].copy() for s in b.start.tolist()]
+    for sel in levels:
+        _write_level(b, sel, size, offset, out)
+    # views of the batch's buffer: it lives while a grammar of the batch is still used
+    return [out[offset[s]:offset[s] + size[s]] for s in b.start.tolist()]
 
 
-def _write_level(b: _Batch, level: int, height: np.ndarray, size: np.ndarray, offset: np.ndarray,
-                 out: np.ndarray) -> None:
-    """Write every rule of one height: each symbol is its terminal's slot or the already written
-    expansion of its rule, repeated; the level's rules fill one contiguous block of `out`."""
-    sel = np.flatnonzero(height[b.rule_of] == level)
+def _heights(b: _Batch, is_rule: np.ndarray, grammars: list[Grammar]) -> np.ndarray:
+    """Each rule's height: 1 for rules of terminals only, else one more than its tallest child."""
+    parent, child = b.rule_of[is_rule], b.child[is_rule]  # symbols in rule order: parents sorted
+    head = np.flatnonzero(np.concatenate(([True], parent[1:] != parent[:-1]))) if parent.size else parent
+    parents = parent[head]
+    height = np.ones(b.nrules, np.int64)
+    for _ in range(MAX_DEPTH):
+        below = np.ones(b.nrules, np.int64)
+        if head.size:
+            below[parents] = np.maximum.reduceat(height[child], head) + 1
+        changing = below != height
+        if not changing.any():
+            return height
+        height = below
+    # heights still growing: a rule reaches itself (or nests absurdly deep)
+    g = int(b.owner[np.flatnonzero(changing)[0]])
+    raise GrammarError(f"{grammars[g].path}: grammar rules are recursive or nest more than {MAX_DEPTH} deep")
+
+
+def _write_level(b: _Batch, sel: np.ndarray, size: np.ndarray, offset: np.ndarray, out: np.ndarray) -> None:
+    """Write every rule of one height (its symbols `sel`): each symbol is its terminal's slot or
+    the already written expansion of its rule, repeated; the level's rules fill one contiguous
+    block of `out`."""
     if not sel.size:
         return
     rule, child, reps = b.rule_of[sel], b.child[sel], b.reps[sel]

@@ -18,11 +18,13 @@ from advisor.ingest.recorder.format import SignatureTable
 NONE, FILES, MPIIO, HDF5 = 0, 1, 2, 3  # groups: not counted, POSIX/STDIO, MPI-IO, HDF5
 MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "H5D")
 KINDS = (C.OPEN, C.CLOSE, C.READ, C.WRITE, C.SEEK, C.STAT, C.SYNC, C.META, C.FLUSH, C.VIEW)
-MODES = ("", "indep", "coll", "split", "nb")
+MODES = ("", "indep", "coll", "split", "nb", "shared")
 K = {kind: i for i, kind in enumerate(KINDS)}
+# the Darshan counters a call adds 1 to where its kind does not say (index 0: none)
+COUNTERS = ("", *sorted({spec.counter for spec in C.CALLS.values()} - {""}))
 M = {module: i for i, module in enumerate(MODULES)}
 # Directory calls: their path is a directory, never a data file (docs/ingest.md).
-DIRECTORY_CALLS = ("mkdir", "rmdir")
+DIRECTORY_CALLS = ("mkdir", "rmdir", "opendir")
 
 
 class Plan(NamedTuple):
@@ -34,6 +36,7 @@ class Plan(NamedTuple):
     size: int = 0  # bytes (MPI-IO: -1 when the datatype is derived; view: etype size; open: 1 on COMM_SELF)
     offset: int = -1
     extra: Any = None  # lseek whence; MPI_File_open's handle
+    other: str = ""  # a rename's or link's new name
 
 
 def plan(name: str, args: tuple[str, ...]) -> Plan | None:
@@ -50,8 +53,10 @@ def plan(name: str, args: tuple[str, ...]) -> Plan | None:
         if not C.traced_path(path):
             return None
         size = C.integer(arg(spec.size)) * (C.integer(arg(spec.nmemb)) if spec.nmemb >= 0 else 1)
+        other = arg(spec.path2)
         return Plan(FILES, spec, path, size, C.integer(arg(spec.offset)) if spec.offset >= 0 else -1,
-                    C.integer(arg(spec.whence)) if spec.whence >= 0 else None)
+                    C.integer(arg(spec.whence)) if spec.whence >= 0 else None,
+                    other if C.traced_path(other) else "")
     if spec.module == "MPI-IO":
         if spec.kind == C.OPEN:
             path = arg(1)
@@ -61,9 +66,11 @@ def plan(name: str, args: tuple[str, ...]) -> Plan | None:
             tsize = C.MPI_TYPE_SIZES.get(arg(spec.size + 1))
             size = C.integer(arg(spec.size)) * tsize if tsize is not None else -1
             return Plan(MPIIO, spec, arg(0), size, C.integer(arg(spec.offset)) if spec.offset >= 0 else -1)
+        if spec.kind == C.SEEK:
+            return Plan(MPIIO, spec, arg(0), 0, C.integer(arg(1)), C.MPI_SEEK.get(arg(2), -1))
         if spec.kind == C.VIEW:
             return Plan(MPIIO, spec, arg(0), C.MPI_TYPE_SIZES.get(arg(2), 1), C.integer(arg(1)))
-        return Plan(MPIIO, spec, arg(0))
+        return Plan(MPIIO, spec, arg(0), C.integer(arg(spec.size)) if spec.size >= 0 else 0)
     if spec.module == "H5F" and spec.kind == C.OPEN:
         return Plan(HDF5, spec, arg(0) if C.traced_path(arg(0)) else "")
     if spec.module == "H5D" and spec.kind == C.OPEN:
@@ -75,7 +82,7 @@ class PlanTable:
     """Columns over signature gids, extended as ranks bring new signatures."""
 
     COLUMNS = ("group", "module", "kind", "mode", "target", "handle", "size", "offset", "tracked",
-               "whence", "counter", "directory")
+               "whence", "counter", "directory", "other")
 
     def __init__(self, functions: tuple[str, ...]):
         self.functions = functions
@@ -102,14 +109,14 @@ class PlanTable:
             name = names[func] if func < len(names) else ""
             p = plan(name, signatures.args[gid])
             if p is None:
-                values = (NONE, 0, 0, 0, -1, -1, 0, -1, False, -1, "", False)
+                values = (NONE, 0, 0, 0, -1, -1, 0, -1, False, -1, 0, False, -1)
             else:
                 spec = p.spec
                 handle = self.intern(p.extra) if spec.module == "MPI-IO" and spec.kind == C.OPEN else -1
                 values = (p.group, M[spec.module], K[spec.kind], MODES.index(spec.mode), self.intern(p.target),
                           handle, p.size, p.offset, spec.offset >= 0,
-                          p.extra if spec.kind == C.SEEK and p.extra is not None else -1, spec.counter,
-                          name in DIRECTORY_CALLS)
+                          p.extra if spec.kind == C.SEEK and p.extra is not None else -1, COUNTERS.index(spec.counter),
+                          name in DIRECTORY_CALLS, self.intern(p.other) if p.other else -1)
                 if name in DIRECTORY_CALLS:
                     self.directories.add(values[4])
             for column, value in zip(self.COLUMNS, values):
@@ -122,6 +129,6 @@ class PlanTable:
         array = self._arrays.get(column)
         if array is None:
             values = self._rows[column]
-            dtype = {"tracked": bool, "directory": bool, "counter": object}.get(column, np.int64)
+            dtype = {"tracked": bool, "directory": bool}.get(column, np.int64)
             array = self._arrays[column] = np.array(values, dtype=dtype)
         return array

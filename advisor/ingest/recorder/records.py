@@ -13,8 +13,8 @@ import hashlib
 import numpy as np
 
 from advisor.ingest.recorder import calls as C
-from advisor.ingest.recorder.events import Calls, Resolved
-from advisor.ingest.recorder.plans import KINDS, MODES, K, PlanTable
+from advisor.ingest.recorder.events import Calls, Resolved, stable_order
+from advisor.ingest.recorder.plans import COUNTERS, KINDS, MODES, K, PlanTable
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace, ModuleRecords
 from replay.plan import SIZE_BIN_EDGES, SIZE_BIN_NAMES
 
@@ -40,11 +40,14 @@ def record_id(name: str) -> int:
 
 def record_ids(name_ids: np.ndarray, plans: PlanTable, names: dict[int, str] | None = None) -> np.ndarray:
     """uint64 record id of each string id, hashed once per distinct name (and listed in `names`)."""
-    uniq, inverse = np.unique(name_ids, return_inverse=True)
+    # string ids are small integers: a table indexed by them, no sort of the calls
+    uniq = np.flatnonzero(np.bincount(name_ids, minlength=1)) if name_ids.size else name_ids
     ids = [record_id(plans.strings[n]) for n in uniq.tolist()]
     if names is not None:
         names.update(zip(ids, (plans.strings[n] for n in uniq.tolist())))
-    return np.array(ids, np.uint64)[inverse.ravel()]
+    table = np.zeros(int(uniq[-1]) + 1 if uniq.size else 0, np.uint64)
+    table[uniq] = ids
+    return table[name_ids]
 
 
 class Counters:
@@ -64,6 +67,11 @@ class Counters:
         column = column if floating else np.rint(column).astype(np.int64)
         target[key] = target[key] + column if key in target else column
 
+    def add_column(self, name: str, counts: np.ndarray) -> None:
+        """Add counts already made per record to counter `name`."""
+        key = f"{self.prefix}_{name}"
+        self.ints[key] = self.ints[key] + counts if key in self.ints else counts.astype(np.int64)
+
     def set(self, name: str, column: np.ndarray) -> None:
         key = f"{self.prefix}_{name}"
         if name.startswith("F_"):
@@ -77,7 +85,12 @@ def module_records(module: str, calls: Calls, res: Resolved, sel: np.ndarray, pl
     """The records of one module from its counted calls `sel` (indices, in call order)."""
     name, rank = res.name[sel], calls.rank[sel].astype(np.int64)
     key = name * (int(rank.max()) + 1) + rank
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    order = stable_order(key)
+    new = np.ones(key.size, bool)
+    new[1:] = key[order][1:] != key[order][:-1]
+    inverse = np.empty(key.size, np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    first = order[new]  # each (file, rank)'s first call: equal keys keep call order
     by_first = np.argsort(first)  # records in the order their first call came, as Darshan lists them
     rec = np.empty_like(by_first)
     rec[by_first] = np.arange(by_first.size)
@@ -115,27 +128,31 @@ def _time_mask(counter: str, kind: np.ndarray) -> np.ndarray:
 
 def _counts(module: str, out: Counters, rec: np.ndarray, kind: np.ndarray, plans: PlanTable,
             gid: np.ndarray) -> None:
-    """Operation counters: one per distinct (kind, mode, counter, communicator) of the calls."""
-    mode = plans["mode"][gid]
-    counter = plans["counter"][gid]
+    """Operation counters: one per distinct (kind, mode, counter, communicator) of the calls,
+    all counted per record in one bincount."""
     self_open = (plans["size"][gid] == 1) & (kind == K[C.OPEN])
-    combos = kind.astype(np.int64) * 64 + mode * 2 + self_open
-    extra = counter != ""
-    for combo in np.unique(combos).tolist():
-        mask = combos == combo
-        k, md = KINDS[combo // 64], MODES[(combo % 64) // 2]
+    combos = ((kind.astype(np.int64) * len(MODES) + plans["mode"][gid]) * 2 + self_open) * len(COUNTERS) \
+        + plans["counter"][gid]
+    present = np.flatnonzero(np.bincount(combos))
+    column = np.zeros(present[-1] + 1, np.int64)
+    column[present] = np.arange(present.size)
+    table = np.bincount(rec * present.size + column[combos], minlength=out.nrec * present.size)
+    table = table.reshape(out.nrec, present.size)
+    for j, combo in enumerate(present.tolist()):
+        combo, counter = divmod(combo, len(COUNTERS))
+        combo, self_comm = divmod(combo, 2)
+        k, md = KINDS[combo // len(MODES)], MODES[combo % len(MODES)]
         if module == "MPI-IO" and k == C.OPEN:
-            name = "INDEP_OPENS" if combo % 2 else "COLL_OPENS"
+            name = "INDEP_OPENS" if self_comm else "COLL_OPENS"
         elif k in _WORD:
             past = _WORD[k][1]
             name = f"{md.upper()}_{past}" if md else past
         else:
             name = _OPS.get((module, k), "")
-            if k == C.SYNC and module != "MPI-IO":
-                for sync in np.unique(counter[mask & extra]).tolist():
-                    out.add(sync, rec[mask & (counter == sync)])
+            if k == C.SYNC and module != "MPI-IO" and counter:
+                out.add_column(COUNTERS[counter], table[:, j])
         if name:
-            out.add(name, rec[mask])
+            out.add_column(name, table[:, j])
 
 
 def _span(out: Counters, what: str, rec: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
@@ -153,7 +170,7 @@ def _accesses(module: str, out: Counters, rec: np.ndarray, kind: np.ndarray, off
     """Bytes, size bins, sequential/consecutive accesses, slowest access, read/write switches and
     the four commonest sizes, as Darshan counts them per record."""
     agg = "AGG_" if module in AGGREGATE_BINS else ""
-    order = np.lexsort((np.arange(rec.size), rec))  # per record, in call order
+    order = stable_order(rec)  # per record, in call order
     for op, (word, _, moved, max_byte) in _WORD.items():
         mask = kind == K[op]
         if not mask.any():
@@ -176,11 +193,14 @@ def _accesses(module: str, out: Counters, rec: np.ndarray, kind: np.ndarray, off
 
 def _slowest(out: Counters, word: str, rec: np.ndarray, size: np.ndarray, dur: np.ndarray) -> None:
     """F_MAX_*_TIME and the size of the first access that took it (none when all took 0 s)."""
-    order = np.lexsort((np.arange(rec.size), -dur, rec))
-    r = rec[order]
-    head = np.ones(r.size, bool)
-    head[1:] = r[1:] != r[:-1]
-    pick = order[head]
+    order = stable_order(rec)
+    r, d = rec[order], dur[order]
+    head = np.concatenate(([True], r[1:] != r[:-1]))
+    heads, group = np.flatnonzero(head), np.cumsum(head) - 1
+    slowest = np.maximum.reduceat(d, heads)
+    # the first access (in call order) that took the record's longest time
+    first = np.minimum.reduceat(np.where(d == slowest[group], np.arange(r.size), r.size), heads)
+    pick = order[first]
     longest = np.zeros(out.nrec)
     longest[rec[pick]] = np.maximum(dur[pick], 0.0)
     at_size = np.zeros(out.nrec, np.int64)
@@ -193,7 +213,7 @@ def _sequential(out: Counters, word: str, max_byte: str, rec: np.ndarray, offset
                 size: np.ndarray) -> None:
     """An access is sequential when it starts past the last byte of the one before on the same
     record (the first: past byte 0), consecutive when it starts right after it."""
-    order = np.lexsort((np.arange(rec.size), rec))
+    order = stable_order(rec)
     r, off, last = rec[order], offset[order], offset[order] + size[order] - 1
     before = np.zeros(r.size, np.int64)
     before[1:] = np.where(r[1:] == r[:-1], last[:-1], 0)
