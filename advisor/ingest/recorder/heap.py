@@ -11,7 +11,6 @@ the heap trimmed afterwards, so a process that goes on (a fleet worker) keeps no
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -21,10 +20,10 @@ KEPT = 1 << 30
 
 
 def _glibc():
-    name = ctypes.util.find_library("c")
+    # the process's own symbols hold its C library: no `ldconfig -p` subprocess as find_library runs
     try:
-        libc = ctypes.CDLL(name) if name else None
-        return libc if libc is not None and hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+        libc = ctypes.CDLL(None)
+        return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
     except OSError:
         return None
 
