@@ -122,11 +122,13 @@ def test_compiled_templates_are_kept_and_a_damaged_one_is_recompiled(tmp_path):
 
 
 def test_a_cache_directory_others_can_write_is_not_used_and_old_keys_go(home):
-    folder = cache.private_dir("templates", "one")
+    from advisor import usercache
+
+    folder = usercache.private_dir("templates", "one")
     assert folder == home / "templates-one" and folder.stat().st_mode & 0o777 == 0o700
     os.chmod(folder, 0o777)
-    assert cache.private_dir("templates", "one") is None
-    assert cache.private_dir("templates", "two") is not None and not folder.exists()
+    assert usercache.private_dir("templates", "one") is None
+    assert usercache.private_dir("templates", "two") is not None and not folder.exists()
 
 
 def test_every_template_of_the_catalogue_compiles_by_its_cached_name():

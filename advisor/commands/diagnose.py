@@ -94,7 +94,7 @@ def _expand(paths: tuple[str, ...]) -> list[str | InputError]:
     directory that holds none, or cannot be listed, is an unusable input of its own. A Recorder
     trace folder is one input (its per-rank files are not inputs)."""
     from advisor.ingest import detect
-    from advisor.ingest.recorder import is_trace
+    from advisor.ingest.recorder_folder import is_trace
 
     out: list[str | InputError] = []
     for path in paths:
@@ -113,7 +113,7 @@ def _expand(paths: tuple[str, ...]) -> list[str | InputError]:
 
 
 def _recognised(entry: Path, detect) -> bool:
-    from advisor.ingest.recorder import is_trace
+    from advisor.ingest.recorder_folder import is_trace
 
     try:
         return (entry.is_file() or is_trace(entry)) and bool(detect(entry))

@@ -1,4 +1,4 @@
-"""A per-user cache of the checked rule catalogue (and, for render.py, compiled templates).
+"""A per-user cache of the checked rule catalogue (the cache folder itself: :mod:`advisor.usercache`).
 
 Reading the installed rule files (YAML, every expression parsed, every Jinja2 template
 checked against the rule's names) costs more CPU than diagnosing a typical log, and its
@@ -14,18 +14,15 @@ are loaded (pickle and compiled code run code). ``IOADVISOR_RULE_CACHE=0`` turns
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
-import shutil
-import stat
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 import advisor
+from advisor.usercache import cache_dir, digest, private, private_dir  # noqa: F401  (render.py, tests)
 
 T = TypeVar("T")
 
@@ -34,53 +31,12 @@ T = TypeVar("T")
 _CODE = ("engine", "facts", "findings.py")
 
 
-def cache_dir() -> Path | None:
-    """Where cache files go, or None when caching is off or there is no home to put it in."""
-    if os.environ.get("IOADVISOR_RULE_CACHE", "1") == "0":
-        return None
-    xdg, home = os.environ.get("XDG_CACHE_HOME", ""), os.environ.get("HOME", "")
-    if os.path.isabs(xdg):  # a relative one is to be ignored (XDG base directory spec)
-        return Path(xdg) / "ioadvisor"
-    return Path(home) / ".cache" / "ioadvisor" if os.path.isabs(home) else None
-
-
 def key(files: list[Path]) -> str:
     """A hash of the rule files (names and bytes), the code that checks them and the Python."""
     root = Path(advisor.__file__).parent
     code = sorted(p for part in _CODE for p in ((root / part).glob("*.py") if (root / part).is_dir()
                                                  else [root / part]))
     return digest(*(str(path).encode() + b"\0" + path.read_bytes() for path in [*files, *code]))
-
-
-def digest(*parts: bytes | str) -> str:
-    """A short hash of `parts`, of ioadvisor's version and of the Python running."""
-    hasher = hashlib.sha256(f"{advisor.__version__} {sys.version}".encode())
-    for part in parts:
-        hasher.update(b"\0" + (part.encode() if isinstance(part, str) else part))
-    return hasher.hexdigest()[:32]
-
-
-def private_dir(prefix: str, key: str) -> Path | None:
-    """The directory `prefix-key` of the cache, made if need be, or None unless it is ours alone.
-
-    Making it removes the `prefix-*` directories of other keys: nothing reads them again.
-    """
-    root = cache_dir()
-    if root is None:
-        return None
-    folder = root / f"{prefix}-{key}"
-    try:
-        if not folder.is_dir():
-            root.mkdir(parents=True, exist_ok=True)
-            for old in root.glob(f"{prefix}-*"):
-                if old != folder:  # another process may be making this one right now
-                    shutil.rmtree(old, ignore_errors=True)
-            folder.mkdir(mode=0o700, exist_ok=True)
-        info = os.lstat(folder)
-    except OSError:
-        return None
-    private = info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    return folder if stat.S_ISDIR(info.st_mode) and private else None
 
 
 def cached(files: list[Path], build: Callable[[], T]) -> T:
@@ -103,7 +59,7 @@ def _read(target: Path):
         return None
     with os.fdopen(fd, "rb") as fh:
         info = os.fstat(fd)
-        if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        if not private(info):
             return None
         try:
             return pickle.load(fh)

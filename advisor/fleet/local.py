@@ -3,7 +3,8 @@
 A Dask LocalCluster starts a scheduler, a nanny and a fresh interpreter per worker, which
 imports the analysis on its first log: about 18 s of CPU on the 2-core VM before the first
 result, more than diagnosing 113 logs. Local workers are forked instead from one forkserver
-that imported the analysis once; each loads the rule set on start and then takes logs from
+that imported the analysis once (or from the driver itself, which did, when it runs no other
+thread); each loads the rule set on start and then takes logs from
 its pipe, a few queued so it never waits for the driver. Each worker parses through one kept
 parsing child with the usual limits (advisor.ingest.kept), not a fork per log. A worker that dies on a
 log gives that log an error row and is replaced; a wrong site config stops the run.
@@ -32,12 +33,12 @@ class LocalPool:
 
     def __init__(self, workers: int, config: Any, timeout_s: float):
         self.size, self.config, self.timeout_s = max(1, workers), config, timeout_s
-        self._ctx = mp.get_context("forkserver")
-        self._ctx.set_forkserver_preload(_PRELOAD)
+        self._ctx = _context()
         self._workers: list[_Worker] = []
 
     def __enter__(self) -> LocalPool:
-        self._workers = [self._start() for _ in range(self.size)]
+        for _ in range(self.size):
+            self._workers.append(self._start())
         return self
 
     def __exit__(self, *exc) -> None:
@@ -79,7 +80,11 @@ class LocalPool:
         from advisor.ingest.isolate import main_hidden
 
         driver, worker = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_serve, args=(worker, self.config, self.timeout_s), daemon=False)
+        # a forked worker holds copies of the driver's ends of its own pipe and of the others': it
+        # closes them, or it would never see its pipe end when the driver closes it
+        drivers = [driver, *(w.conn for w in self._workers if not w.conn.closed)]
+        inherited = drivers if self._ctx is mp.get_context("fork") else []
+        proc = self._ctx.Process(target=_serve, args=(worker, self.config, self.timeout_s, inherited), daemon=False)
         with main_hidden(_serve):
             proc.start()
         worker.close()
@@ -107,6 +112,22 @@ class _Worker:
         return self.proc.exitcode
 
 
+def _context():
+    """Workers forked from this process when no other thread runs in it (the driver imported the
+    analysis already: a forkserver would import it all again, about 0.7 s of CPU); else from a
+    forkserver that imported it (a thread holding a lock at the fork would leave it held)."""
+    import importlib
+    import threading
+
+    if threading.active_count() == 1:
+        for module in _PRELOAD:  # what the forkserver would have loaded, once for every worker
+            importlib.import_module(module)
+        return mp.get_context("fork")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(_PRELOAD)
+    return ctx
+
+
 def _status(code: int | None) -> str:
     import signal
 
@@ -118,9 +139,12 @@ def _status(code: int | None) -> str:
     return f"status {code}"
 
 
-def _serve(conn: Connection, config: Any, timeout_s: float) -> None:
+def _serve(conn: Connection, config: Any, timeout_s: float, inherited: list[Connection]) -> None:
     """A worker: rows for each log its pipe brings, until the pipe closes."""
     import signal
+
+    for driver_end in inherited:
+        driver_end.close()
 
     from advisor.engine.rules import load_catalogue
     from advisor.ingest.kept import keep_child

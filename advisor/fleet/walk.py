@@ -17,7 +17,7 @@ from datetime import date
 from pathlib import Path
 
 from advisor.errors import InputError
-from advisor.ingest.recorder import is_trace
+from advisor.ingest.recorder_folder import is_trace
 
 DEFAULT_PATTERNS = (
     "*.darshan",  # Darshan 3.x logs

@@ -8,9 +8,10 @@ the rules only ever see the job profile.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,18 +46,18 @@ def register(fmt: InputFormat) -> InputFormat:
     return fmt
 
 
-def _load_formats() -> None:
-    # Sniff order is _FORMAT_MODULES order (the most specific formats first), whatever
-    # module a caller happened to import before.
-    import importlib
-
-    for module in _FORMAT_MODULES:
+def _formats_in_order() -> Iterator[InputFormat]:
+    """The registered formats in sniff order (_FORMAT_MODULES order: the most specific formats
+    first, whatever module a caller happened to import before), each module imported only when
+    the formats before it did not match: a Darshan log never imports the text readers."""
+    for rank, module in enumerate(_FORMAT_MODULES):
         try:
             importlib.import_module(f"advisor.ingest.{module}")
         except ModuleNotFoundError as exc:
             if exc.name != f"advisor.ingest.{module}":
                 raise
-    FORMATS.sort(key=_sniff_rank)  # stable: a module's own formats keep their order
+        yield from [fmt for fmt in FORMATS if _sniff_rank(fmt) == rank]  # a module's own order
+    yield from [fmt for fmt in FORMATS if _sniff_rank(fmt) == len(_FORMAT_MODULES)]
 
 
 def _sniff_rank(fmt: InputFormat) -> int:
@@ -70,19 +71,27 @@ def _sniff_rank(fmt: InputFormat) -> int:
 def detect(path: str | Path) -> InputFormat:
     """The format of `path`, or InputError naming the path and why it is not an input."""
     path = Path(path)
-    _load_formats()
-    for fmt in FORMATS:
-        if fmt.folder is not None and fmt.folder(path):
-            return fmt
+    if _may_be_folder_input(path):
+        for fmt in _formats_in_order():
+            if fmt.folder is not None and fmt.folder(path):
+                return fmt
     head = read_head(path)
     if not head:
         raise InputError(str(path), "empty file")
-    for fmt in FORMATS:
+    for fmt in _formats_in_order():
         if fmt.sniff(path, head):
             return fmt
     raise InputError(str(path),
                      "not a recognised input (Darshan log, darshan-parser dump, IOR, IOzone, fio JSON or mdtest "
                      "output, Recorder trace folder or ioadvisor snapshot)")
+
+
+def _may_be_folder_input(path: Path) -> bool:
+    """Whether a folder format (a Recorder trace) may claim `path`: a directory, or a trace's
+    own file. Told without importing the readers; only then are they asked."""
+    from advisor.ingest.recorder_folder import is_trace
+
+    return os.path.isdir(path) or is_trace(path)
 
 
 def read_bounded(path: Path, max_bytes: int, what: str) -> bytes:

@@ -31,16 +31,16 @@ def bindings() -> tuple[Any, Any]:
     Built from pydarshan's own header text (darshan/backend/api_def_c.py) and
     library discovery (darshan/discover_darshan.py), loaded as plain files: the
     `darshan` package itself imports pandas, which costs seconds per process and
-    is not needed to read a log. Falls back to pydarshan's cffi_backend module.
+    is not needed to read a log. The declarations come compiled from the per-user cache
+    (:mod:`advisor.ingest.darshan_ffi`). Falls back to pydarshan's cffi_backend module.
     """
     try:
         base = Path(importlib.util.find_spec("darshan").origin).parent
         api = _load_file("api_def_c", base / "backend" / "api_def_c.py")
         discover = _load_file("discover_darshan", base / "discover_darshan.py")
-        import cffi
+        from advisor.ingest.darshan_ffi import declared
 
-        ffi = cffi.FFI()
-        ffi.cdef(api.load_darshan_header(""))
+        ffi = declared(api.load_darshan_header(""))
         lib = discover.find_utils(ffi, None)
         if lib is None:
             raise ImportError("libdarshan-util not found")
@@ -60,11 +60,23 @@ def _load_file(name: str, path: Path) -> types.ModuleType:
 
 @functools.cache
 def pydarshan_version() -> str:
-    import importlib.metadata  # here: with the email parser it needs, a tenth of loading the readers
+    """pydarshan's installed version, read from its one dist-info beside the package when
+    there is exactly one (importlib.metadata and the email parser it loads cost a parsing
+    child 0.03 s, most of what reading a small log costs)."""
+    base = Path(importlib.util.find_spec("darshan").origin).parents[1]
+    found = list(base.glob("darshan-*.dist-info/METADATA"))
+    if len(found) == 1:
+        with open(found[0], encoding="utf-8", errors="replace") as meta:
+            for line in meta:
+                if line.startswith("Version:"):
+                    return line.removeprefix("Version:").strip()
+                if not line.strip():
+                    break  # the headers end at the first blank line
+    from importlib import metadata
 
     try:
-        return importlib.metadata.version("darshan")
-    except importlib.metadata.PackageNotFoundError:
+        return metadata.version("darshan")
+    except metadata.PackageNotFoundError:
         return "unknown"
 
 

@@ -22,19 +22,10 @@ from advisor.ingest.recorder.heap import kept_heap
 from advisor.ingest.recorder.format import LAYER_NAMES, USER_FUNCTION, RankCalls, RecorderTrace, TraceError
 from advisor.ingest.recorder.plans import MODULES, K, M, PlanTable
 from advisor.ingest.recorder.records import module_records, record_ids, segments
+from advisor.ingest.recorder_folder import is_trace
 from advisor.profile import CALL_OPS, JobInfo, JobProfile, MetadataCalls, ModuleInfo, Provenance
 
 FORMAT = "recorder"
-
-
-def is_trace(path: Path) -> bool:
-    """A Recorder trace folder, or its recorder.mt."""
-    try:
-        folder = path if path.is_dir() else path.parent
-        return (folder / "recorder.mt").is_file() and (folder / "VERSION").is_file() and (
-            path.is_dir() or path.name == "recorder.mt")
-    except OSError:  # an unreadable directory: the callers say why when they list or open it
-        return False
 
 
 def _sniff(path: Path, head: bytes) -> bool:
