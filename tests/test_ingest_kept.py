@@ -62,3 +62,40 @@ def test_a_child_killed_on_an_input_is_that_input_s_error_and_is_replaced():
         assert _parse(child, LOGS[1]).job.nprocs == 4 and child._proc.pid != pid
     finally:
         child.stop()
+
+
+def test_the_kept_child_ends_when_its_parent_is_killed(tmp_path):
+    """A fleet worker killed by a signal leaves no parsing child waiting forever on their pipe."""
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import functools, sys, time\n"
+        "from advisor.ingest import checked_load, detect\n"
+        "from advisor.ingest.kept import KeptChild\n"
+        "c = KeptChild(); p = sys.argv[1]\n"
+        "c.parse(functools.partial(checked_load, detect(p).load), p, 60.0)\n"
+        "print(c._proc.pid, flush=True); time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script, str(LOGS[0])], stdout=subprocess.PIPE, text=True)
+    try:
+        child_pid = int(parent.stdout.readline())
+    finally:
+        parent.kill()
+        parent.wait()
+
+    def running(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 20
+    while running(child_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    ended = not running(child_pid)
+    if not ended:
+        os.kill(child_pid, signal.SIGKILL)
+    assert ended, "the parsing child outlived its killed parent"

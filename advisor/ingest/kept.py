@@ -63,7 +63,7 @@ class KeptChild:
     def _start(self) -> None:
         ctx = isolate.context()
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, isolate.memory_budget()), daemon=True)
+        self._proc = ctx.Process(target=_serve, args=(child, isolate.memory_budget(), self._conn), daemon=True)
         with isolate.starting(ctx, _serve):
             self._proc.start()
         child.close()
@@ -79,8 +79,11 @@ class KeptChild:
         self._proc.join()
 
 
-def _serve(conn, budget: int) -> None:
+def _serve(conn, budget: int, parent_end=None) -> None:
     """The kept child: one result per (load, path) its pipe brings, until the pipe closes."""
+    # a forked child holds a copy of its parent's end: closed, the pipe ends when the parent dies
+    if parent_end is not None:
+        parent_end.close()
     isolate.settle(budget)
     while True:
         try:
