@@ -54,7 +54,14 @@ def test_a_child_killed_on_an_input_is_that_input_s_error_and_is_replaced():
     try:
         _parse(child, LOGS[0])  # started
         pid = child._proc.pid
-        threading.Timer(0.2, os.kill, (pid, signal.SIGKILL)).start()
+
+        def kill_once_asked() -> None:  # after the request reached this child, however slow the machine
+            while child._parsed < 2:
+                threading.Event().wait(0.01)
+            threading.Event().wait(0.2)
+            os.kill(pid, signal.SIGKILL)
+
+        threading.Thread(target=kill_once_asked, daemon=True).start()
         big = CORPUS / "generated" / "s_big_dxt_1k" / "darshan-dxt-parser.txt.gz"
         require(big.exists(), f"{big} (the shared corpus) is missing")
         with pytest.raises(InputError, match=r"the parser crashed \(SIGKILL\)"):
