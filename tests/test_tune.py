@@ -164,3 +164,35 @@ def test_tune_refuses_a_bad_target_in_one_line(corpus, tmp_path):
     assert out.returncode != 0
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert "missing" in out.stderr
+
+
+def test_later_rungs_race_the_leader_and_chain_to_the_job():
+    """Once the leader is far faster than the job, the next rung measures beside the leader: the
+    job is not sampled again, ratios chain through the leader, and the best ends beside the job."""
+    rng = np.random.default_rng(3)
+    noise = lambda n: np.exp(rng.normal(0, 0.03, n))  # noqa: E731
+    base = 8.0 * noise(2)
+    lead = _entry([{"transform": "coalesce", "transfer_size": 1 << 20}], list(zip(base, 1.0 * noise(2))))
+    slow = _entry([{"transform": "collective", "cb_nodes": 1}], list(zip(base, 7.0 * noise(2))))
+    near = race.Entry(fixes=[{"transform": "coalesce", "transfer_size": 4 << 20}], origin="setting")
+    entries = {e.key: e for e in (lead, slow, near)}
+    r = race.Race(entries, list(entries), nranks=2, rung=1)
+    r.judge()
+    todo = r.next_rung()
+    assert r.ref == lead.key and lead not in todo and near in todo  # the leader is the reference
+    ref_samples = [{"time_s": t} for t in 1.0 * noise(2)]
+    r.record({e.key: (ref_samples, [{"time_s": t * 0.5} for t in noise(2)]) for e in todo})
+    assert math.exp(race.scores(entries)[near.key]) > 12  # 2x the leader's 8x
+    assert near.pairs == 0 and near.rounds() and race.compare(near, lead) is None  # 2 shared rounds only
+    r.judge()
+    todo = r.next_rung()  # nothing new to join: the best's last pairs beside the job
+    assert r.ref == "" and r.rounds >= race.ROUNDS and [e.key for e in todo] == [r.leader().key]
+
+
+def test_a_leader_indistinguishable_from_the_job_stops_the_search():
+    rng = np.random.default_rng(5)
+    base = np.exp(rng.normal(0, 0.03, 4))
+    flat = _entry([{"transform": "align", "boundary": 1 << 20}], list(zip(base, base * np.exp(rng.normal(0, 0.03, 4)))))
+    r = race.Race({flat.key: flat}, [flat.key], nranks=2, rung=2)
+    r.judge()
+    assert r.stopped.startswith("nothing to tune") and r.next_rung() == []

@@ -18,7 +18,7 @@ from advisor.tune.race import Entry, Race
 from advisor.verification import Verification
 
 STATUS_ORDER = (racing.BEST, racing.RUNNER_UP, racing.RULED_OUT, racing.SET_ASIDE, racing.RACING,
-                racing.UNTRIED, racing.IDENTICAL, racing.NOT_VERIFIABLE)
+                racing.UNTRIED, racing.PRUNED, racing.IDENTICAL, racing.NOT_VERIFIABLE)
 
 
 def document(the_race: Race, best: Entry | None, verdicts: dict[str, Verification], doc: dict, *,
@@ -35,7 +35,7 @@ def document(the_race: Race, best: Entry | None, verdicts: dict[str, Verificatio
             "apply": apply_lines(best.fixes, context.get("fstype") or "")},
         "candidates": rows, "replay_s": round(doc["replay_s"], 2), "budget_s": budget_s,
         "rungs": the_race.rung, "stop_reason": doc["stop_reason"],
-        "space": len(rows), "measured": sum(1 for r in rows if r["pairs"]),
+        "space": len(rows), "measured": sum(1 for e in the_race.entries.values() if e.measured),
         "target": context.get("target"), "fstype": context.get("fstype"), "np": context.get("np"),
         "scale": context.get("scale"), "cache_policy": context.get("cache_policy"),
         "load": v.load if v else None, "state": str(state), "model_data": str(learned) if learned else None,
@@ -47,6 +47,7 @@ def _candidate(e: Entry, v: Verification | None) -> dict[str, Any]:
             "speedup": v.speedup if v else None, "ci95": v.ci95 if v else None,
             "verdict": v.verdict if v else None, "reason": v.reason if v else None,
             "status": e.status, "why": e.why, "pairs": e.pairs,
+            "rounds": sum(len(r["fixed"]) for r in e.rungs if r.get("ref") != e.key),
             "predicted": e.predicted, "predicted_interval": e.predicted_interval,
             "predicted_reason": e.predicted_reason}
 
@@ -112,7 +113,7 @@ def text(t: dict[str, Any], name: str) -> list[str]:
         if rows:
             out.append(f"{title}:")
             out += [f"  {c['label']}: {_measured(c)}" for c in rows]
-    untried = [c for c in t["candidates"] if c["status"] in (racing.UNTRIED, racing.IDENTICAL)]
+    untried = [c for c in t["candidates"] if c["status"] in (racing.UNTRIED, racing.IDENTICAL, racing.PRUNED)]
     if untried:
         out.append(f"not measured: {len(untried)} (the search did not reach them, or their replay is identical "
                    "to one measured; the JSON lists them)")
