@@ -138,25 +138,46 @@ def test_tune_finds_a_coalesce_size_and_resumes(corpus, tmp_path):
     assert best["verdict"] == "improved" and best["ci95"][0] > 1.05 and best["speedup"] >= best["ci95"][0]
     assert best["apply"] and "-t " in best["apply"][0]
     statuses = {c["status"] for c in t["candidates"]}
-    assert statuses <= {"best", "runner-up", "ruled-out", "set-aside", "untried", "identical"}
-    measured = [c for c in t["candidates"] if c["pairs"]]
+    assert statuses <= {"best", "runner-up", "ruled-out", "set-aside", "untried", "pruned", "identical"}
+    measured = [c for c in t["candidates"] if c["rounds"]]  # beside the job, or beside the leader
     assert t["measured"] == len(measured) >= 2 and 0 < t["replay_s"] <= 2 * 60 * 1.5
     assert all(c["verdict"] for c in measured)
+    beside_job = [c for c in measured if c["pairs"]]
     assert f"best: {best['label']}" in out.stdout and best["reason"] in out.stdout
     html = (tmp_path / "t.html").read_text()
     assert "<svg" in html and "The search" in html
     plot = search_plot(t)
     assert len(plot.rows) == len(measured) and plot.rows[0][0] == best["label"]
     rows = (tmp_path / "model-data" / "pairs.csv").read_text().splitlines()
-    assert len(rows) == 1 + len(measured)  # every measured configuration feeds the site's data
+    assert len(rows) == 1 + len(beside_job)  # every configuration measured beside the job feeds the data
     state = Path(t["state"])
     assert state.parent == target and state.exists()
+    _diagnose_shows_the_tune(corpus, tmp_path, t)
     again = _tune(corpus, target, tmp_path, "--fix", "coalesce", "--budget", "2", "--json", "-")
     assert again.returncode == 0, again.stderr
     resumed = json.loads(again.stdout)["tune"]
     # resumed from the state file: the replay time of the first session is counted, not redone
     assert resumed["replay_s"] >= t["replay_s"] and resumed["rungs"] >= t["rungs"]
     assert resumed["state"] == t["state"]
+
+
+def _diagnose_shows_the_tune(corpus: Path, tmp_path: Path, t: dict) -> None:
+    """`diagnose --tune-json` puts the result in the report: terminal, JSON (data.tune), HTML."""
+    run = lambda *a: subprocess.run([sys.executable, "-m", "advisor", "diagnose", str(corpus / SMALL), *a],  # noqa: E731
+                                    capture_output=True, text=True, timeout=300)
+    out = run("--tune-json", str(tmp_path / "t.json"), "--json", str(tmp_path / "d.json"),
+              "--html", str(tmp_path / "d.html"))
+    assert out.returncode == 0, out.stderr
+    assert "tuned by replay" in out.stdout and f"best: {t['best']['label']}" in out.stdout
+    doc = json.loads((tmp_path / "d.json").read_text())
+    schema = json.loads((Path(__file__).resolve().parents[1] / "advisor/schemas/diagnosis-v1.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert doc["data"]["tune"]["best"] == t["best"] and doc["data"]["tune"]["replay_s"] == t["replay_s"]
+    html = (tmp_path / "d.html").read_text()
+    assert 'id="tune"' in html and t["best"]["label"] in html and "<svg" in html
+    bad = run("--tune-json", str(tmp_path / "d.json"))  # a diagnosis, not a tune result
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "d.json" in bad.stderr
+    assert "not a tune result" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_tune_refuses_a_bad_target_in_one_line(corpus, tmp_path):

@@ -156,13 +156,15 @@ def scores(entries: dict[str, Entry]) -> dict[str, float]:
 
 def nothing_to_tune(lead: Entry) -> str:
     """Why the search stops with nothing to tune ('' when it goes on): the leader has
-    ``MIN_FLAT`` pairs beside the job and its interval holds 1x and stays below x``ALIKE``."""
+    ``MIN_FLAT`` pairs beside the job, its interval holds 1x, and either its top stays below
+    x``ALIKE`` or its estimate is within the square root of it (the fastest of several
+    candidates, and still not told from the job: the rest of the space is unlikely to be)."""
     d = lead.direct()
     if len(d) < MIN_FLAT:
         return ""
     test = stats.decide(d, stats.Policy(margin=1e-9, reproducibility=0.0), level_alpha=ALPHA)
     lo, hi = test.ci
-    if lo <= 1.0 <= hi and hi < ALIKE:
+    if lo <= 1.0 and (hi < ALIKE or test.speedup < math.sqrt(ALIKE)):
         return (f"nothing to tune: the fastest candidate, {lead.label()}, cannot be told from the job as recorded "
                 f"({test.speedup:.2f}x, 95 % CI {lo:.2f}x-{hi:.2f}x, {len(d)} pairs)")
     return ""
@@ -230,14 +232,21 @@ class Race:
         return out[:WIDTH]
 
     def _far_behind(self, e: Entry, lead: Entry) -> bool:
-        """Whether the model puts `e` so far behind the measured leader that it is not worth a
-        replay (its predicted interval's top ``FAR`` times below the leader's speedup); marked."""
+        """Whether the model and the rungs so far put `e` so far behind the measured leader that
+        it is not worth a replay: the top of its predicted interval, scaled by how far the model
+        underestimated the candidates measured (never down), ``FAR`` times below the leader's
+        speedup. Marked pruned, with the numbers."""
         top = (e.predicted_interval or [None, None])[1]
-        if top is None or top * FAR >= math.exp(self.score(lead)):
+        if top is None:
+            return False
+        under = [math.exp(self.score(m)) / m.predicted for m in self.entries.values()
+                 if m.measured and m.predicted and math.isfinite(self.score(m))]
+        scaled = top * max([1.0, *under])
+        if scaled * FAR >= math.exp(self.score(lead)):
             return False
         e.status = PRUNED
-        e.why = (f"the model predicts at most {top:.2f}x, far behind {lead.label()} "
-                 f"({math.exp(self.score(lead)):.2f}x measured)")
+        e.why = (f"the model predicts at most {top:.2f}x ({scaled:.2f}x after the rungs so far), far behind "
+                 f"{lead.label()} ({math.exp(self.score(lead)):.2f}x measured)")
         return True
 
     def _first(self) -> list[Entry]:

@@ -77,6 +77,8 @@ def _apply(fix: dict[str, Any], fstype: str) -> list[str]:
     if t == "align":
         n = int(fix["boundary"])
         return [f"{describe(fix)} (HDF5: H5Pset_alignment(fapl, 0, {n}); IOR: -t {size_arg(n)} -b a multiple of it)"]
+    if t == "fsync" and (fix.get("every_writes") or fix.get("every_bytes")):
+        return [f"{describe(fix)}: one fsync per interval instead of after every write (fio: fsync=N)"]
     if t == "fsync":
         return [f"{describe(fix)}: one fsync before each close instead of after every write (IOR: -e, not -Y)"]
     if t == "layout":
@@ -118,6 +120,26 @@ def text(t: dict[str, Any], name: str) -> list[str]:
         out.append(f"not measured: {len(untried)} (the search did not reach them, or their replay is identical "
                    "to one measured; the JSON lists them)")
     return out
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    """The `tune` object of a saved result (``ioadvisor tune --json``); InputError naming the file
+    and the reason when it cannot be read or is not one."""
+    import json
+
+    from advisor.errors import InputError
+
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise InputError(str(path), f"not JSON: {exc}") from None
+    t = doc.get("tune") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or doc.get("schema") != "ioadvisor/tune/v1" or not isinstance(t, dict) \
+            or not isinstance(t.get("candidates"), list) or not all(k in t for k in ("best", "replay_s", "target")):
+        raise InputError(str(path), "not a tune result (ioadvisor tune --json writes one: schema ioadvisor/tune/v1)")
+    return {**t, "input": doc.get("input")}
 
 
 def _measured(c: dict[str, Any]) -> str:
