@@ -154,6 +154,13 @@ def scores(entries: dict[str, Entry]) -> dict[str, float]:
     return score
 
 
+def settled(e: Entry) -> bool:
+    """Whether the pairs `e` has beside the job already decide its verdict (the verification's
+    default margin and run-to-run floor): then the job is not measured again for it."""
+    d = e.direct()
+    return len(d) >= ROUNDS and stats.decide(d, stats.Policy()).verdict in (stats.IMPROVED, stats.REGRESSED)
+
+
 def nothing_to_tune(lead: Entry) -> str:
     """Why the search stops with nothing to tune ('' when it goes on): the leader has
     ``MIN_FLAT`` pairs beside the job, its interval holds 1x, and either its top stays below
@@ -209,7 +216,7 @@ class Race:
         others = [e for e in self.racing() if e.key != self.ref]
         if fresh or (self.ref and others):
             return sorted(others, key=lambda e: -self.score(e) if e.measured else math.inf)
-        if lead is None or lead.pairs >= FINAL_PAIRS:
+        if lead is None or lead.pairs >= FINAL_PAIRS or settled(lead):
             return []
         # nothing new: the leader's last pairs beside the job, in one replay job (each costs a launch)
         self.ref, self.rounds = "", max(ROUNDS, FINAL_PAIRS - lead.pairs)
