@@ -163,15 +163,15 @@ def settled(e: Entry) -> bool:
 
 def nothing_to_tune(lead: Entry) -> str:
     """Why the search stops with nothing to tune ('' when it goes on): the leader has
-    ``MIN_FLAT`` pairs beside the job, its interval holds 1x, and either its top stays below
-    x``ALIKE`` or its estimate is within the square root of it (the fastest of several
-    candidates, and still not told from the job: the rest of the space is unlikely to be)."""
+    ``MIN_FLAT`` pairs beside the job and its 95 % interval reaches down to 1x (the fastest of
+    the candidates so far, and still not told from the job: the rest of the space, one step
+    from them, is unlikely to be)."""
     d = lead.direct()
     if len(d) < MIN_FLAT:
         return ""
     test = stats.decide(d, stats.Policy(margin=1e-9, reproducibility=0.0), level_alpha=ALPHA)
     lo, hi = test.ci
-    if lo <= 1.0 and (hi < ALIKE or test.speedup < math.sqrt(ALIKE)):
+    if lo <= 1.0:
         return (f"nothing to tune: the fastest candidate, {lead.label()}, cannot be told from the job as recorded "
                 f"({test.speedup:.2f}x, 95 % CI {lo:.2f}x-{hi:.2f}x, {len(d)} pairs)")
     return ""
