@@ -192,9 +192,9 @@ def test_later_rungs_race_the_leader_and_chain_to_the_job():
     job is not sampled again, ratios chain through the leader, and the best ends beside the job."""
     rng = np.random.default_rng(3)
     noise = lambda n: np.exp(rng.normal(0, 0.03, n))  # noqa: E731
-    base = 8.0 * noise(2)
-    lead = _entry([{"transform": "coalesce", "transfer_size": 1 << 20}], list(zip(base, 1.0 * noise(2))))
-    slow = _entry([{"transform": "collective", "cb_nodes": 1}], list(zip(base, 7.0 * noise(2))))
+    base = 8.0 * noise(3)  # the first rung: 3 rounds
+    lead = _entry([{"transform": "coalesce", "transfer_size": 1 << 20}], list(zip(base, 1.0 * noise(3))))
+    slow = _entry([{"transform": "collective", "cb_nodes": 1}], list(zip(base, 7.0 * noise(3))))
     near = race.Entry(fixes=[{"transform": "coalesce", "transfer_size": 4 << 20}], origin="setting")
     entries = {e.key: e for e in (lead, slow, near)}
     r = race.Race(entries, list(entries), nranks=2, rung=1)
@@ -206,8 +206,15 @@ def test_later_rungs_race_the_leader_and_chain_to_the_job():
     assert math.exp(race.scores(entries)[near.key]) > 12  # 2x the leader's 8x
     assert near.pairs == 0 and near.rounds() and race.compare(near, lead) is None  # 2 shared rounds only
     r.judge()
-    todo = r.next_rung()  # nothing new to join: the best's last pairs beside the job
-    assert r.ref == "" and r.rounds >= race.ROUNDS and [e.key for e in todo] == [r.leader().key]
+    # nothing new joins; the chain (8x, then 2x that in 2 rounds) already decides: no job again
+    assert r.leader() is near and race.settled(entries, near) and r.next_rung() == []
+    # a leader 8x +- a factor 3 in its 3 pairs beside the job leaves the chain undecided: the
+    # best then gets its last pairs beside the job, in one rung
+    lead.rungs[0]["fixed"] = [{"time_s": 0.3}, {"time_s": 3.0}, {"time_s": 1.0}]
+    r._scores = None
+    assert not race.settled(entries, r.leader())
+    todo = r.next_rung()
+    assert r.ref == "" and r.rounds == race.FINAL_PAIRS and [e.key for e in todo] == [near.key]
 
 
 def test_a_leader_indistinguishable_from_the_job_stops_the_search():

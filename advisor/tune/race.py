@@ -34,6 +34,7 @@ from advisor.tune.space import Candidate, combined, neighbours
 from replay import stats
 
 ROUNDS = 2  # paired rounds per rung: each rung is one replay job
+FIRST_ROUNDS = 3  # ... the first: 3 pairs beside the job often decide a large speedup's verdict
 WIDTH = 2  # candidates joining a rung besides those still racing (the first rung: FIRST)
 FIRST = 3  # the first rung: every proposal, filled up to this with the model's best settings
 FINAL_PAIRS = 5  # the best has at least these pairs beside the job at the end (its interval)
@@ -154,11 +155,39 @@ def scores(entries: dict[str, Entry]) -> dict[str, float]:
     return score
 
 
-def settled(e: Entry) -> bool:
-    """Whether the pairs `e` has beside the job already decide its verdict (the verification's
-    default margin and run-to-run floor): then the job is not measured again for it."""
+def chain_interval(ref_log: float, ref_half: float, ratios: list[float]) -> tuple[float, float, float]:
+    """(centre, low, high) of ln(speedup against the job) of a candidate measured beside a
+    reference: the reference's ln speedup (95 % half-width `ref_half`) plus the mean of the
+    candidate's ln ratios to it. Different rounds, independent samples: the half-widths add in
+    quadrature, the ratio's a Student-t one of its rounds."""
+    n = len(ratios)
+    half_rel = stats.t_quantile(0.975, n - 1) * float(np.std(ratios, ddof=1)) / math.sqrt(n)
+    centre = ref_log + float(np.mean(ratios))
+    half = math.hypot(ref_half, half_rel)
+    return centre, centre - half, centre + half
+
+
+def settled(entries: dict[str, Entry], e: Entry) -> bool:
+    """Whether `e`'s verdict against the job is decided (improved or regressed at the
+    verification's default margin and run-to-run floor) by its pairs beside the job, or else by
+    its chain through the reference it ran beside most: then the job is not measured again."""
+    policy = stats.Policy()
     d = e.direct()
-    return len(d) >= ROUNDS and stats.decide(d, stats.Policy()).verdict in (stats.IMPROVED, stats.REGRESSED)
+    if len(d) >= ROUNDS:
+        return stats.sequential(d, policy, final=True).verdict in (stats.IMPROVED, stats.REGRESSED)
+    groups = [(ref, xs) for ref, xs in e.against().items() if ref and len(xs) >= 2]
+    if not groups:
+        return False
+    ref, xs = max(groups, key=lambda g: len(g[1]))
+    rd = entries[ref].direct()
+    if len(rd) < 2:
+        return False
+    lo_ref, hi_ref = stats.sequential(rd, policy, final=True).ci
+    if not 0 < lo_ref < hi_ref < math.inf:
+        return False
+    _, lo, hi = chain_interval(float(np.mean(rd)), math.log(hi_ref / lo_ref) / 2, xs)
+    band = math.log1p(policy.margin)
+    return lo > band or hi < -band
 
 
 def nothing_to_tune(lead: Entry) -> str:
@@ -209,14 +238,14 @@ class Race:
         for e in fresh:
             e.status = RACING
         lead = self.leader()
-        self.ref, self.rounds = "", ROUNDS
+        self.ref, self.rounds = "", ROUNDS if self.rung else FIRST_ROUNDS
         if lead is not None and math.exp(self.score(lead)) >= CHAIN:
             # the job is far slower than the leader: later candidates race the leader, not the job
             self.ref = lead.key
         others = [e for e in self.racing() if e.key != self.ref]
         if fresh or (self.ref and others):
             return sorted(others, key=lambda e: -self.score(e) if e.measured else math.inf)
-        if lead is None or lead.pairs >= FINAL_PAIRS or settled(lead):
+        if lead is None or lead.pairs >= FINAL_PAIRS or settled(self.entries, lead):
             return []
         # nothing new: the leader's last pairs beside the job, in one replay job (each costs a launch)
         self.ref, self.rounds = "", max(ROUNDS, FINAL_PAIRS - lead.pairs)

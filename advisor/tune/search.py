@@ -230,12 +230,9 @@ def chained(the_race: Race, e: Entry, known: dict[str, Verification], margin: fl
     rv = known.get(ref)
     if rv is None or not rv.measured or not rv.ci95:
         return None
-    n, mean, sd = len(xs), float(np.mean(xs)), float(np.std(xs, ddof=1))
-    half_rel = stats.t_quantile(0.975, n - 1) * sd / math.sqrt(n)
-    half_ref = (math.log(rv.ci95[1]) - math.log(rv.ci95[0])) / 2
-    center = math.log(rv.speedup) + mean
-    half = math.hypot(half_rel, half_ref)
-    speedup, lo, hi = (float(f"{x:.4g}") for x in (math.exp(center), math.exp(center - half), math.exp(center + half)))
+    n, mean = len(xs), float(np.mean(xs))
+    logs = racing.chain_interval(math.log(rv.speedup), (math.log(rv.ci95[1]) - math.log(rv.ci95[0])) / 2, xs)
+    speedup, lo, hi = (float(f"{math.exp(x):.4g}") for x in logs)
     top, bottom = 1 + margin, 1 / (1 + margin)
     verdict = (stats.IMPROVED if lo > top else stats.REGRESSED if hi < bottom
                else stats.EQUIVALENT if bottom <= lo and hi <= top else stats.INCONCLUSIVE)
