@@ -1,10 +1,13 @@
 """The race: which candidates the next round of replays measures, and which drop out.
 
-Candidates are measured in *rungs*: one replay job of the recorded job and a few candidates,
-``ROUNDS`` paired rounds each (:func:`advisor.verify.measure` with a fixed repeat). Within a round
-every candidate ran beside the same baseline sample, so two candidates compare round by round
-(``ln(time_a / time_b)``), whatever slowed the machine during that round cancelling as it does
-against the baseline. After each rung:
+Candidates are measured in *rungs*: one replay job of a reference and a few candidates,
+``ROUNDS`` paired rounds each (``FIRST_ROUNDS`` in the first; :func:`advisor.verify.measure` with
+a fixed repeat). The reference is the job as recorded until a leader is ``CHAIN`` times faster;
+then it is the leader (a job far slower than its fixes is not sampled every rung), and speedups
+against the job chain through it (:func:`scores`, :func:`chain_interval`). Within a round every
+candidate ran beside the same reference sample, so two candidates compare round by round
+(``ln(time_a / time_b)``), whatever slowed the machine during that round cancelling. After each
+rung:
 
 - a candidate is **ruled out** as soon as the leader (the highest geometric-mean speedup) is
   faster than it with confidence: the Student-t interval of their paired log-ratios, at
@@ -13,13 +16,16 @@ against the baseline. After each rung:
   go on; the others are set aside, not separated from the leader, with what they measured;
 - **refinement**: the settings one step from the leader's on each of its axes join, and the
   leader combined with the best measured setting of each other fix (fixes interact: a fix that
-  did nothing alone may help beside the leader);
+  did nothing alone may help beside the leader), unless the model, scaled by the rungs, puts
+  them ``FAR`` behind (pruned);
+- the search stops with **nothing to tune** once the leader's pairs beside the job cannot tell
+  it from 1x;
 - the first rung takes the proposal of each proposed fix and the settings the speedup model
   predicts best, in that order (the model's prediction is the search's starting order).
 
-The search ends when nothing new would join and the leader has ``FINAL_PAIRS`` pairs, or when
-the time budget would be exceeded by one more rung (the caller's check).
-Everything here is bookkeeping on measured times: no replay, no I/O.
+The search ends when nothing new would join (the best then gets ``FINAL_PAIRS`` pairs beside the
+job unless its verdict is decided already), or when the time budget would be exceeded by one
+more rung (the caller's check). Everything here is bookkeeping on measured times: no replay, no I/O.
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ ROUNDS = 2  # paired rounds per rung: each rung is one replay job
 FIRST_ROUNDS = 3  # ... the first: 3 pairs beside the job often decide a large speedup's verdict
 WIDTH = 2  # candidates joining a rung besides those still racing (the first rung: FIRST)
 FIRST = 3  # the first rung: every proposal, filled up to this with the model's best settings
-FINAL_PAIRS = 3  # the best has at least these pairs beside the job at the end (3 decide a large speedup)
+FINAL_PAIRS = 5  # the best's pairs beside the job at the end when its verdict is not decided before
+# (a verification's first look: 3 pairs of a large speedup decide, 3 of a noisy 3x read 0.05x-263x)
 MAX_RUNGS = 8  # the Bonferroni count of the drop test (a longer search only drops less readily)
 ALPHA = 0.05
 ALIKE = 1.25  # a candidate not separated from the best and within x1.25 of it is a runner-up
@@ -245,7 +252,7 @@ class Race:
         others = [e for e in self.racing() if e.key != self.ref]
         if fresh or (self.ref and others):
             return sorted(others, key=lambda e: -self.score(e) if e.measured else math.inf)
-        if lead is None or lead.pairs >= FINAL_PAIRS or settled(self.entries, lead):
+        if lead is None or settled(self.entries, lead) or lead.pairs >= FINAL_PAIRS:
             return []
         # nothing new: the leader's last pairs beside the job, in one replay job (each costs a launch)
         self.ref, self.rounds = "", max(ROUNDS, FINAL_PAIRS - lead.pairs)
