@@ -232,7 +232,11 @@ def describe(fix: dict[str, Any]) -> str:
             return f"aggregate I/O through {_count(fix.get('aggregators'), 'rank')}"
         case "stripe":
             return _stripe_text(fix)
-        case "fsync" if fix.get("mode") == "at-close":
+        case "fsync" if fix.get("every_writes"):
+            return f"fsync every {_count(fix['every_writes'], 'write')} and at close"
+        case "fsync" if fix.get("every_bytes"):
+            return f"fsync every {_size(fix['every_bytes'])} written and at close"
+        case "fsync" if fix.get("mode", "at-close") == "at-close":
             return "fsync once at close"
         case "align":
             return f"align requests to {_size(fix.get('boundary'))} boundaries"

@@ -111,9 +111,11 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
             np: int | None = None, scale: float | None = None, odirect: bool = False,
             think_time: bool = False, keep: bool = False, source: str = "auto",
             base: Plan | None = None, settings: ReplayConfig | None = None,
-            on_progress: Callable[[str], None] | None = None) -> Measurement:
+            on_progress: Callable[[str], None] | None = None, reference: Plan | None = None) -> Measurement:
     """Replay the baseline and each fix (`repeat`: exactly that many rounds and one look; None:
-    the sequential test of ``settings``). Without fixes the baseline alone runs."""
+    the sequential test of ``settings``). Without fixes the baseline alone runs. `reference`: a
+    plan replayed on the baseline's side instead of `base` (the fixes still apply to `base`):
+    a search races its candidates against its leader rather than against the job."""
     settings = settings or ReplayConfig()
     try:
         target_path = safety.check_target(target, allow_mount_root=settings.allow_mount_root)
@@ -131,8 +133,8 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
     runnable = [v for v in variants if v.plan is not None]
     history = History.of(target_path, settings.history, settings.history_dir)
     past, workload = history.runs(), base.summary()
-    launch = _Launch(base, target_path, repeat, settings, odirect=odirect, think_time=think_time, keep=keep,
-                     prior=drift.prior(settings.reproducibility, past).sd, on_progress=on_progress)
+    launch = _Launch(reference or base, target_path, repeat, settings, odirect=odirect, think_time=think_time,
+                     keep=keep, prior=drift.prior(settings.reproducibility, past).sd, on_progress=on_progress)
     outcomes = launch.each(runnable) if runnable or not fixes else {}
     first = next(iter(outcomes.values()), None) if outcomes else None
     out = Measurement(fixes=list(fixes), context=dict(context), plan=workload,

@@ -16,7 +16,7 @@ from replay.collective import aggregate, collective
 from replay.edit import add_transform, collapse, data_mask, merge, ranks_per_file, stream_runs, take
 from replay.mpiio_calls import mpiio_calls
 from replay.plan import (CLOSE, COMM_SELF, CREATE, FLAG_PAD, FSYNC, LAYOUT_DIR, LAYOUT_FILE, MPIIO,
-                         MPIIO_COLL, NAME_OPS, OPEN, Plan)
+                         MPIIO_COLL, NAME_OPS, OPEN, WRITE, Plan)
 
 MiB = 1 << 20
 
@@ -43,10 +43,14 @@ def sequential(plan: Plan) -> Plan:
                         meta=add_transform(plan.meta, {"transform": "sequential"}))
 
 
-def fsync_at_close(plan: Plan, mode: str = "at-close") -> Plan:
-    """Replace fsyncs after writes by one fsync before the close of each session that had any."""
+def fsync_at_close(plan: Plan, mode: str = "at-close", every_writes: int = 0, every_bytes: int = 0) -> Plan:
+    """Replace fsyncs after writes by one fsync before the close of each session that had any;
+    with `every_writes` N or `every_bytes` B (an fsync interval), also one after every N-th write
+    (or after the write that completes each B bytes) of those sessions."""
     if mode != "at-close":
         raise ValueError(f"fsync: unknown mode {mode!r} (expected 'at-close')")
+    if every_writes < 0 or every_bytes < 0 or (every_writes and every_bytes):
+        raise ValueError("fsync: give one interval, every_writes or every_bytes, positive")
     ops = plan.ops
     # MPI_File_sync is collective: files with collective calls keep their syncs
     world = np.bincount(ops["file"][ops["api"] == MPIIO_COLL], minlength=plan.nfiles) > 0
@@ -56,15 +60,43 @@ def fsync_at_close(plan: Plan, mode: str = "at-close") -> Plan:
     synced = np.unique(session[fs])
     ends = _session_ends(ops, session)
     need = ends[np.isin(session[ends], synced)]
-    new = take(ops, need)
-    new["op"] = np.full(len(need), FSYNC, np.int8)
-    new["length"] = np.zeros(len(need), np.int64)
-    new["offset"] = np.zeros(len(need), np.int64)
-    new["gap"] = np.zeros(len(need), np.float32)
+    after = _interval_ends(ops, session, synced, every_writes, every_bytes) if every_writes or every_bytes \
+        else np.zeros(0, np.int64)
+    if len(after):  # a session whose last write an interval fsync follows needs none at its close
+        writes = np.flatnonzero(ops["op"] == WRITE)
+        last_write = np.full(int(session.max()) + 1, -1, np.int64)
+        np.maximum.at(last_write, session[writes], writes)
+        need = need[~np.isin(last_write[session[need]], after)]
+    rows = np.concatenate([need, after])
+    new = take(ops, rows)
+    new["op"] = np.full(len(rows), FSYNC, np.int8)
+    new["length"] = np.zeros(len(rows), np.int64)
+    new["offset"] = np.zeros(len(rows), np.int64)
+    new["gap"] = np.zeros(len(rows), np.float32)
     closing = ops["op"][need] == CLOSE
-    anchors = np.where(closing, need - 0.5, need + 0.5)  # before the close, or after the last op
+    anchors = np.concatenate([np.where(closing, need - 0.5, need + 0.5), after + 0.5])  # before the close
     out = merge(ops, new, anchors, keep=~fs)
-    return plan.replace(ops=out, meta=add_transform(plan.meta, {"transform": "fsync", "mode": mode}))
+    done = {"transform": "fsync", "mode": mode}
+    done.update({k: int(v) for k, v in (("every_writes", every_writes), ("every_bytes", every_bytes)) if v})
+    return plan.replace(ops=out, meta=add_transform(plan.meta, done))
+
+
+def _interval_ends(ops: dict[str, np.ndarray], session: np.ndarray, synced: np.ndarray,
+                   every_writes: int, every_bytes: int) -> np.ndarray:
+    """Rows of the writes after which an interval fsync goes: the N-th write, or the write that
+    completes each B bytes, counted within each synced session."""
+    rows = np.flatnonzero((ops["op"] == WRITE) & np.isin(session, synced))
+    if not len(rows):
+        return rows
+    order = np.argsort(session[rows], kind="stable")
+    rows = rows[order]
+    unit = np.ones(len(rows), np.int64) if every_writes else ops["length"][rows].astype(np.int64)
+    step = every_writes or every_bytes
+    total = np.cumsum(unit)
+    first = np.concatenate([[True], session[rows][1:] != session[rows][:-1]])
+    start = np.maximum.accumulate(np.where(first, total - unit, 0))  # the total before each session
+    done = total - start
+    return np.sort(rows[done // step > (done - unit) // step])
 
 
 def _sessions(ops: dict[str, np.ndarray]) -> np.ndarray:
@@ -297,7 +329,7 @@ FIXES: dict[str, tuple[Callable[..., Plan], dict[str, type]]] = {
     "coalesce": (coalesce, {"transfer_size": int}),
     "collective": (collective, {"cb_nodes": int}),
     "aggregate": (aggregate, {"aggregators": int}),
-    "fsync": (fsync_at_close, {"mode": str}),
+    "fsync": (fsync_at_close, {"mode": str, "every_writes": int, "every_bytes": int}),
     "align": (align, {"boundary": int}),
     "layout": (layout, {"mode": str}),
     "stripe": (stripe, {"count": int, "size": int, "object_size": int, "scope": str}),

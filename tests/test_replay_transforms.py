@@ -101,6 +101,23 @@ def test_fsync_keeps_the_syncs_of_a_collectively_opened_file():
     assert rows(transforms.fsync_at_close(p)) == rows(p)  # MPI_File_sync is collective: all ranks call it
 
 
+def test_fsync_interval_syncs_every_n_writes_and_at_close():
+    writes = [(0, WRITE, 0, i * KiB, KiB) for i in range(5)]
+    p = plan([(0, OPEN, 0, 0, 0), *[x for w in writes for x in (w, (0, FSYNC, 0, 0, 0))], (0, CLOSE, 0, 0, 0)])
+    fixed = apply_fix(p, {"transform": "fsync", "every_writes": 2})
+    ops = [r[0] for r in rows(fixed)]
+    assert ops == [OPEN, WRITE, WRITE, FSYNC, WRITE, WRITE, FSYNC, WRITE, FSYNC, CLOSE]
+    assert fixed.meta["transforms"] == [{"transform": "fsync", "mode": "at-close", "every_writes": 2}]
+    # by bytes: 1 KiB writes, every 2 KiB; the 4th write ends an interval and is the last: no second fsync
+    four = plan([(0, OPEN, 0, 0, 0), *[x for w in writes[:4] for x in (w, (0, FSYNC, 0, 0, 0))], (0, CLOSE, 0, 0, 0)])
+    ops = [r[0] for r in rows(apply_fix(four, {"transform": "fsync", "every_bytes": 2 * KiB}))]
+    assert ops == [OPEN, WRITE, WRITE, FSYNC, WRITE, WRITE, FSYNC, CLOSE]
+    with pytest.raises(ValueError, match="one interval"):
+        apply_fix(p, {"transform": "fsync", "every_writes": 2, "every_bytes": KiB})
+    with pytest.raises(ValueError, match="every_writes must be int"):
+        apply_fix(p, {"transform": "fsync", "every_writes": "2; rm -rf /"})
+
+
 def test_fsync_knows_one_mode():
     with pytest.raises(ValueError, match="unknown mode 'never'"):
         transforms.fsync_at_close(plan([(0, WRITE, 0, 0, KiB)]), "never")

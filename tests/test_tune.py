@@ -138,19 +138,21 @@ def test_tune_finds_a_coalesce_size_and_resumes(corpus, tmp_path):
     assert best["verdict"] == "improved" and best["ci95"][0] > 1.05 and best["speedup"] >= best["ci95"][0]
     assert best["apply"] and "-t " in best["apply"][0]
     statuses = {c["status"] for c in t["candidates"]}
-    assert statuses <= {"best", "runner-up", "ruled-out", "set-aside", "untried", "identical"}
-    measured = [c for c in t["candidates"] if c["pairs"]]
+    assert statuses <= {"best", "runner-up", "ruled-out", "set-aside", "untried", "pruned", "identical"}
+    measured = [c for c in t["candidates"] if c["rounds"]]  # beside the job, or beside the leader
     assert t["measured"] == len(measured) >= 2 and 0 < t["replay_s"] <= 2 * 60 * 1.5
     assert all(c["verdict"] for c in measured)
+    beside_job = [c for c in measured if c["pairs"]]
     assert f"best: {best['label']}" in out.stdout and best["reason"] in out.stdout
     html = (tmp_path / "t.html").read_text()
     assert "<svg" in html and "The search" in html
     plot = search_plot(t)
     assert len(plot.rows) == len(measured) and plot.rows[0][0] == best["label"]
     rows = (tmp_path / "model-data" / "pairs.csv").read_text().splitlines()
-    assert len(rows) == 1 + len(measured)  # every measured configuration feeds the site's data
+    assert len(rows) == 1 + len(beside_job)  # every configuration measured beside the job feeds the data
     state = Path(t["state"])
     assert state.parent == target and state.exists()
+    _diagnose_shows_the_tune(corpus, tmp_path, t)
     again = _tune(corpus, target, tmp_path, "--fix", "coalesce", "--budget", "2", "--json", "-")
     assert again.returncode == 0, again.stderr
     resumed = json.loads(again.stdout)["tune"]
@@ -159,8 +161,66 @@ def test_tune_finds_a_coalesce_size_and_resumes(corpus, tmp_path):
     assert resumed["state"] == t["state"]
 
 
+def _diagnose_shows_the_tune(corpus: Path, tmp_path: Path, t: dict) -> None:
+    """`diagnose --tune-json` puts the result in the report: terminal, JSON (data.tune), HTML."""
+    run = lambda *a: subprocess.run([sys.executable, "-m", "advisor", "diagnose", str(corpus / SMALL), *a],  # noqa: E731
+                                    capture_output=True, text=True, timeout=300)
+    out = run("--tune-json", str(tmp_path / "t.json"), "--json", str(tmp_path / "d.json"),
+              "--html", str(tmp_path / "d.html"))
+    assert out.returncode == 0, out.stderr
+    assert "tuned by replay" in out.stdout and f"best: {t['best']['label']}" in out.stdout
+    doc = json.loads((tmp_path / "d.json").read_text())
+    schema = json.loads((Path(__file__).resolve().parents[1] / "advisor/schemas/diagnosis-v1.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert doc["data"]["tune"]["best"] == t["best"] and doc["data"]["tune"]["replay_s"] == t["replay_s"]
+    html = (tmp_path / "d.html").read_text()
+    assert 'id="tune"' in html and t["best"]["label"] in html and "<svg" in html
+    bad = run("--tune-json", str(tmp_path / "d.json"))  # a diagnosis, not a tune result
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "d.json" in bad.stderr
+    assert "not a tune result" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_tune_refuses_a_bad_target_in_one_line(corpus, tmp_path):
     out = _tune(corpus, tmp_path / "missing", tmp_path, "--fix", "coalesce")
     assert out.returncode != 0
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert "missing" in out.stderr
+
+
+def test_later_rungs_race_the_leader_and_chain_to_the_job():
+    """Once the leader is far faster than the job, the next rung measures beside the leader: the
+    job is not sampled again, ratios chain through the leader, and the best ends beside the job."""
+    rng = np.random.default_rng(3)
+    noise = lambda n: np.exp(rng.normal(0, 0.03, n))  # noqa: E731
+    base = 8.0 * noise(3)  # the first rung: 3 rounds
+    lead = _entry([{"transform": "coalesce", "transfer_size": 1 << 20}], list(zip(base, 1.0 * noise(3))))
+    slow = _entry([{"transform": "collective", "cb_nodes": 1}], list(zip(base, 7.0 * noise(3))))
+    near = race.Entry(fixes=[{"transform": "coalesce", "transfer_size": 4 << 20}], origin="setting")
+    entries = {e.key: e for e in (lead, slow, near)}
+    r = race.Race(entries, list(entries), nranks=2, rung=1)
+    r.judge()
+    todo = r.next_rung()
+    assert r.ref == lead.key and lead not in todo and near in todo  # the leader is the reference
+    ref_samples = [{"time_s": t} for t in 1.0 * noise(2)]
+    r.record({e.key: (ref_samples, [{"time_s": t * 0.5} for t in noise(2)]) for e in todo})
+    assert math.exp(race.scores(entries)[near.key]) > 12  # 2x the leader's 8x
+    assert near.pairs == 0 and near.rounds() and race.compare(near, lead) is None  # 2 shared rounds only
+    r.judge()
+    # nothing new joins; the chain (8x, then 2x that in 2 rounds) already decides: no job again
+    assert r.leader() is near and race.settled(entries, near) and r.next_rung() == []
+    # a leader 8x +- a factor 3 in its 3 pairs beside the job leaves the chain undecided: the
+    # best then gets its last pairs beside the job, in one rung
+    lead.rungs[0]["fixed"] = [{"time_s": 0.3}, {"time_s": 3.0}, {"time_s": 1.0}]
+    r._scores = None
+    assert not race.settled(entries, r.leader())
+    todo = r.next_rung()
+    assert r.ref == "" and r.rounds == race.FINAL_PAIRS and [e.key for e in todo] == [near.key]
+
+
+def test_a_leader_indistinguishable_from_the_job_stops_the_search():
+    rng = np.random.default_rng(5)
+    base = np.exp(rng.normal(0, 0.03, 4))
+    flat = _entry([{"transform": "align", "boundary": 1 << 20}], list(zip(base, base * np.exp(rng.normal(0, 0.03, 4)))))
+    r = race.Race({flat.key: flat}, [flat.key], nranks=2, rung=2)
+    r.judge()
+    assert r.stopped.startswith("nothing to tune") and r.next_rung() == []

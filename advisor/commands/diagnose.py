@@ -40,10 +40,12 @@ from advisor.formatting import printable
 @click.option("--model", "model_path", type=click.Path(dir_okay=False), default=None,
               help="Apply a trained bandwidth model to each job ('default': the one shipped; "
                    "default: the site config's [model] path).")
+@click.option("--tune-json", "tune_json", metavar="FILE", type=click.Path(dir_okay=False), default=None,
+              help="A result of `ioadvisor tune --json` for this job: shown as the report's tune section.")
 @click.option("--baseline", "baselines", multiple=True, type=click.Path(), help="Baseline run(s) for a campaign.")
 @click.option("-v", "--verbose", is_flag=True, help="Show evidence, all commands and every unchecked rule.")
 def command(paths, config_path, json_out, html_out, fail_on, verify, target, repeat, nprocs, scale,
-            model_path, baselines, verbose):
+            model_path, baselines, verbose, tune_json=None):
     """Diagnose jobs: findings with evidence, cost and fix."""
     # numpy's OpenBLAS starts a thread per core at import that spins, waiting for linear
     # algebra a diagnosis never asks for, on the core the parsing child needs. Set before
@@ -55,6 +57,11 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     if verify and not target:
         raise click.UsageError("--verify needs --target DIR (a scratch directory on the mount to test)")
     config = load_config(config_path)
+    tuned = None
+    if tune_json:
+        from advisor.tune.result import read
+
+        tuned = read(tune_json)  # a bad file is refused before anything runs
     checked = pipeline.Verify(Path(target), repeat, nprocs, scale, config.section("replay"),
                               quiet=json_out == "-") if verify else None
     stages = pipeline.Stages.from_config(config, model=model_path, verify=checked,
@@ -68,6 +75,8 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     for note in done.notes:
         click.echo(printable(f"ioadvisor: {note}"), err=True)
     diagnoses = done.diagnoses
+    if tuned is not None:
+        _attach_tune(diagnoses, tuned)
 
     if json_out:  # every input in order, an unusable one as its error result
         several = len(paths) > 1 or any(os.path.isdir(p) for p in paths)  # the shape follows the command line
@@ -87,6 +96,19 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     if fail_on and any(SEVERITY_RANK[f.severity] <= SEVERITY_RANK[fail_on]
                        for d in diagnoses for f in d.findings):
         sys.exit(1)
+
+
+def _attach_tune(diagnoses, tuned: dict) -> None:
+    """The tune result joins the diagnosis of its job: the only one, or the one of its input."""
+    def same(d) -> bool:
+        try:
+            return Path(str(d.source.get("path"))).resolve() == Path(str(tuned.get("input"))).resolve()
+        except OSError:
+            return False
+
+    for d in diagnoses if len(diagnoses) == 1 else [d for d in diagnoses if same(d)]:
+        if not d.error:
+            d.data["tune"] = tuned
 
 
 def _expand(paths: tuple[str, ...]) -> list[str | InputError]:

@@ -63,6 +63,11 @@ def print_report(diagnosis: Diagnosis, out: Console | None = None, verbose: bool
         out.print(_assumed(values))
     if fixes or avoid:
         out.print(_fixes(fixes, avoid))
+    if isinstance(diagnosis.data, dict) and isinstance(diagnosis.data.get("tune"), dict):
+        from advisor.tune.result import text
+
+        lines = text(diagnosis.data["tune"], str(diagnosis.source.get("path", "")))
+        out.print(Panel(Group(*map(_text, lines)), title="tuned by replay (ioadvisor tune)", title_align="left"))
     footer = _footer(diagnosis, verbose)
     if footer is not None:
         out.print(footer)

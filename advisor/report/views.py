@@ -67,7 +67,17 @@ def job_view(d: Diagnosis, index: int) -> dict:
         "plots": plots,
         "tables": tables,
         "plot_problems": problems,
+        "tune": tune_view(d.data),
     }
+
+
+def tune_view(data: dict | None) -> dict | None:
+    """The tune section of a diagnosis that holds a tune result (``data["tune"]``), else None."""
+    if not isinstance(data, dict) or not isinstance(data.get("tune"), dict):
+        return None
+    from advisor.tune.html import context
+
+    return context({"input": "", "tune": data["tune"]})
 
 
 def _job_name(d: Diagnosis) -> str:

@@ -1,10 +1,13 @@
 """The race: which candidates the next round of replays measures, and which drop out.
 
-Candidates are measured in *rungs*: one replay job of the recorded job and a few candidates,
-``ROUNDS`` paired rounds each (:func:`advisor.verify.measure` with a fixed repeat). Within a round
-every candidate ran beside the same baseline sample, so two candidates compare round by round
-(``ln(time_a / time_b)``), whatever slowed the machine during that round cancelling as it does
-against the baseline. After each rung:
+Candidates are measured in *rungs*: one replay job of a reference and a few candidates,
+``ROUNDS`` paired rounds each (``FIRST_ROUNDS`` in the first; :func:`advisor.verify.measure` with
+a fixed repeat). The reference is the job as recorded until a leader is ``CHAIN`` times faster;
+then it is the leader (a job far slower than its fixes is not sampled every rung), and speedups
+against the job chain through it (:func:`scores`, :func:`chain_interval`). Within a round every
+candidate ran beside the same reference sample, so two candidates compare round by round
+(``ln(time_a / time_b)``), whatever slowed the machine during that round cancelling. After each
+rung:
 
 - a candidate is **ruled out** as soon as the leader (the highest geometric-mean speedup) is
   faster than it with confidence: the Student-t interval of their paired log-ratios, at
@@ -13,13 +16,16 @@ against the baseline. After each rung:
   go on; the others are set aside, not separated from the leader, with what they measured;
 - **refinement**: the settings one step from the leader's on each of its axes join, and the
   leader combined with the best measured setting of each other fix (fixes interact: a fix that
-  did nothing alone may help beside the leader);
+  did nothing alone may help beside the leader), unless the model, scaled by the rungs, puts
+  them ``FAR`` behind (pruned);
+- the search stops with **nothing to tune** once the leader's pairs beside the job cannot tell
+  it from 1x;
 - the first rung takes the proposal of each proposed fix and the settings the speedup model
   predicts best, in that order (the model's prediction is the search's starting order).
 
-The search ends when nothing new would join and the leader has ``FINAL_PAIRS`` pairs, or when
-the time budget would be exceeded by one more rung (the caller's check).
-Everything here is bookkeeping on measured times: no replay, no I/O.
+The search ends when nothing new would join (the best then gets ``FINAL_PAIRS`` pairs beside the
+job unless its verdict is decided already), or when the time budget would be exceeded by one
+more rung (the caller's check). Everything here is bookkeeping on measured times: no replay, no I/O.
 """
 
 from __future__ import annotations
@@ -34,16 +40,22 @@ from advisor.tune.space import Candidate, combined, neighbours
 from replay import stats
 
 ROUNDS = 2  # paired rounds per rung: each rung is one replay job
+FIRST_ROUNDS = 3  # ... the first: 3 pairs beside the job often decide a large speedup's verdict
 WIDTH = 2  # candidates joining a rung besides those still racing (the first rung: FIRST)
 FIRST = 3  # the first rung: every proposal, filled up to this with the model's best settings
-FINAL_PAIRS = 6  # the leader has at least these pairs at the end (its interval)
+FINAL_PAIRS = 5  # the best's pairs beside the job at the end when its verdict is not decided before
+# (a verification's first look: 3 pairs of a large speedup decide, 3 of a noisy 3x read 0.05x-263x)
 MAX_RUNGS = 8  # the Bonferroni count of the drop test (a longer search only drops less readily)
 ALPHA = 0.05
 ALIKE = 1.25  # a candidate not separated from the best and within x1.25 of it is a runner-up
 MIN_SHARED = 3  # pairs two candidates must share before one can rule the other out
+CHAIN = 1.5  # a leader this much faster than the job is the reference of later rungs
+MIN_FLAT = 4  # pairs beside the job before a leader can be called indistinguishable from it
+FAR = 2.0  # the model's interval top this many times below the measured leader: not replayed
 
 UNTRIED, RACING, RULED_OUT, SET_ASIDE = "untried", "racing", "ruled-out", "set-aside"
 NOT_VERIFIABLE, IDENTICAL, BEST, RUNNER_UP = "not-verifiable", "identical", "best", "runner-up"
+PRUNED = "pruned"
 
 
 @dataclass
@@ -58,7 +70,9 @@ class Entry:
     predicted_reason: str = ""
     status: str = UNTRIED
     why: str = ""
-    rungs: list[dict[str, Any]] = field(default_factory=list)  # {"rung", "base": [samples], "fixed": [samples]}
+    rungs: list[dict[str, Any]] = field(default_factory=list)
+    """{"rung", "ref", "base": [samples], "fixed": [samples]}: "ref" is the key of the rung's
+    reference ('' for the job as recorded); the reference's own rung has its samples on both sides."""
 
     @classmethod
     def of(cls, c: Candidate) -> Entry:
@@ -77,16 +91,35 @@ class Entry:
         return Candidate(self.fixes, self.origin).label()
 
     def rounds(self) -> dict[tuple[int, int], float]:
-        """(rung, round) -> ln(baseline / this candidate) of that round."""
+        """(rung, round) -> ln(reference / this candidate) of that round (0 where it was the reference)."""
         return {(r["rung"], i): math.log(max(b["time_s"], 1e-12) / max(f["time_s"], 1e-12))
                 for r in self.rungs for i, (b, f) in enumerate(zip(r["base"], r["fixed"]))}
 
+    def direct(self) -> list[float]:
+        """ln(job / this candidate) of each round it ran beside the job as recorded."""
+        return [math.log(max(b["time_s"], 1e-12) / max(f["time_s"], 1e-12))
+                for r in self.rungs if not r.get("ref") for b, f in zip(r["base"], r["fixed"])]
+
+    def against(self) -> dict[str, list[float]]:
+        """reference key -> ln(reference / this candidate) of each round beside it (the job: '')."""
+        out: dict[str, list[float]] = {}
+        for r in self.rungs:
+            if r.get("ref") != self.key:
+                out.setdefault(r.get("ref") or "", []).extend(
+                    math.log(max(b["time_s"], 1e-12) / max(f["time_s"], 1e-12)) for b, f in zip(r["base"], r["fixed"]))
+        return out
+
     @property
     def pairs(self) -> int:
-        return sum(min(len(r["base"]), len(r["fixed"])) for r in self.rungs)
+        """Pairs against the job as recorded (what a verification of it would pool)."""
+        return len(self.direct())
+
+    @property
+    def measured(self) -> bool:
+        return any(r["fixed"] for r in self.rungs)
 
     def mean(self) -> float:
-        d = list(self.rounds().values())
+        d = self.direct()
         return float(np.mean(d)) if d else -math.inf
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,7 +132,8 @@ def _slower(lead: Entry, test: stats.Decision) -> str:
 
 
 def compare(leader: Entry, other: Entry) -> stats.Decision | None:
-    """Whether `leader` is faster than `other`, on the rounds both ran (None: too few shared)."""
+    """Whether `leader` is faster than `other`, on the rounds both ran (None: too few shared).
+    Both ran beside the same reference sample in a shared round, so it cancels."""
     a, b = leader.rounds(), other.rounds()
     shared = sorted(set(a) & set(b))
     if len(shared) < MIN_SHARED:
@@ -111,32 +145,118 @@ def compare(leader: Entry, other: Entry) -> stats.Decision | None:
     return stats.decide(x, policy, level_alpha=ALPHA / (MAX_RUNGS + 1))
 
 
+def scores(entries: dict[str, Entry]) -> dict[str, float]:
+    """key -> ln(speedup against the job as recorded) of each measured candidate: the mean of
+    its rounds beside the job, and of those beside another candidate plus that candidate's score
+    (a chain through the leader). Fixed-point iteration: references are few and chains short."""
+    score = {k: e.mean() for k, e in entries.items() if e.measured}
+    for _ in range(6):
+        new = {}
+        for k, e in entries.items():
+            if not e.measured:
+                continue
+            values = [x + (score.get(ref, -math.inf) if ref else 0.0) for ref, xs in e.against().items() for x in xs]
+            values = [v for v in values if math.isfinite(v)]
+            new[k] = float(np.mean(values)) if values else score.get(k, -math.inf)
+        score = new
+    return score
+
+
+def chain_interval(ref_log: float, ref_half: float, ratios: list[float]) -> tuple[float, float, float]:
+    """(centre, low, high) of ln(speedup against the job) of a candidate measured beside a
+    reference: the reference's ln speedup (95 % half-width `ref_half`) plus the mean of the
+    candidate's ln ratios to it. Different rounds, independent samples: the half-widths add in
+    quadrature, the ratio's a Student-t one of its rounds."""
+    n = len(ratios)
+    half_rel = stats.t_quantile(0.975, n - 1) * float(np.std(ratios, ddof=1)) / math.sqrt(n)
+    centre = ref_log + float(np.mean(ratios))
+    half = math.hypot(ref_half, half_rel)
+    return centre, centre - half, centre + half
+
+
+def settled(entries: dict[str, Entry], e: Entry) -> bool:
+    """Whether `e`'s verdict against the job is decided (improved or regressed at the
+    verification's default margin and run-to-run floor) by its pairs beside the job, or else by
+    its chain through the reference it ran beside most: then the job is not measured again."""
+    policy = stats.Policy()
+    d = e.direct()
+    if len(d) >= ROUNDS:
+        return stats.sequential(d, policy, final=True).verdict in (stats.IMPROVED, stats.REGRESSED)
+    groups = [(ref, xs) for ref, xs in e.against().items() if ref and len(xs) >= 2]
+    if not groups:
+        return False
+    ref, xs = max(groups, key=lambda g: len(g[1]))
+    rd = entries[ref].direct()
+    if len(rd) < 2:
+        return False
+    lo_ref, hi_ref = stats.sequential(rd, policy, final=True).ci
+    if not 0 < lo_ref < hi_ref < math.inf:
+        return False
+    _, lo, hi = chain_interval(float(np.mean(rd)), math.log(hi_ref / lo_ref) / 2, xs)
+    band = math.log1p(policy.margin)
+    return lo > band or hi < -band
+
+
+def nothing_to_tune(lead: Entry) -> str:
+    """Why the search stops with nothing to tune ('' when it goes on): the leader has
+    ``MIN_FLAT`` pairs beside the job and its 95 % interval reaches down to 1x (the fastest of
+    the candidates so far, and still not told from the job: the rest of the space, one step
+    from them, is unlikely to be)."""
+    d = lead.direct()
+    if len(d) < MIN_FLAT:
+        return ""
+    test = stats.decide(d, stats.Policy(margin=1e-9, reproducibility=0.0), level_alpha=ALPHA)
+    lo, hi = test.ci
+    if lo <= 1.0:
+        return (f"nothing to tune: the fastest candidate, {lead.label()}, cannot be told from the job as recorded "
+                f"({test.speedup:.2f}x, 95 % CI {lo:.2f}x-{hi:.2f}x, {len(d)} pairs)")
+    return ""
+
+
 class Race:
     """The candidates of one search and what they measured; `order`: keys, the model's best first."""
 
-    def __init__(self, entries: dict[str, Entry], order: list[str], nranks: int, rung: int = 0):
+    def __init__(self, entries: dict[str, Entry], order: list[str], nranks: int, rung: int = 0,
+                 stopped: str = ""):
         self.entries, self.order, self.nranks, self.rung = entries, order, nranks, rung
+        self.stopped = stopped  # why the search stopped early ('' while it goes on)
         self.rounds = ROUNDS  # of the next rung (set by next_rung)
-        self._space = {e.key for e in entries.values()}
+        self.ref = ""  # the next rung's reference: a candidate's key, or '' for the job as recorded
+        self._scores: dict[str, float] | None = None
 
     def racing(self) -> list[Entry]:
         return [e for e in self.entries.values() if e.status == RACING]
 
+    def score(self, e: Entry) -> float:
+        if self._scores is None:
+            self._scores = scores(self.entries)
+        return self._scores.get(e.key, -math.inf)
+
     def leader(self) -> Entry | None:
-        measured = [e for e in self.racing() if e.pairs]
-        return max(measured, key=lambda e: (e.mean(), e.pairs)) if measured else None
+        measured = [e for e in self.racing() if e.measured]
+        return max(measured, key=lambda e: (self.score(e), e.pairs)) if measured else None
 
     def next_rung(self) -> list[Entry]:
-        """The candidates the next rung measures ([] when the search is done), marked racing."""
+        """The candidates the next rung measures ([] when the search is done), marked racing;
+        ``self.ref`` and ``self.rounds`` say against what and how many rounds."""
+        if self.stopped:
+            return []
         fresh = self._joining()
         for e in fresh:
             e.status = RACING
         lead = self.leader()
-        if not fresh and (lead is None or lead.pairs >= FINAL_PAIRS):
+        self.ref, self.rounds = "", ROUNDS if self.rung else FIRST_ROUNDS
+        if lead is not None and math.exp(self.score(lead)) >= CHAIN:
+            # the job is far slower than the leader: later candidates race the leader, not the job
+            self.ref = lead.key
+        others = [e for e in self.racing() if e.key != self.ref]
+        if fresh or (self.ref and others):
+            return sorted(others, key=lambda e: -self.score(e) if e.measured else math.inf)
+        if lead is None or settled(self.entries, lead) or lead.pairs >= FINAL_PAIRS:
             return []
-        # nothing new: the leader's last pairs in one replay job, not in several (each costs a launch)
-        self.rounds = ROUNDS if fresh or lead is None else max(ROUNDS, FINAL_PAIRS - lead.pairs)
-        return sorted(self.racing(), key=lambda e: -e.mean() if e.pairs else math.inf)
+        # nothing new: the leader's last pairs beside the job, in one replay job (each costs a launch)
+        self.ref, self.rounds = "", max(ROUNDS, FINAL_PAIRS - lead.pairs)
+        return [lead]
 
     def _joining(self) -> list[Entry]:
         if not any(e.rungs for e in self.entries.values()):
@@ -151,8 +271,26 @@ class Race:
                 near.append(e)
         combos = self._combinations(lead)
         # one step along an axis and one combination first, then the rest of either
-        out = [*near[:1], *combos[:1], *near[1:], *combos[1:]]
+        out = [e for e in [*near[:1], *combos[:1], *near[1:], *combos[1:]] if not self._far_behind(e, lead)]
         return out[:WIDTH]
+
+    def _far_behind(self, e: Entry, lead: Entry) -> bool:
+        """Whether the model and the rungs so far put `e` so far behind the measured leader that
+        it is not worth a replay: the top of its predicted interval, scaled by how far the model
+        underestimated the candidates measured (never down), ``FAR`` times below the leader's
+        speedup. Marked pruned, with the numbers."""
+        top = (e.predicted_interval or [None, None])[1]
+        if top is None:
+            return False
+        under = [math.exp(self.score(m)) / m.predicted for m in self.entries.values()
+                 if m.measured and m.predicted and math.isfinite(self.score(m))]
+        scaled = top * max([1.0, *under])
+        if scaled * FAR >= math.exp(self.score(lead)):
+            return False
+        e.status = PRUNED
+        e.why = (f"the model predicts at most {top:.2f}x ({scaled:.2f}x after the rungs so far), far behind "
+                 f"{lead.label()} ({math.exp(self.score(lead)):.2f}x measured)")
+        return True
 
     def _first(self) -> list[Entry]:
         """Each proposal (in the model's order), then the model's best settings, WIDTH in all
@@ -167,52 +305,61 @@ class Race:
 
     def _combinations(self, lead: Entry) -> list[Entry]:
         """The leader combined with the best measured setting of each other fix, the strongest
-        first, where the pair is in the space and untried. A fix that did nothing alone may still
-        help beside the leader (coalescing once fsyncs are gone), so its own effect does not gate it."""
+        first, where the configuration is in the space and untried (pairs, and triples when the
+        leader is a pair). A fix that did nothing alone may still help beside the leader
+        (coalescing once fsyncs are gone), so its own effect does not gate it."""
         best: dict[str, Entry] = {}
         for e in self.entries.values():
-            if len(e.fixes) == 1 and e.pairs and e.fixes[0]["transform"] not in Candidate(lead.fixes, "").transforms:
+            if len(e.fixes) == 1 and e.measured and e.fixes[0]["transform"] not in Candidate(lead.fixes, "").transforms:
                 t = e.fixes[0]["transform"]
-                if t not in best or e.mean() > best[t].mean():
+                if t not in best or self.score(e) > self.score(best[t]):
                     best[t] = e
         out = []
-        for other in sorted(best.values(), key=lambda e: -e.mean()):
+        for other in sorted(best.values(), key=lambda e: -self.score(e)):
             fixes = combined(lead.fixes, other.fixes)
             e = self.entries.get(Candidate(fixes, "").key) if fixes is not None else None
             if e is not None and e.status == UNTRIED:
                 out.append(e)
         return out
 
-    def record(self, measured: dict[str, tuple[list[float], list[float]]]) -> None:
-        """The rung's samples: key -> (baseline samples, candidate samples), round by round (each
-        sample a dict with its ``time_s`` per pass)."""
+    def record(self, measured: dict[str, tuple[list[dict], list[dict]]]) -> None:
+        """The rung's samples: key -> (reference samples, candidate samples), round by round (each
+        sample a dict with its ``time_s`` per pass), against ``self.ref``."""
         for key, (base, fixed) in measured.items():
-            self.entries[key].rungs.append({"rung": self.rung, "base": list(base), "fixed": list(fixed)})
+            self.entries[key].rungs.append({"rung": self.rung, "ref": self.ref, "base": list(base),
+                                            "fixed": list(fixed)})
+        if self.ref and measured:  # the reference's own samples: 0 in every round, for comparisons
+            base = next(iter(measured.values()))[0]
+            self.entries[self.ref].rungs.append({"rung": self.rung, "ref": self.ref, "base": list(base),
+                                                 "fixed": list(base)})
         self.rung += 1
+        self._scores = None
 
     def judge(self) -> None:
-        """After a rung: rule out what the leader beats with confidence, then halve the rest."""
+        """After a rung: rule out what the leader beats with confidence, then halve the rest;
+        stop when the leader cannot be told from the job (nothing to tune)."""
         lead = self.leader()
         if lead is None:
             return
         for e in self.racing():
-            if e is lead or not e.pairs:
+            if e is lead or not e.measured:
                 continue
             test = compare(lead, e)
             if test is not None and test.verdict == stats.IMPROVED:
                 e.status, e.why = RULED_OUT, _slower(lead, test)
-        measured = sorted((e for e in self.racing() if e.pairs), key=lambda e: -e.mean())
+        measured = sorted((e for e in self.racing() if e.measured), key=lambda e: -self.score(e))
         keep = max(1, len(measured) // 2)
         for e in measured[keep:]:
             e.status = SET_ASIDE
-            e.why = (f"set aside by halving after {e.pairs} pairs: {math.exp(lead.mean() - e.mean()):.2f}x "
+            e.why = (f"set aside by halving: {math.exp(self.score(lead) - self.score(e)):.2f}x "
                      f"behind {lead.label()}, not separated")
+        self.stopped = nothing_to_tune(lead)
 
     def finish(self) -> Entry | None:
         """The best candidate, and each other measured one's status against it: ruled out when the
         best is faster with confidence; a runner-up when not, and its time is within ``ALIKE`` of
         the best's (the precision a verification reports a speedup with); else set aside."""
-        lead = self.leader() or max((e for e in self.entries.values() if e.pairs), key=Entry.mean, default=None)
+        lead = self.leader() or max((e for e in self.entries.values() if e.measured), key=self.score, default=None)
         if lead is None:
             return None
         lead.status, lead.why = BEST, "the fastest measured"
@@ -220,22 +367,23 @@ class Race:
             if e is lead or e.status not in (RACING, SET_ASIDE):
                 continue
             test = compare(lead, e)
+            behind = math.exp(self.score(lead) - self.score(e))
             if test is not None and test.verdict == stats.IMPROVED:
                 e.status, e.why = RULED_OUT, _slower(lead, test)
-            elif math.exp(lead.mean() - e.mean()) <= ALIKE:
+            elif behind <= ALIKE:
                 e.status = RUNNER_UP
-                e.why = f"cannot be told apart from {lead.label()} in {e.pairs} pairs"
+                e.why = f"cannot be told apart from {lead.label()} in {len(e.rounds())} rounds"
             else:
                 e.status = SET_ASIDE
-                e.why = (f"{math.exp(lead.mean() - e.mean()):.2f}x behind {lead.label()} after {e.pairs} pairs, "
-                         "not separated with confidence")
+                e.why = f"{behind:.2f}x behind {lead.label()}, not separated with confidence"
         return lead
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rung": self.rung, "order": self.order, "nranks": self.nranks,
+        return {"rung": self.rung, "order": self.order, "nranks": self.nranks, "stopped": self.stopped,
                 "entries": [e.to_dict() for e in self.entries.values()]}
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> Race:
         entries = [Entry(**e) for e in doc["entries"]]
-        return cls({e.key: e for e in entries}, list(doc["order"]), int(doc["nranks"]), int(doc["rung"]))
+        return cls({e.key: e for e in entries}, list(doc["order"]), int(doc["nranks"]), int(doc["rung"]),
+                   str(doc.get("stopped") or ""))

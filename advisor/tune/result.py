@@ -18,7 +18,7 @@ from advisor.tune.race import Entry, Race
 from advisor.verification import Verification
 
 STATUS_ORDER = (racing.BEST, racing.RUNNER_UP, racing.RULED_OUT, racing.SET_ASIDE, racing.RACING,
-                racing.UNTRIED, racing.IDENTICAL, racing.NOT_VERIFIABLE)
+                racing.UNTRIED, racing.PRUNED, racing.IDENTICAL, racing.NOT_VERIFIABLE)
 
 
 def document(the_race: Race, best: Entry | None, verdicts: dict[str, Verification], doc: dict, *,
@@ -35,7 +35,7 @@ def document(the_race: Race, best: Entry | None, verdicts: dict[str, Verificatio
             "apply": apply_lines(best.fixes, context.get("fstype") or "")},
         "candidates": rows, "replay_s": round(doc["replay_s"], 2), "budget_s": budget_s,
         "rungs": the_race.rung, "stop_reason": doc["stop_reason"],
-        "space": len(rows), "measured": sum(1 for r in rows if r["pairs"]),
+        "space": len(rows), "measured": sum(1 for e in the_race.entries.values() if e.measured),
         "target": context.get("target"), "fstype": context.get("fstype"), "np": context.get("np"),
         "scale": context.get("scale"), "cache_policy": context.get("cache_policy"),
         "load": v.load if v else None, "state": str(state), "model_data": str(learned) if learned else None,
@@ -47,6 +47,7 @@ def _candidate(e: Entry, v: Verification | None) -> dict[str, Any]:
             "speedup": v.speedup if v else None, "ci95": v.ci95 if v else None,
             "verdict": v.verdict if v else None, "reason": v.reason if v else None,
             "status": e.status, "why": e.why, "pairs": e.pairs,
+            "rounds": sum(len(r["fixed"]) for r in e.rungs if r.get("ref") != e.key),
             "predicted": e.predicted, "predicted_interval": e.predicted_interval,
             "predicted_reason": e.predicted_reason}
 
@@ -76,6 +77,8 @@ def _apply(fix: dict[str, Any], fstype: str) -> list[str]:
     if t == "align":
         n = int(fix["boundary"])
         return [f"{describe(fix)} (HDF5: H5Pset_alignment(fapl, 0, {n}); IOR: -t {size_arg(n)} -b a multiple of it)"]
+    if t == "fsync" and (fix.get("every_writes") or fix.get("every_bytes")):
+        return [f"{describe(fix)}: one fsync per interval instead of after every write (fio: fsync=N)"]
     if t == "fsync":
         return [f"{describe(fix)}: one fsync before each close instead of after every write (IOR: -e, not -Y)"]
     if t == "layout":
@@ -112,11 +115,31 @@ def text(t: dict[str, Any], name: str) -> list[str]:
         if rows:
             out.append(f"{title}:")
             out += [f"  {c['label']}: {_measured(c)}" for c in rows]
-    untried = [c for c in t["candidates"] if c["status"] in (racing.UNTRIED, racing.IDENTICAL)]
+    untried = [c for c in t["candidates"] if c["status"] in (racing.UNTRIED, racing.IDENTICAL, racing.PRUNED)]
     if untried:
         out.append(f"not measured: {len(untried)} (the search did not reach them, or their replay is identical "
                    "to one measured; the JSON lists them)")
     return out
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    """The `tune` object of a saved result (``ioadvisor tune --json``); InputError naming the file
+    and the reason when it cannot be read or is not one."""
+    import json
+
+    from advisor.errors import InputError
+
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise InputError(str(path), f"not JSON: {exc}") from None
+    t = doc.get("tune") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or doc.get("schema") != "ioadvisor/tune/v1" or not isinstance(t, dict) \
+            or not isinstance(t.get("candidates"), list) or not all(k in t for k in ("best", "replay_s", "target")):
+        raise InputError(str(path), "not a tune result (ioadvisor tune --json writes one: schema ioadvisor/tune/v1)")
+    return {**t, "input": doc.get("input")}
 
 
 def _measured(c: dict[str, Any]) -> str:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+
+import numpy as np
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -28,9 +30,10 @@ from advisor.replay_history import History, workload_key
 from advisor.tune import race as racing
 from advisor.tune import space
 from advisor.tune.race import Entry, Race
-from advisor.verification import Verification
+from advisor.verification import Verification, sentence
 from advisor.verify import apply_fixes, history_entry, measure, policy_of, replay_plan, verification_from
-from replay import drift, safety
+from replay import drift, safety, stats
+from replay.layout import wishes as layout_wishes
 
 STATE_PREFIX = "ioadvisor-tune-"
 LABEL = "candidate"
@@ -73,11 +76,12 @@ def tune(profile: JobProfile, proposed: list[tuple], target: Path,
     while not doc["stop_reason"]:
         todo = the_race.next_rung()
         if not todo:
-            doc["stop_reason"] = "search done"
+            doc["stop_reason"] = the_race.stopped or "search done"
         elif not rungs.affordable(len(todo), the_race.rounds):
             doc["stop_reason"] = "time budget"
         else:
-            the_race.record(rungs.run(todo, the_race.rounds))
+            reference = the_race.entries[the_race.ref].fixes if the_race.ref else None
+            the_race.record(rungs.run(todo, the_race.rounds, reference))
             the_race.judge()
         doc["race"] = the_race.to_dict()
         write_atomic(state, json.dumps(doc))
@@ -86,7 +90,7 @@ def tune(profile: JobProfile, proposed: list[tuple], target: Path,
     from advisor.models.learn import record_measured
 
     measured = [(e.fixes[0] if len(e.fixes) == 1 else e.fixes, verdicts[e.key]) for e in the_race.entries.values()
-                if e.key in verdicts]
+                if e.key in verdicts and e.pairs]  # measured beside the job: chained estimates are not data
     learned = record_measured(profile.source.path, base, measured, model_config)
     from advisor.tune.result import document
 
@@ -148,11 +152,14 @@ class _Rungs:
         per_sample = last["wall_s"] / (last["variants"] * last.get("rounds", racing.ROUNDS))
         return self.doc["replay_s"] + per_sample * (n + 1) * rounds <= self.options.budget_s
 
-    def run(self, todo: list[Entry], rounds: int) -> dict[str, tuple[list[dict], list[dict]]]:
+    def run(self, todo: list[Entry], rounds: int,
+            reference: list[dict] | None = None) -> dict[str, tuple[list[dict], list[dict]]]:
+        """One rung: `todo` beside the job as recorded, or beside the `reference` configuration."""
         started = time.monotonic()
+        ref_plan = layout_wishes.prepare(apply_fixes(self.base, reference), self.target) if reference else None
         m = measure(self.profile, [e.fixes for e in todo], self.target, repeat=rounds, np=self.options.np,
                     odirect=self.options.odirect, think_time=self.options.think_time, base=self.base,
-                    settings=self.settings, on_progress=self.on_progress)
+                    settings=self.settings, on_progress=self.on_progress, reference=ref_plan)
         wall = time.monotonic() - started
         self.doc["replay_s"] += wall
         self.doc["last_rung"] = {"wall_s": wall, "variants": len(todo) + 1, "rounds": rounds}
@@ -178,20 +185,23 @@ def _kept(runs: list[dict]) -> list[dict]:
 
 
 def _verdicts(the_race: Race, base, target: Path, settings: ReplayConfig, doc: dict) -> dict[str, Verification]:
-    """key -> the verdict of each measured candidate's pooled pairs against the recorded job, as a
-    verification of that fix would give it; each joins the target's history once."""
+    """key -> the verdict of each measured candidate against the recorded job: of its pooled pairs
+    beside the job, as a verification of that fix would give it (each joins the target's history
+    once); for one measured only beside another candidate, that candidate's verdict chained with
+    the ratio between them (:func:`chained`)."""
     history = History.of(target, settings.history, settings.history_dir)
     past, workload = history.runs(), base.summary()
     policy = policy_of(settings)
     policy = replace(policy, reproducibility=drift.prior(settings.reproducibility, past).sd)
     out, entries = {}, []
     for e in the_race.entries.values():
-        if len(e.rounds()) < 1:
+        direct = [x for x in e.rungs if not x.get("ref")]
+        if e.pairs < 1:
             continue
         key = workload_key(workload, fix_key(e.fixes[0] if len(e.fixes) == 1 else e.fixes))
         layouts = (doc.get("layouts") or {}).get(e.key) or {}
-        sides = {"baseline": {"runs": [r for x in e.rungs for r in x["base"]], "layouts": layouts.get("baseline")},
-                 LABEL: {"runs": [r for x in e.rungs for r in x["fixed"]], "layouts": layouts.get("fixed"),
+        sides = {"baseline": {"runs": [r for x in direct for r in x["base"]], "layouts": layouts.get("baseline")},
+                 LABEL: {"runs": [r for x in direct for r in x["fixed"]], "layouts": layouts.get("fixed"),
                          "stopped_why": e.status}}
         outcome = {"runs": sides, "cache_policy": doc["context"].get("cache_policy"), "load": _load_span(doc),
                    "stop_reason": e.status, "min_sample_s": settings.min_sample_s}
@@ -199,7 +209,39 @@ def _verdicts(the_race: Race, base, target: Path, settings: ReplayConfig, doc: d
         out[e.key] = v = verification_from(outcome, LABEL, context, policy, past=past, key=key)
         entries.append(history_entry(key, (sides["baseline"], sides[LABEL]), v))
     history.add(entries)
+    for _ in range(len(the_race.entries)):  # chains resolve one link per pass
+        todo = [e for e in the_race.entries.values() if e.measured and e.key not in out]
+        done = {e.key: v for e in todo if (v := chained(the_race, e, out, policy.margin)) is not None}
+        if not done:
+            break
+        out.update(done)
     return out
+
+
+def chained(the_race: Race, e: Entry, known: dict[str, Verification], margin: float) -> Verification | None:
+    """The speedup of `e` against the job through the reference it ran beside most: that
+    reference's (measured) speedup times the ratio between them. The two come from different
+    rounds, independent samples, so their log-scale 95 % half-widths add in quadrature; the
+    verdict is the interval's against the margin. None while the reference has no verdict."""
+    groups = {ref: xs for ref, xs in e.against().items() if ref and len(xs) >= 2}
+    if not groups:
+        return None
+    ref, xs = max(groups.items(), key=lambda kv: len(kv[1]))
+    rv = known.get(ref)
+    if rv is None or not rv.measured or not rv.ci95:
+        return None
+    n, mean = len(xs), float(np.mean(xs))
+    logs = racing.chain_interval(math.log(rv.speedup), (math.log(rv.ci95[1]) - math.log(rv.ci95[0])) / 2, xs)
+    speedup, lo, hi = (float(f"{math.exp(x):.4g}") for x in logs)
+    top, bottom = 1 + margin, 1 / (1 + margin)
+    verdict = (stats.IMPROVED if lo > top else stats.REGRESSED if hi < bottom
+               else stats.EQUIVALENT if bottom <= lo and hi <= top else stats.INCONCLUSIVE)
+    lead = the_race.entries[ref]
+    reason = (sentence(verdict, speedup, [lo, hi], n, margin) +
+              f"; chained: {math.exp(mean):.2f}x {lead.label()} in {n} rounds beside it, times its {rv.speedup}x")
+    return replace(rv, verdict=verdict, reason=reason, speedup=speedup, ci95=[lo, hi], pairs=0, repeat=0,
+                   more_pairs=None, more_s=None, stop_reason="chained", fixed=None, layouts=None,
+                   cpu_contention=None)
 
 
 def _load_span(doc: dict) -> dict | None:

@@ -35,7 +35,10 @@ SIZES = {
     "mpiio_calls": {"call_bytes": (MiB, 4 * MiB, 16 * MiB)},
     "hints": {"cb_buffer_size": (MiB, 4 * MiB, 16 * MiB)},
     "stripe": {"count": (1, 2, 4, -1), "size": (MiB, 4 * MiB)},
+    "fsync": {"every_writes": (8, 64, 512), "every_bytes": (MiB, 16 * MiB)},  # besides at close alone
 }
+OPEN_ENDED = {"every_writes", "every_bytes"}
+"""Parameters whose absence is the far end of their axis (no interval: fsync at close alone)."""
 RANK_COUNTS = {"collective": "cb_nodes", "hints": "cb_nodes", "aggregate": "aggregators"}
 TOGETHER = {"stripe"}  # transforms whose parameters are searched as a product
 ORDER = ("sequential", "align", "coalesce", "fsync", "layout", "mpiio_calls", "collective", "aggregate",
@@ -72,7 +75,7 @@ def setting_text(fix: dict[str, Any]) -> str:
 
     def value(k: str, v: Any) -> str:
         return fmt_bytes(v) if k in ("transfer_size", "boundary", "call_bytes", "cb_buffer_size", "size",
-                                     "striping_unit", "object_size") and isinstance(v, int) and v > 0 \
+                                     "striping_unit", "object_size", "every_bytes") and isinstance(v, int) and v > 0 \
             else ("all" if k == "count" and v == -1 else str(v))
     params = " ".join(f"{k}={value(k, v)}" for k, v in fix.items() if k != "transform")
     return f"{fix['transform']} {params}".strip()
@@ -122,6 +125,8 @@ def neighbours(c: Candidate, nranks: int) -> list[list[dict[str, Any]]]:
     out = []
     for i, fix in enumerate(c.fixes):
         for k, values in axes(fix, nranks).items():
+            if k in OPEN_ENDED and not any(fix.get(x) for x in OPEN_ENDED):
+                out.append([*c.fixes[:i], {**fix, k: values[-1]}, *c.fixes[i + 1:]])
             if fix.get(k) not in values:
                 continue
             at = values.index(fix[k])
@@ -142,7 +147,8 @@ def combined(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[str,
 
 def build(proposed: list[tuple], nranks: int) -> list[Candidate]:
     """The whole space: every setting of every proposed fix [(fix, codes[, pinned parameters])],
-    then every pair of settings of two different transforms."""
+    then every pair of settings of two different transforms, then every triple of the proposals
+    themselves (three fixes as the diagnosis proposes them)."""
     singles: list[Candidate] = []
     for fix, codes, *pinned in proposed:
         for i, setting in enumerate(settings_of(fix, nranks, tuple(pinned[0]) if pinned else ())):
@@ -152,6 +158,13 @@ def build(proposed: list[tuple], nranks: int) -> list[Candidate]:
     for a, b in itertools.combinations(singles, 2):
         fixes = combined(a.fixes, b.fixes)
         if fixes is not None and (c := Candidate(fixes, "combination", sorted({*a.codes, *b.codes}))).key not in seen:
+            seen.add(c.key)
+            pairs.append(c)
+    proposals = [c for c in singles if c.origin == "proposed"]
+    for trio in itertools.combinations(proposals, 3):
+        fixes = combined(combined(trio[0].fixes, trio[1].fixes) or [], trio[2].fixes)
+        if fixes is not None and len(fixes) == 3 and \
+                (c := Candidate(fixes, "combination", sorted({x for t in trio for x in t.codes}))).key not in seen:
             seen.add(c.key)
             pairs.append(c)
     return _dedupe_keys(singles) + pairs
