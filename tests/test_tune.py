@@ -16,7 +16,7 @@ from advisor.api import load
 from advisor.commands.tune import proposals
 from advisor.config import ModelConfig
 from advisor.tune import race, space
-from advisor.tune.html import search_plot
+from advisor.report.tune import search_plot
 from advisor.tune.result import apply_lines
 from advisor.tune.search import predict, starting_order
 from advisor.verify import replay_plan

@@ -100,11 +100,11 @@ def command(path, target, budget_min, fix_specs, json_out, html_out, config_path
 
         write_json(doc, json_out)
     if html_out:
-        from advisor.tune.html import write_html
+        from advisor.report.html import write_tune_html
 
-        write_html(html_out, doc)
+        write_tune_html(html_out, doc)
     if json_out != "-":
-        from advisor.tune.result import text
+        from advisor.report.tune import text
 
         for line in text(result, Path(path).name):
             click.echo(printable(line))

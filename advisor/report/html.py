@@ -24,6 +24,7 @@ from advisor.fileio import write_atomic
 from advisor import __version__
 from advisor.formatting import printable
 from advisor.findings import Diagnosis
+from advisor.report import tune
 from advisor.report.views import job_view
 
 
@@ -95,3 +96,9 @@ def _page_title(jobs: list[dict]) -> str:
 def write_html(path: str | Path, diagnoses: list[Diagnosis]) -> None:
     """Write the report atomically: a reader never sees a half-written page."""
     write_atomic(path, render_html(diagnoses))
+
+
+def write_tune_html(path: str | Path, doc: dict[str, Any]) -> None:
+    """The page of one tune result (``ioadvisor tune --html``)."""
+    title = f"ioadvisor tune: {Path(doc['input']).name}"
+    write_atomic(path, render_page("tune.html.j2", title=title, **tune.context(doc)))

@@ -64,7 +64,7 @@ def print_report(diagnosis: Diagnosis, out: Console | None = None, verbose: bool
     if fixes or avoid:
         out.print(_fixes(fixes, avoid))
     if isinstance(diagnosis.data, dict) and isinstance(diagnosis.data.get("tune"), dict):
-        from advisor.tune.result import text
+        from advisor.report.tune import text
 
         lines = text(diagnosis.data["tune"], str(diagnosis.source.get("path", "")))
         out.print(Panel(Group(*map(_text, lines)), title="tuned by replay (ioadvisor tune)", title_align="left"))

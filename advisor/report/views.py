@@ -75,7 +75,7 @@ def tune_view(data: dict | None) -> dict | None:
     """The tune section of a diagnosis that holds a tune result (``data["tune"]``), else None."""
     if not isinstance(data, dict) or not isinstance(data.get("tune"), dict):
         return None
-    from advisor.tune.html import context
+    from advisor.report.tune import context
 
     return context({"input": "", "tune": data["tune"]})
 

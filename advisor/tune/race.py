@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from advisor.report.tune import (BEST, IDENTICAL, NOT_VERIFIABLE, PRUNED, RACING,  # noqa: F401 the statuses,
+                                 RULED_OUT, RUNNER_UP, SET_ASIDE, UNTRIED)  # as its result names them
 from advisor.tune.space import Candidate, combined, neighbours
 from replay import stats
 
@@ -53,9 +55,6 @@ CHAIN = 1.5  # a leader this much faster than the job is the reference of later 
 MIN_FLAT = 4  # pairs beside the job before a leader can be called indistinguishable from it
 FAR = 2.0  # the model's interval top this many times below the measured leader: not replayed
 
-UNTRIED, RACING, RULED_OUT, SET_ASIDE = "untried", "racing", "ruled-out", "set-aside"
-NOT_VERIFIABLE, IDENTICAL, BEST, RUNNER_UP = "not-verifiable", "identical", "best", "runner-up"
-PRUNED = "pruned"
 
 
 @dataclass

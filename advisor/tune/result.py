@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from advisor.fixes import describe, place
-from advisor.formatting import fmt_secs, fmt_speedup, fmt_speedup_range, shell_word, size_arg
+from advisor.fixes import describe
+from advisor.formatting import shell_word, size_arg
 from advisor.tune import race as racing
 from advisor.tune.race import Entry, Race
 from advisor.verification import Verification
@@ -97,31 +97,6 @@ def _stripe_command(fix: dict[str, Any], fstype: str) -> str:
     return f"lfs setstripe -c {count}" + (f" -S {size_arg(size, upper=True)}" if size else "") + " DIR"
 
 
-def text(t: dict[str, Any], name: str) -> list[str]:
-    """The result for the terminal: the best, the runners-up, what was ruled out and why."""
-    where = place(t["target"], t["fstype"], t["load"])
-    out = [f"tune {name} on {where}: {t['measured']} of {t['space']} configurations measured in "
-           f"{t['rungs']} rungs, {fmt_secs(t['replay_s'])} of replay (budget {fmt_secs(t['budget_s'])}, "
-           f"{t['stop_reason']}); {t['np']} ranks, scale {t['scale']}"]
-    best = t["best"]
-    if best is None:
-        return out + ["no configuration could be measured here"]
-    out += [f"best: {best['label']}", f"  {best['reason']}"]
-    out += [f"  apply: {line}" for line in best["apply"]]
-    groups = {racing.RUNNER_UP: "cannot be told apart from the best", racing.RULED_OUT: "ruled out",
-              racing.SET_ASIDE: "set aside (halving)", racing.NOT_VERIFIABLE: "not verifiable here"}
-    for status, title in groups.items():
-        rows = [c for c in t["candidates"] if c["status"] == status]
-        if rows:
-            out.append(f"{title}:")
-            out += [f"  {c['label']}: {_measured(c)}" for c in rows]
-    untried = [c for c in t["candidates"] if c["status"] in (racing.UNTRIED, racing.IDENTICAL, racing.PRUNED)]
-    if untried:
-        out.append(f"not measured: {len(untried)} (the search did not reach them, or their replay is identical "
-                   "to one measured; the JSON lists them)")
-    return out
-
-
 def read(path: str | Path) -> dict[str, Any]:
     """The `tune` object of a saved result (``ioadvisor tune --json``); InputError naming the file
     and the reason when it cannot be read or is not one."""
@@ -140,11 +115,3 @@ def read(path: str | Path) -> dict[str, Any]:
             or not isinstance(t.get("candidates"), list) or not all(k in t for k in ("best", "replay_s", "target")):
         raise InputError(str(path), "not a tune result (ioadvisor tune --json writes one: schema ioadvisor/tune/v1)")
     return {**t, "input": doc.get("input")}
-
-
-def _measured(c: dict[str, Any]) -> str:
-    if c["status"] == racing.NOT_VERIFIABLE:
-        return c["why"]
-    said = f"{fmt_speedup(c['speedup'])} ({fmt_speedup_range(c['ci95']) or 'no interval'}, {c['pairs']} pairs)" \
-        if c["speedup"] else "not measured"
-    return f"{said}; {c['why']}" if c["status"] != racing.RUNNER_UP else said

@@ -1,16 +1,22 @@
-"""The search as an HTML section: the best configuration, the settings to apply, and a picture of
-the search (each measured configuration's speedup against the job as recorded, with its 95 %
-interval), from the Jinja2 template ``_tune.html.j2`` like the report's other sections."""
+"""A tune result (schema ioadvisor/tune/v1) as reporters show it: terminal lines, and an HTML
+section with the best configuration, the settings to apply and a picture of the search (each
+measured configuration's speedup against the job as recorded, with its 95 % interval), from the
+Jinja2 template ``_tune.html.j2`` like the report's other sections. `ioadvisor tune` writes the
+result; `diagnose --tune-json` shows a saved one in the diagnosis's reports."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from advisor.fileio import write_atomic
+from advisor.fixes import place
 from advisor.formatting import fmt_secs, fmt_speedup, fmt_speedup_range
 from advisor.report.plots import Plot, with_table
 from advisor.report.svg import Scale, Svg, text_width
+
+# the statuses of a candidate in a tune result
+UNTRIED, RACING, RULED_OUT, SET_ASIDE = "untried", "racing", "ruled-out", "set-aside"
+NOT_VERIFIABLE, IDENTICAL, BEST, RUNNER_UP = "not-verifiable", "identical", "best", "runner-up"
+PRUNED = "pruned"
 
 WIDTH, ROW, TOP, BOTTOM, RIGHT = 860, 18, 14, 40, 16
 SHOWN = 40  # configurations drawn (best first); the table lists them all
@@ -72,11 +78,34 @@ def context(doc: dict[str, Any]) -> dict[str, Any]:
             "budget": fmt_secs(t["budget_s"]), "shown": SHOWN}
 
 
-def render(doc: dict[str, Any]) -> str:
-    from advisor.report.html import render_page
+def text(t: dict[str, Any], name: str) -> list[str]:
+    """The result for the terminal: the best, the runners-up, what was ruled out and why."""
+    where = place(t["target"], t["fstype"], t["load"])
+    out = [f"tune {name} on {where}: {t['measured']} of {t['space']} configurations measured in "
+           f"{t['rungs']} rungs, {fmt_secs(t['replay_s'])} of replay (budget {fmt_secs(t['budget_s'])}, "
+           f"{t['stop_reason']}); {t['np']} ranks, scale {t['scale']}"]
+    best = t["best"]
+    if best is None:
+        return out + ["no configuration could be measured here"]
+    out += [f"best: {best['label']}", f"  {best['reason']}"]
+    out += [f"  apply: {line}" for line in best["apply"]]
+    groups = {RUNNER_UP: "cannot be told apart from the best", RULED_OUT: "ruled out",
+              SET_ASIDE: "set aside (halving)", NOT_VERIFIABLE: "not verifiable here"}
+    for status, title in groups.items():
+        rows = [c for c in t["candidates"] if c["status"] == status]
+        if rows:
+            out.append(f"{title}:")
+            out += [f"  {c['label']}: {_measured(c)}" for c in rows]
+    untried = [c for c in t["candidates"] if c["status"] in (UNTRIED, IDENTICAL, PRUNED)]
+    if untried:
+        out.append(f"not measured: {len(untried)} (the search did not reach them, or their replay is identical "
+                   "to one measured; the JSON lists them)")
+    return out
 
-    return render_page("tune.html.j2", title=f"ioadvisor tune: {Path(doc['input']).name}", **context(doc))
 
-
-def write_html(path: str | Path, doc: dict[str, Any]) -> None:
-    write_atomic(path, render(doc))
+def _measured(c: dict[str, Any]) -> str:
+    if c["status"] == NOT_VERIFIABLE:
+        return c["why"]
+    said = f"{fmt_speedup(c['speedup'])} ({fmt_speedup_range(c['ci95']) or 'no interval'}, {c['pairs']} pairs)" \
+        if c["speedup"] else "not measured"
+    return f"{said}; {c['why']}" if c["status"] != RUNNER_UP else said
