@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from advisor.report.tune import (BEST, IDENTICAL, NOT_VERIFIABLE, PRUNED, RACING,  # noqa: F401 the statuses,
-                                 RULED_OUT, RUNNER_UP, SET_ASIDE, UNTRIED)  # as its result names them
+from advisor.report.tune import (BEST, IDENTICAL, NOT_VERIFIABLE, PRUNED, RACING, RULED_OUT, RUNNER_UP,
+                                 SET_ASIDE, UNTRIED)  # the statuses, as the result names them
 from advisor.tune.space import Candidate, combined, neighbours
 from replay import stats
 
