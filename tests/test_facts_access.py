@@ -107,3 +107,23 @@ def test_python_imports_never_drive_a_data_finding(corpus):
     assert "IO020" not in {f.code for f in diagnose(load(log), SiteConfig()).findings}
     assert not is_data_path("/usr/lib64/libhdf5.so.103.1.0") and not is_data_path("/proc/self/maps")
     assert is_data_path("/lus/scratch/run/out.h5") and is_data_path("/scratch/pyc-data/x.dat")
+
+
+def test_rereading_through_stdio_is_redundant_reading(corpus: Path):
+    """A production job on Polaris (8 ranks, 8.1 h) rereads its per-rank inputs with fread: 529.4 TiB
+    read (STDIO_BYTES_READ) of files whose extents (STDIO_MAX_BYTE_READ) hold ~11 GiB, 2.3 h per
+    process of STDIO reads. It made 92 POSIX reads in all, so judging POSIX alone found nothing."""
+    from advisor.engine import diagnose
+
+    log = load(corpus / "darshan-production/polaris-cug25/case-study-2/1977553-17460120447186390966.darshan")
+    stdio = log.records["STDIO"]
+    read = stdio.counters["STDIO_BYTES_READ"].astype(float)
+    ctx = FactContext(log, SiteConfig())
+    assert ctx.get("redundant_read_factor") > 10_000
+    assert ctx.get("redundant_read_bytes") > 0.99 * read.sum()
+    # nearly all the read time was spent on bytes already read: ~8,130 s of the 8,140 s per process
+    per_process = stdio.fcounters["STDIO_F_READ_TIME"].sum() / log.job.nprocs
+    assert 0.99 * per_process < ctx.get("redundant_read_cost_s") <= per_process
+    assert ctx.get("redundant_read_files")[0].startswith("/lus/grand/")
+    (io030,) = [f for f in diagnose(log, SiteConfig()).findings if f.code == "IO030"]
+    assert io030.severity == "warn" and io030.cost_s > 0.25 * log.job.runtime_s

@@ -32,7 +32,7 @@ def test_a_job_without_posix_records_gets_its_small_stdio_calls_found():
     assert "[thresholds] stdio_buffer_bytes" in {a["key"] for a in small.assumptions}  # listed once by the reporters
     assert small.files == ["/scratch/T03/data.bin"] and "setvbuf" in small.recommendation.commands[0]
     assert "MPI001" in found  # the data went through STDIO at all
-    posix_only = {"IO001", "IO002", "IO010", "IO011", "IO020", "IO030", "IO031"}
+    posix_only = {"IO001", "IO002", "IO010", "IO011", "IO020"}
     assert not posix_only & set(found)
     skipped = {n.check.split()[0]: n.reason for n in d.not_checked}
     assert all(skipped[code] == "no POSIX records in the log" for code in posix_only & set(skipped))

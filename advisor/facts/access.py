@@ -99,17 +99,35 @@ def misaligned_files(ctx: FactContext) -> list[str]:
     return top_files(ctx, rec, col(rec, "FILE_NOT_ALIGNED"))
 
 
+REDUNDANT_MODULES = ("POSIX", "STDIO")  # both carry per-file bytes and the highest offset moved
+
+
+def _redundant_records(ctx: FactContext) -> list:
+    """The data-file records of the modules that reach the file system: an fread is a read of the
+    file as much as a read() is (a job rereading its inputs through STDIO has no POSIX reads of them)."""
+    found, reasons = [], []
+    for module in REDUNDANT_MODULES:
+        try:
+            found.append(data_records(ctx, module))
+        except Missing as exc:
+            reasons.append(str(exc))
+    if not found:
+        raise Missing("; ".join(reasons))
+    return found
+
+
 def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str]]:
-    """(bytes moved, distinct bytes of the file extent, seconds per process, files) for `op`."""
-    rec = data_records(ctx, "POSIX")
+    """(bytes moved, distinct bytes of the file extent, seconds per process, files) for `op`, per file
+    over POSIX and STDIO (a file both opened is one extent)."""
     b_col, m_col, t_col = (("BYTES_READ", "MAX_BYTE_READ", "F_READ_TIME") if op == "read"
                            else ("BYTES_WRITTEN", "MAX_BYTE_WRITTEN", "F_WRITE_TIME"))
-    ids = rec.ids
+    recs = _redundant_records(ctx)
+    ids = np.concatenate([rec.ids for rec in recs])
     uniq, inv = np.unique(ids, return_inverse=True)
-    moved = np.bincount(inv, weights=col(rec, b_col), minlength=len(uniq))
+    moved = np.bincount(inv, weights=np.concatenate([col(rec, b_col) for rec in recs]), minlength=len(uniq))
     extent = np.zeros(len(uniq))
-    np.maximum.at(extent, inv, col(rec, m_col) + 1)
-    seconds = np.bincount(inv, weights=col(rec, t_col), minlength=len(uniq))
+    np.maximum.at(extent, inv, np.concatenate([col(rec, m_col) for rec in recs]) + 1)
+    seconds = np.bincount(inv, weights=np.concatenate([col(rec, t_col) for rec in recs]), minlength=len(uniq))
     extra = (moved - extent).clip(min=0)
     waste = np.divide(extra, moved, out=np.zeros_like(moved), where=moved > 0) * seconds
     files = [ctx.profile.name_of(uniq[i]) for i in np.argsort(-extra) if extra[i] > 0]
@@ -119,7 +137,7 @@ def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str
 for _op, _done in (("read", "read"), ("write", "written")):
     def _make_redundant(op=_op, done=_done):
         @fact(f"redundant_{op}_bytes", "bytes", f"Bytes {done} beyond each file's extent (the same bytes {done} "
-              f"again).", label=f"bytes {done} again")
+              f"again), POSIX and STDIO.", label=f"bytes {done} again")
         def extra(ctx: FactContext) -> int:
             moved, distinct, _, _ = ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))
             return int(moved - distinct)
