@@ -106,6 +106,24 @@ def test_hdf5_over_mpiio_and_pnetcdf_over_mpiio(corpus):
     assert pnetcdf.below == "MPI-IO" and pnetcdf.byte_amplification == pytest.approx(1.0)
 
 
+
+def test_the_io_time_is_the_time_the_application_spent_in_its_library_calls(corpus):
+    """One I/O time per job, as its processes spent it: an HDF5 job's H5Dwrite calls enclose the MPI-IO
+    calls they make, so the headline time is never below the HDF5 layer's (it was the MPI-IO time,
+    4.2 ms beside HDF5's 6.9 ms here). A library whose counters time less than the layer below
+    (PnetCDF's 3.5 ms beside MPI-IO's 4.5 ms: no own time) leaves the MPI-IO time as it is."""
+    a = _account(IOR_HDF5)
+    hdf5, mpiio, _posix, stdio = a.rows
+    assert a.io_time.layer == "HDF5 + MPI-IO + STDIO"
+    assert a.io_time.total == pytest.approx(mpiio.time_s + stdio.time_s + hdf5.own_time_s, abs=1e-6)
+    assert a.io_time.total >= hdf5.time_s
+    d = diagnose(_profile(IOR_HDF5), SiteConfig())
+    assert d.summary["io_time_s"] == pytest.approx(a.io_time.total, abs=1e-6)
+    assert d.summary["io_layer"] == a.io_time.layer
+    p = _account(IOR_PNETCDF)
+    assert p.row("PnetCDF").own_time_s == 0 and p.io_time.layer == "MPI-IO + STDIO"
+    assert p.io_time.total == pytest.approx(p.row("MPI-IO").time_s + p.row("STDIO").time_s, abs=1e-6)
+
 def test_hdf5_straight_on_posix_amplifies_one_byte_writes(corpus):
     hdf5 = _account(HDF5_SEC2).row("HDF5")
     assert hdf5.below == "POSIX"  # no MPI-IO: the sec2 driver calls POSIX itself

@@ -59,14 +59,16 @@ def meta_time_s(ctx: FactContext) -> float:
     return _time(ctx, "base_time").meta
 
 
-@fact("io_time_s", "seconds", "I/O time per process at the layer the job called (io_layer: MPI-IO for its "
-      "MPI-IO files, POSIX + STDIO for the rest), bounded by what a process could spend.", label="I/O time per process")
+@fact("io_time_s", "seconds", "I/O time per process in the calls the job made (io_layer: MPI-IO for its "
+      "MPI-IO files, POSIX + STDIO for the rest, plus HDF5's and PnetCDF's own time above them), bounded by what a "
+      "process could spend.", label="I/O time per process")
 def io_time_s(ctx: FactContext) -> float:
     return _time(ctx, "io_time").total
 
 
-@fact("io_layer", "enum", "The I/O layer the job's I/O time is measured at: MPI-IO when the job used it "
-      "(for the files it opened with MPI-IO), else POSIX + STDIO.", label="I/O time measured at")
+@fact("io_layer", "enum", "The I/O layers the job's I/O time is measured at: MPI-IO when the job used it "
+      "(for the files it opened with MPI-IO), else POSIX + STDIO; led by HDF5 or PnetCDF when their calls spent "
+      "time above those.", label="I/O time measured at")
 def io_layer(ctx: FactContext) -> str:
     return _time(ctx, "io_time").layer
 
