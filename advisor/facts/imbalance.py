@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
-from advisor.facts._darshan import col, data_files, dxt, nprocs, records
+from advisor.facts._darshan import col, data_files, data_mask, dxt, maybe, nprocs
 from advisor.facts.aggregation import aggregator_count, all_collective, collective_ids
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace
 
@@ -60,13 +60,30 @@ def _rank_table(ctx: FactContext) -> RankTable:
         tables = [t for t in tables if t is not None]
         if tables:
             return max(tables, key=_spread)
-    rec = records(ctx, "POSIX")
-    own = rec.ranks >= 0
-    if not own.any():
+    return _counter_table(ctx)
+
+
+def _counter_table(ctx: FactContext) -> RankTable:
+    """Per rank, bytes and read + write seconds of its own POSIX and STDIO records (STDIO's of data
+    files, not the standard streams): a rank's fread and fwrite calls are its I/O as much as its read
+    and write calls, and a job that reads its inputs through STDIO has few POSIX bytes to compare."""
+    parts = []
+    for module in ("POSIX", "STDIO"):
+        rec = maybe(ctx, module)
+        if rec is not None:
+            keep = (rec.ranks >= 0) & (data_mask(ctx, rec) if module == "STDIO" else True)
+            parts.append((rec, keep))
+    if not parts:
+        raise Missing("no POSIX or STDIO records in the log")
+    if not any(keep.any() for _, keep in parts):
         raise Missing("per-rank I/O is unknown: only shared-file records and no DXT trace")
-    n = max(nprocs(ctx), int(rec.ranks[own].max()) + 1)
-    moved = np.bincount(rec.ranks[own], weights=(col(rec, "BYTES_READ") + col(rec, "BYTES_WRITTEN"))[own], minlength=n)
-    busy = np.bincount(rec.ranks[own], weights=(col(rec, "F_READ_TIME") + col(rec, "F_WRITE_TIME"))[own], minlength=n)
+    n = max(nprocs(ctx), *(int(rec.ranks[keep].max()) + 1 for rec, keep in parts if keep.any()))
+
+    def per_rank(rec, keep, a: str, b: str) -> np.ndarray:
+        return np.bincount(rec.ranks[keep], weights=(col(rec, a) + col(rec, b))[keep], minlength=n)
+
+    moved = sum(per_rank(rec, keep, "BYTES_READ", "BYTES_WRITTEN") for rec, keep in parts)
+    busy = sum(per_rank(rec, keep, "F_READ_TIME", "F_WRITE_TIME") for rec, keep in parts)
     return RankTable(moved, busy, "counters")
 
 
