@@ -147,3 +147,26 @@ def test_chunks_that_straddle_stripes_fire_hdf005():
     fitting = profile(1024)
     fitting.records["H5D"].counters["H5D_CHUNK_SIZE_D2"][:] = 128
     assert "HDF005" not in {f.code for f in diagnose(fitting, SiteConfig()).findings}
+
+
+IOR_HDF5_EXAMPLE = "darshan-repo-logs/darshan-util/pydarshan/darshan/examples/example_logs/ior_hdf5_example.darshan"
+
+
+@pytest.mark.parametrize("log, says, not_says", [
+    # ior -a HDF5 with the default (independent) transfer property list, 12 H5Dwrite/H5Dread calls
+    (IOR_HDF5_EXAMPLE, "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);  H5D", "MPI_File_"),
+    # ior -a NCMPI in independent data mode
+    (PNETCDF, "_vara_double_all(ncid", "MPI_File_"),
+    # ior -a MPIIO, independent: the application calls MPI-IO itself
+    ("generated/d_mpiio_independent_256k/case.darshan", "_at_all(fh, offset", "H5Pset_dxpl_mpio"),
+])
+def test_going_collective_is_said_in_the_library_the_application_calls(corpus, log, says, not_says):
+    """A job that calls HDF5 or PnetCDF makes its I/O collective in that library's calls (a transfer
+    property list, the _all calls), not by calling MPI_File_write_at_all, which it never calls itself."""
+    d = diagnose(load(corpus / log), SiteConfig())
+    going = [f for f in d.findings if f.fix and f.fix["transform"] == "collective"]
+    assert going, [f.code for f in d.findings]
+    for f in going:
+        commands = " ".join(f.recommendation.commands)
+        assert says in commands and not_says not in commands, (f.code, commands)
+        assert not_says not in f.recommendation.text, (f.code, f.recommendation.text)
