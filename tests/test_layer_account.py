@@ -166,3 +166,15 @@ def test_a_saved_diagnosis_draws_the_same_lines_and_survives_a_broken_section(co
     buffer = io.StringIO()
     print_report(again, console(buffer))
     assert "layers: not shown, malformed summary data" in buffer.getvalue()
+
+
+def test_independent_mpiio_time_above_posix_is_not_said_to_be_collective_buffering(corpus):
+    """LANL's mpi-io-test on NFS (Open MPI's OMPIO, 32 ranks, independent 16 MiB writes and reads,
+    MPIIO_COLL_* 0): 5.4 s per process of MPI-IO time above POSIX, which no collective buffering made.
+    A collective job's own time stays the collective exchange's."""
+    mpiio = _account(f"{LOGS}/mpi_io_test_with_dxt/treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1"
+                     ".darshan").row("MPI-IO")
+    assert mpiio.own_time_s > 5 and mpiio.own.startswith("independent calls, no collective exchange")
+    assert "collective buffering" not in mpiio.own and "NFS" in mpiio.own
+    assert _account("generated/e_mpiio_collective_256k/case.darshan").row("MPI-IO").own.startswith(
+        "collective buffering's data exchange")
