@@ -139,3 +139,20 @@ def test_e3sm_reads_of_files_it_only_writes_are_read_modify_write_costed_by_thei
     found = {f.code: f for f in diagnose(load(corpus / E3SM), SiteConfig()).findings}
     assert found["MPI007"].severity == "high" and "306,537 POSIX reads" in found["MPI007"].message
     assert not {"IO002", "IO004"} & set(found)
+
+
+@pytest.mark.parametrize("case, below", [
+    ("d_mpiio_independent_256k", True),  # ior -a MPIIO -t 256k: every small shared request is an MPI-IO call's
+    ("b_small_io_shared_4k", False),  # ior -a POSIX: no MPI-IO at all
+    ("e_mpiio_collective_256k", False),  # ior -a MPIIO -c: the small requests are below collective calls
+])
+def test_small_shared_requests_made_by_independent_mpiio_calls(corpus, case, below):
+    """IO003/IO004 leave to MPI003/MPI004 the small shared requests that are the application's own
+    independent MPI-IO calls passed on one by one: said once, where the application makes them."""
+    log = load(corpus / "generated" / case / "case.darshan")
+    ctx = FactContext(log, SiteConfig())
+    assert ctx.get("small_shared_writes_below_independent") is below
+    assert ctx.get("small_shared_reads_below_independent") is below
+    codes = {f.code for f in diagnose(log, SiteConfig()).findings}
+    if below:
+        assert {"MPI003", "MPI004"} <= codes and not {"IO003", "IO004"} & codes

@@ -298,6 +298,18 @@ def _register_per_op(op: str) -> None:
 
     below.__name__ = f"small_{op}s_below_collective"
 
+    @fact(f"small_shared_{op}s_below_independent", "flag", f"Every shared file with small POSIX {op}s was accessed "
+          f"with independent MPI-IO: those {op}s are the application's MPI-IO calls passed on one by one, which "
+          f"the independent-MPI-IO rule judges where the application makes them.",
+          label=f"small shared {op}s made by independent MPI-IO calls")
+    def below_independent(ctx: FactContext) -> bool:
+        rows = ctx.memo("aggregation.indep_rows", lambda: _indep_shared_rows(ctx))
+        t = requests.table(ctx)
+        small = shared_mask(t.rec) & (t.small[op] > 0)
+        return bool(len(rows)) and bool(small.any()) and bool(rows[small].all())
+
+    below_independent.__name__ = f"small_shared_{op}s_below_independent"
+
 
 for _op in ("read", "write"):
     _register_per_op(_op)
