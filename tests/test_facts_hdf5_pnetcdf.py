@@ -170,3 +170,30 @@ def test_going_collective_is_said_in_the_library_the_application_calls(corpus, l
         commands = " ".join(f.recommendation.commands)
         assert says in commands and not_says not in commands, (f.code, commands)
         assert not_says not in f.recommendation.text, (f.code, f.recommendation.text)
+
+
+def test_small_collective_pnetcdf_calls_are_fewer_collective_calls_not_merged_requests():
+    """Blocking ncmpi_put_vara_*_all calls of 8 KiB (4,000, collective MPI-IO below): PNC003 proposed
+    coalescing the POSIX requests, which collective buffering's aggregators already merge, beside
+    MPI008's fewer, larger collective calls. Its fix is now MPI008's, as HDF004's is for HDF5; in
+    independent data mode merging the requests stays its fix. (No corpus log makes 1,000 small
+    PnetCDF calls: hand-built, as the test above.)"""
+    from tests.profiles import SHARED, facts, job, module
+
+    def run(mode: str):
+        var = module("PNETCDF_VAR", [(30, SHARED, {
+            "PNETCDF_VAR_FILE_REC_ID": 3, f"PNETCDF_VAR_{mode}_WRITES": 4000, "PNETCDF_VAR_BYTES_WRITTEN": 4000 * 8192,
+            "PNETCDF_VAR_SIZE_WRITE_AGG_1K_10K": 4000, "PNETCDF_VAR_F_WRITE_TIME": 40.0})])
+        mpi = module("MPI-IO", [(3, SHARED, {f"MPIIO_{mode}_WRITES": 4000, "MPIIO_BYTES_WRITTEN": 4000 * 8192,
+                                             "MPIIO_F_WRITE_TIME": 36.0})])
+        posix = module("POSIX", [(3, SHARED, {"POSIX_WRITES": 500, "POSIX_BYTES_WRITTEN": 4000 * 8192,
+                                              "POSIX_F_WRITE_TIME": 4.0})])
+        profile = job(var, mpi, posix, nprocs=4, runtime_s=100.0)
+        return facts(profile), {f.code: f for f in diagnose(profile, SiteConfig()).findings}
+
+    ctx, found = run("COLL")
+    assert ctx.get("pnetcdf_calls_collective") is True
+    assert found["PNC003"].fix == found["MPI008"].fix and found["PNC003"].fix["transform"] == "mpiio_calls"
+    assert "collective already" in found["PNC003"].recommendation.text
+    ctx, found = run("INDEP")
+    assert ctx.get("pnetcdf_calls_collective") is False and found["PNC003"].fix["transform"] == "coalesce"
