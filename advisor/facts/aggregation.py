@@ -84,6 +84,14 @@ def all_collective(ctx: FactContext, ids) -> bool:
     return bool(ids) and all(modes.get(i) is True for i in ids)
 
 
+def collective_below(ctx: FactContext, ids) -> bool:
+    """The files of `ids` that MPI-IO moved (there is one) were all moved collectively: a library's
+    calls on them (HDF5's, PnetCDF's) are collective MPI-IO calls below."""
+    modes = mpiio_modes(ctx)
+    below = [modes[i] for i in (int(i) for i in ids) if i in modes]
+    return bool(below) and all(below)
+
+
 def aggregator_count(ctx: FactContext, record_id: int, posix) -> tuple[int, bool]:
     """Aggregators that did a collectively accessed file's POSIX I/O, and whether they were counted:
     the ranks with DXT segments on it, else estimated as its bytes over the slowest rank's bytes
@@ -272,6 +280,10 @@ def _indep_shared_rows(ctx: FactContext) -> np.ndarray:
     return shared_mask(t.rec) & np.isin(t.rec.ids, indep)
 
 
+def _indep_rows(ctx: FactContext) -> np.ndarray:
+    return ctx.memo("aggregation.indep_rows", lambda: _indep_shared_rows(ctx))
+
+
 def _register_per_op(op: str) -> None:
     """The facts of one direction: what small requests lose under independent MPI-IO, and whether
     every small request is below collective MPI-IO."""
@@ -280,8 +292,7 @@ def _register_per_op(op: str) -> None:
           f"would merge away, whatever the request size class.",
           label=f"time small {op}s under independent MPI-IO lose per process")
     def cost(ctx: FactContext) -> float:
-        rows = ctx.memo("aggregation.indep_rows", lambda: _indep_shared_rows(ctx))
-        t = requests.table(ctx)
+        rows, t = _indep_rows(ctx), requests.table(ctx)
         if not rows.any() or t.small[op][rows].sum() <= 0:
             return 0.0
         return float(t.small_seconds[op][rows].sum()) * ctx.get(f"small_{op}_saving") / nprocs(ctx)
@@ -303,8 +314,7 @@ def _register_per_op(op: str) -> None:
           f"the independent-MPI-IO rule judges where the application makes them.",
           label=f"small shared {op}s made by independent MPI-IO calls")
     def below_independent(ctx: FactContext) -> bool:
-        rows = ctx.memo("aggregation.indep_rows", lambda: _indep_shared_rows(ctx))
-        t = requests.table(ctx)
+        rows, t = _indep_rows(ctx), requests.table(ctx)
         small = shared_mask(t.rec) & (t.small[op] > 0)
         return bool(len(rows)) and bool(small.any()) and bool(rows[small].all())
 

@@ -233,11 +233,9 @@ register_small_calls("hdf5", "H5D", "H5Dread/H5Dwrite calls")
       "fewer, larger dataset calls are fewer collective calls (the mpiio_calls fix), not merged POSIX requests, "
       "which the aggregators already make.", label="HDF5 dataset calls collective below")
 def hdf5_calls_collective(ctx: FactContext) -> bool:
-    from advisor.facts.aggregation import mpiio_modes
+    from advisor.facts.aggregation import collective_below
 
-    modes = mpiio_modes(ctx)
-    below = [modes[i] for i in hdf5_file_ids(ctx).tolist() if i in modes]
-    return bool(below) and all(below)
+    return collective_below(ctx, hdf5_file_ids(ctx).tolist())
 
 
 def _chunk_misfits(ctx: FactContext) -> list[tuple[int, int, int, float]]:

@@ -98,15 +98,13 @@ def pnetcdf_redef_files(ctx: FactContext) -> list[str]:
       "fewer, larger calls are fewer collective calls (the mpiio_calls fix), not merged POSIX requests, which the "
       "aggregators already make.", label="PnetCDF calls collective below")
 def pnetcdf_calls_collective(ctx: FactContext) -> bool:
-    from advisor.facts.aggregation import mpiio_modes
+    from advisor.facts.aggregation import collective_below
 
-    modes = mpiio_modes(ctx)
     files, var = ctx.profile.records.get("PNETCDF_FILE"), ctx.profile.records.get("PNETCDF_VAR")
     ids = [np.zeros(0, np.uint64)] + ([files.ids.astype(np.uint64)] if files is not None else [])
     if var is not None and len(var):
         ids.append(owner_files(ctx, var, "PNETCDF_VAR_FILE_REC_ID"))
-    below = [modes[i] for i in np.unique(np.concatenate(ids)).tolist() if i in modes]
-    return bool(below) and all(below)
+    return collective_below(ctx, np.unique(np.concatenate(ids)).tolist())
 
 
 register_small_calls("pnetcdf", "PNETCDF_VAR", "PnetCDF variable reads and writes")
