@@ -226,24 +226,6 @@ def test_a_leader_indistinguishable_from_the_job_stops_the_search():
     assert r.stopped.startswith("nothing to tune") and r.next_rung() == []
 
 
-def test_a_job_of_small_requests_is_replayed_at_a_share(corpus):
-    """The job's streams of 4 KiB requests are long: beside the candidates it replays 1/8 of each
-    (its time per pass scaled back by the share of the bytes kept); a job of a few 1 MiB requests
-    per file, or one making collective MPI-IO calls, is replayed whole."""
-    from advisor.tune.search import MIN_SHARE, _kept, job_share
-
-    small = replay_plan(load(corpus / SMALL))
-    assert job_share(small) == MIN_SHARE
-    assert job_share(replay_plan(load(corpus / "generated/a_good_fpp_posix_1m/case.darshan"))) == 1.0
-    assert job_share(replay_plan(load(corpus / "generated/e_mpiio_collective_256k/case.darshan"))) == 1.0
-    sample = {"time_s": 0.5, "sample_s": 1.0, "passes": 2, "bytes_read": 0, "bytes_written": 1 << 20,
-              "data_ops": 256, "load": 3.0}
-    whole = _kept([sample], 0.125)[0]
-    assert whole["time_s"] == 4.0 and whole["bytes_written"] == 8 << 20 and whole["data_ops"] == 2048
-    assert whole["sample_s"] == 1.0 and whole["share"] == 0.125  # what the sample cost, and how it was scaled
-    assert _kept([sample])[0] == sample
-
-
 def test_a_flat_first_rung_stops_the_search():
     """After the first rung: a leader within x1.25 of the job whose 3 pairs reach down to 1x stops
     the search, unless the model expects an untried candidate to be far faster; candidates alike
@@ -265,8 +247,9 @@ def test_a_flat_first_rung_stops_the_search():
     r.judge()
     assert r.stopped == ""
     # three hint settings all about 3x the job, none separated: alike
+    sizes = (1 << 20, 4 << 20, 16 << 20)
     hints = [_entry([{"transform": "hints", "cb_nodes": 1, "cb_buffer_size": size}],
-                    list(zip(base, base / 3 / np.array(ratios[c])))) for size, c in zip((1 << 20, 4 << 20, 16 << 20), ratios)]
+                    list(zip(base, base / 3 / np.array(ratios[c])))) for size, c in zip(sizes, ratios)]
     entries = {e.key: e for e in hints}
     r = race.Race(entries, list(entries), nranks=2, rung=1)
     r.judge()

@@ -34,7 +34,7 @@ def document(the_race: Race, best: Entry | None, verdicts: dict[str, Verificatio
             "verdict": v.verdict, "reason": v.reason,
             "apply": apply_lines(best.fixes, context.get("fstype") or "")},
         "candidates": rows, "replay_s": round(doc["replay_s"], 2), "budget_s": budget_s,
-        "rungs": the_race.rung, "stop_reason": doc["stop_reason"], "job_share": doc.get("job_share", 1.0),
+        "rungs": the_race.rung, "stop_reason": doc["stop_reason"],
         "space": len(rows), "measured": sum(1 for e in the_race.entries.values() if e.measured),
         "target": context.get("target"), "fstype": context.get("fstype"), "np": context.get("np"),
         "scale": context.get("scale"), "cache_policy": context.get("cache_policy"),

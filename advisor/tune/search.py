@@ -33,15 +33,10 @@ from advisor.tune.race import Entry, Race
 from advisor.verification import Verification, sentence
 from advisor.verify import apply_fixes, history_entry, measure, policy_of, replay_plan, verification_from
 from replay import drift, safety, stats
-from replay.edit import data_mask
 from replay.layout import wishes as layout_wishes
-from replay.plan import MPIIO_COLL, Plan
-from replay.reshape import scale as scale_plan
 
 STATE_PREFIX = "ioadvisor-tune-"
 LABEL = "candidate"
-SHARE_REQUESTS = 64  # requests a stream of the job keeps when it is replayed at a share
-MIN_SHARE = 1 / 8  # the smallest share of the job replayed beside the candidates
 
 
 @dataclass
@@ -159,22 +154,16 @@ class _Rungs:
 
     def run(self, todo: list[Entry], rounds: int,
             reference: list[dict] | None = None) -> dict[str, tuple[list[dict], list[dict]]]:
-        """One rung: `todo` beside the job as recorded (at its share, :func:`job_share`), or beside
-        the `reference` configuration."""
+        """One rung: `todo` beside the job as recorded, or beside the `reference` configuration."""
         started = time.monotonic()
-        share, ref_plan = 1.0, None
-        if reference:
-            ref_plan = layout_wishes.prepare(apply_fixes(self.base, reference), self.target)
-        else:
-            share, ref_plan = self.job()
+        ref_plan = layout_wishes.prepare(apply_fixes(self.base, reference), self.target) if reference else None
         m = measure(self.profile, [e.fixes for e in todo], self.target, repeat=rounds, np=self.options.np,
                     odirect=self.options.odirect, think_time=self.options.think_time, base=self.base,
                     settings=self.settings, on_progress=self.on_progress, reference=ref_plan)
         wall = time.monotonic() - started
         self.doc["replay_s"] += wall
         self.doc["last_rung"] = {"wall_s": wall, "variants": len(todo) + 1, "rounds": rounds}
-        self.doc.setdefault("rung_log", []).append({**_rung_log(m, wall, rounds, reference is not None),
-                                                    **({"job_share": share} if not reference else {})})
+        self.doc.setdefault("rung_log", []).append(_rung_log(m, wall, rounds, reference is not None))
         context = {k: v for k, v in m.context.items() if k not in ("repeat",)}
         self.doc["context"] = self.doc["context"] or context
         out = {}
@@ -183,23 +172,11 @@ class _Rungs:
                 e.status, e.why = racing.NOT_VERIFIABLE, v.reason
                 continue
             base, fixed = pair
-            out[e.key] = (_kept(base["runs"], share), _kept(fixed["runs"]))
+            out[e.key] = (_kept(base["runs"]), _kept(fixed["runs"]))
             e_layouts = {"baseline": base.get("layouts"), "fixed": fixed.get("layouts")}
             self.doc.setdefault("layouts", {}).setdefault(e.key, e_layouts)
             self.doc.setdefault("loads", []).append(v.load)
         return out
-
-    def job(self) -> tuple[float, Plan | None]:
-        """(share, plan) of the job as the rungs replay it: its first `share` of every stream of
-        requests (None: the whole job, share 1)."""
-        if "job_share" not in self.doc:
-            self.doc["job_share"] = job_share(self.base)
-        share = float(self.doc["job_share"])
-        if share >= 1.0:
-            return 1.0, None
-        part = scale_plan(self.base, share)
-        return _data_bytes(part) / max(_data_bytes(self.base), 1), part
-
 
 def _rung_log(m, wall: float, rounds: int, against_leader: bool) -> dict[str, Any]:
     """Where one rung's wall time went: the reference's and the candidates' samples and warm-up
@@ -220,43 +197,10 @@ def _rung_log(m, wall: float, rounds: int, against_leader: bool) -> dict[str, An
             "other_s": round(wall - ref_samples - ref_warm - cand_samples - cand_warm, 2)}
 
 
-def job_share(base: Plan) -> float:
-    """The share of the job replayed beside the candidates: enough that each of its streams of
-    requests (rank, file, phase, read or write) keeps ``SHARE_REQUESTS`` (the median stream), at
-    least ``MIN_SHARE``; the whole job when that is half of it or more, or when it makes
-    collective MPI-IO calls (every rank must make as many of them).
-
-    A job of many small requests (4 KiB writes, an fsync after each) is 10-90x slower than its
-    fixes: at full size it would be the longest sample of every rung beside it. Its time is then
-    a per-request cost times its requests, so a share of them takes that share of its time; its
-    time per pass is divided by the share (the speedup is a ratio of rates over the same work)."""
-    ops = base.ops
-    if (ops["api"] == MPIIO_COLL).any():
-        return 1.0
-    data = data_mask(ops)
-    if not data.any():
-        return 1.0
-    streams = np.stack([ops[k][data] for k in ("rank", "file", "phase", "op")]).astype(np.int64)
-    _, counts = np.unique(streams, axis=1, return_counts=True)
-    share = max(MIN_SHARE, SHARE_REQUESTS / float(np.median(counts)))
-    return 1.0 if share > 0.5 else share
-
-
-def _data_bytes(plan: Plan) -> int:
-    data = data_mask(plan.ops)
-    return int(plan.ops["length"][data].sum())
-
-
-def _kept(runs: list[dict], share: float = 1.0) -> list[dict]:
-    """A sample as the verdict needs it (its phases are left out of the state file); a sample of
-    the job replayed at a `share` as the whole job would take it, by that share (linear)."""
-    out = [{k: r.get(k) for k in ("time_s", "sample_s", "passes", "bytes_read", "bytes_written", "data_ops", "load")}
-           for r in runs]
-    if share < 1.0:
-        for r in out:
-            r.update(time_s=r["time_s"] / share, share=share,
-                     **{k: int(round(r[k] / share)) for k in ("bytes_read", "bytes_written", "data_ops") if r.get(k)})
-    return out
+def _kept(runs: list[dict]) -> list[dict]:
+    """A sample as the verdict needs it (its phases are left out of the state file)."""
+    return [{k: r.get(k) for k in ("time_s", "sample_s", "passes", "bytes_read", "bytes_written", "data_ops", "load")}
+            for r in runs]
 
 
 def _verdicts(the_race: Race, base, target: Path, settings: ReplayConfig, doc: dict) -> dict[str, Verification]:
@@ -282,8 +226,6 @@ def _verdicts(the_race: Race, base, target: Path, settings: ReplayConfig, doc: d
                    "stop_reason": e.status, "min_sample_s": settings.min_sample_s}
         context = {k: doc["context"].get(k) for k in ("target", "fstype", "scale", "np", "nprocs_source", "source")}
         out[e.key] = v = verification_from(outcome, LABEL, context, policy, past=past, key=key)
-        if float(doc.get("job_share") or 1.0) < 1.0:
-            out[e.key] = replace(v, reason=v.reason + _share_note(float(doc["job_share"])))
         entries.append(history_entry(key, (sides["baseline"], sides[LABEL]), v))
     history.add(entries)
     for _ in range(len(the_race.entries)):  # chains resolve one link per pass
@@ -293,11 +235,6 @@ def _verdicts(the_race: Race, base, target: Path, settings: ReplayConfig, doc: d
             break
         out.update(done)
     return out
-
-
-def _share_note(share: float) -> str:
-    return (f"; the job replayed at 1/{round(1 / share)} of its requests beside it, "
-            f"its time per pass scaled by {1 / share:.3g}")
 
 
 def chained(the_race: Race, e: Entry, known: dict[str, Verification], margin: float) -> Verification | None:
