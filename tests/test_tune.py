@@ -256,3 +256,16 @@ def test_a_flat_first_rung_stops_the_search():
     assert r.stopped.startswith("candidates alike") and r.next_rung() == []
     best = r.finish()
     assert {e.status for e in hints if e is not best} == {race.RUNNER_UP}
+
+
+def test_no_final_pairs_for_a_best_they_would_not_decide():
+    """A best whose 3 pairs beside the job leave it inconclusive, and projected to stay so at 5,
+    gets no final rung; one 3 pairs short of a projected decision does."""
+    noisy = _entry([{"transform": "coalesce", "transfer_size": 1 << 20}], [(1.0, 0.9), (1.0, 0.6), (1.0, 1.1)])
+    assert race.out_of_reach(noisy)
+    r = race.Race({noisy.key: noisy}, [noisy.key], nranks=2, rung=1)
+    assert r.next_rung() == []
+    close = _entry([{"transform": "coalesce", "transfer_size": 1 << 20}], [(1.0, 0.5), (1.0, 0.42), (1.0, 0.36)])
+    assert not race.settled({close.key: close}, close) and not race.out_of_reach(close)
+    r = race.Race({close.key: close}, [close.key], nranks=2, rung=1)
+    assert r.next_rung() == [close] and r.rounds == race.FINAL_PAIRS - 3

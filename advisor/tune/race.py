@@ -196,6 +196,18 @@ def settled(entries: dict[str, Entry], e: Entry) -> bool:
     return lo > band or hi < -band
 
 
+def out_of_reach(e: Entry) -> bool:
+    """Whether `e`'s pairs beside the job (at least ``FIRST_ROUNDS``) leave its verdict undecided
+    and projected to stay so at ``FINAL_PAIRS`` (the sequential test's estimate of the pairs a
+    decision needs, as the replayer's futility stop uses it): its final pairs would not decide,
+    and the verdict stays inconclusive with the pairs it would need."""
+    d = e.direct()
+    if len(d) < FIRST_ROUNDS:
+        return False
+    test = stats.sequential(d, stats.Policy(), final=True)
+    return not test.decided and (test.more_pairs is None or test.more_pairs > FINAL_PAIRS)
+
+
 def nothing_to_tune(lead: Entry, hopeful: list[Entry] = ()) -> str:
     """Why the search stops with nothing to tune ('' when it goes on): the leader's 95 % interval
     beside the job reaches down to 1x (the fastest of the candidates so far, and still not told
@@ -253,7 +265,7 @@ class Race:
         others = [e for e in self.racing() if e.key != self.ref]
         if fresh or (self.ref and others):
             return sorted(others, key=lambda e: -self.score(e) if e.measured else math.inf)
-        if lead is None or settled(self.entries, lead) or lead.pairs >= FINAL_PAIRS:
+        if lead is None or settled(self.entries, lead) or lead.pairs >= FINAL_PAIRS or out_of_reach(lead):
             return []
         # nothing new: the leader's last pairs beside the job, in one replay job (each costs a launch)
         self.ref, self.rounds = "", max(ROUNDS, FINAL_PAIRS - lead.pairs)
