@@ -79,7 +79,16 @@ def run_case(name: str, target: Path, settings, budget_s: float, scale: float | 
             "tune_best": {**_row(tkey, by_key, grid), "tune_speedup": tb and tb["speedup"],
                           "tune_ci95": tb and tb["ci95"]},
             "tune_s": found["replay_s"], "tune_measured": found["measured"], "tune_stop": found["stop_reason"],
+            "tune_rungs": _rung_log(found["state"]),
             "load": [round(load0, 1), round(load1, 1), round(load2, 1)]}
+
+
+def _rung_log(state: str) -> list[dict]:
+    """Where each rung's time went (the search's state file keeps it)."""
+    try:
+        return json.loads(Path(state).read_text()).get("rung_log", [])
+    except (OSError, ValueError):
+        return []
 
 
 def _row(key, by_key, grid) -> dict:

@@ -224,3 +224,48 @@ def test_a_leader_indistinguishable_from_the_job_stops_the_search():
     r = race.Race({flat.key: flat}, [flat.key], nranks=2, rung=2)
     r.judge()
     assert r.stopped.startswith("nothing to tune") and r.next_rung() == []
+
+
+def test_a_flat_first_rung_stops_the_search():
+    """After the first rung: a leader within x1.25 of the job whose 3 pairs reach down to 1x stops
+    the search, unless the model expects an untried candidate to be far faster; candidates alike
+    (within x1.25 of each other, none separated) stop it too."""
+    base = np.array([1.0, 0.8, 1.2])
+    ratios = {1: [1.12, 0.93, 1.06], 2: [0.97, 1.04, 0.9], 4: [1.0, 0.91, 1.02]}  # job / candidate, per round
+    counts = [_entry([{"transform": "stripe", "count": c, "size": 4 << 20}], list(zip(base, base / ratios[c])))
+              for c in (1, 2, 4)]
+    untried = race.Entry(fixes=[{"transform": "stripe", "count": -1, "size": 4 << 20}], origin="setting")
+    entries = {e.key: e for e in (*counts, untried)}
+    r = race.Race(entries, list(entries), nranks=2, rung=1)
+    r.judge()
+    assert r.stopped.startswith("nothing to tune") and "3 pairs" in r.stopped and r.next_rung() == []
+    # the model expects the untried count 3x faster: the search goes on
+    for e in counts:
+        e.status, e.predicted = race.RACING, 1.0
+    untried.status, untried.predicted, untried.predicted_interval = race.UNTRIED, 2.0, [1.5, 3.0]
+    r = race.Race(entries, list(entries), nranks=2, rung=1)
+    r.judge()
+    assert r.stopped == ""
+    # three hint settings all about 3x the job, none separated: alike
+    sizes = (1 << 20, 4 << 20, 16 << 20)
+    hints = [_entry([{"transform": "hints", "cb_nodes": 1, "cb_buffer_size": size}],
+                    list(zip(base, base / 3 / np.array(ratios[c])))) for size, c in zip(sizes, ratios)]
+    entries = {e.key: e for e in hints}
+    r = race.Race(entries, list(entries), nranks=2, rung=1)
+    r.judge()
+    assert r.stopped.startswith("candidates alike") and r.next_rung() == []
+    best = r.finish()
+    assert {e.status for e in hints if e is not best} == {race.RUNNER_UP}
+
+
+def test_no_final_pairs_for_a_best_they_would_not_decide():
+    """A best whose 3 pairs beside the job leave it inconclusive, and projected to stay so at 5,
+    gets no final rung; one 3 pairs short of a projected decision does."""
+    noisy = _entry([{"transform": "coalesce", "transfer_size": 1 << 20}], [(1.0, 0.9), (1.0, 0.6), (1.0, 1.1)])
+    assert race.out_of_reach(noisy)
+    r = race.Race({noisy.key: noisy}, [noisy.key], nranks=2, rung=1)
+    assert r.next_rung() == []
+    close = _entry([{"transform": "coalesce", "transfer_size": 1 << 20}], [(1.0, 0.5), (1.0, 0.42), (1.0, 0.36)])
+    assert not race.settled({close.key: close}, close) and not race.out_of_reach(close)
+    r = race.Race({close.key: close}, [close.key], nranks=2, rung=1)
+    assert r.next_rung() == [close] and r.rounds == race.FINAL_PAIRS - 3

@@ -196,20 +196,34 @@ def settled(entries: dict[str, Entry], e: Entry) -> bool:
     return lo > band or hi < -band
 
 
-def nothing_to_tune(lead: Entry) -> str:
-    """Why the search stops with nothing to tune ('' when it goes on): the leader has
-    ``MIN_FLAT`` pairs beside the job and its 95 % interval reaches down to 1x (the fastest of
-    the candidates so far, and still not told from the job: the rest of the space, one step
-    from them, is unlikely to be)."""
+def out_of_reach(e: Entry) -> bool:
+    """Whether `e`'s pairs beside the job (at least ``FIRST_ROUNDS``) leave its verdict undecided
+    and projected to stay so at ``FINAL_PAIRS`` (the sequential test's estimate of the pairs a
+    decision needs, as the replayer's futility stop uses it): its final pairs would not decide,
+    and the verdict stays inconclusive with the pairs it would need."""
+    d = e.direct()
+    if len(d) < FIRST_ROUNDS:
+        return False
+    test = stats.sequential(d, stats.Policy(), final=True)
+    return not test.decided and (test.more_pairs is None or test.more_pairs > FINAL_PAIRS)
+
+
+def nothing_to_tune(lead: Entry, hopeful: list[Entry] = ()) -> str:
+    """Why the search stops with nothing to tune ('' when it goes on): the leader's 95 % interval
+    beside the job reaches down to 1x (the fastest of the candidates so far, and still not told
+    from the job: the rest of the space, one step from them, is unlikely to be), after
+    ``MIN_FLAT`` pairs; or already after the first rung's ``FIRST_ROUNDS`` when the leader is
+    within ``ALIKE`` of 1x and the model expects none of the candidates not yet measured to be
+    far faster (`hopeful`: those it does)."""
     d = lead.direct()
-    if len(d) < MIN_FLAT:
+    if len(d) < FIRST_ROUNDS:
         return ""
     test = stats.decide(d, stats.Policy(margin=1e-9, reproducibility=0.0), level_alpha=ALPHA)
     lo, hi = test.ci
-    if lo <= 1.0:
-        return (f"nothing to tune: the fastest candidate, {lead.label()}, cannot be told from the job as recorded "
-                f"({test.speedup:.2f}x, 95 % CI {lo:.2f}x-{hi:.2f}x, {len(d)} pairs)")
-    return ""
+    if lo > 1.0 or (len(d) < MIN_FLAT and (test.speedup > ALIKE or hopeful)):
+        return ""
+    return (f"nothing to tune: the fastest candidate, {lead.label()}, cannot be told from the job as recorded "
+            f"({test.speedup:.2f}x, 95 % CI {lo:.2f}x-{hi:.2f}x, {len(d)} pairs)")
 
 
 class Race:
@@ -251,7 +265,7 @@ class Race:
         others = [e for e in self.racing() if e.key != self.ref]
         if fresh or (self.ref and others):
             return sorted(others, key=lambda e: -self.score(e) if e.measured else math.inf)
-        if lead is None or settled(self.entries, lead) or lead.pairs >= FINAL_PAIRS:
+        if lead is None or settled(self.entries, lead) or lead.pairs >= FINAL_PAIRS or out_of_reach(lead):
             return []
         # nothing new: the leader's last pairs beside the job, in one replay job (each costs a launch)
         self.ref, self.rounds = "", max(ROUNDS, FINAL_PAIRS - lead.pairs)
@@ -273,18 +287,29 @@ class Race:
         out = [e for e in [*near[:1], *combos[:1], *near[1:], *combos[1:]] if not self._far_behind(e, lead)]
         return out[:WIDTH]
 
+    def _scaled_top(self, e: Entry) -> tuple[float | None, float | None]:
+        """(top of `e`'s predicted interval, that top scaled by how far the model underestimated
+        the candidates measured so far, never down); (None, None) without a prediction."""
+        top = (e.predicted_interval or [None, None])[1]
+        if top is None:
+            return None, None
+        under = [math.exp(self.score(m)) / m.predicted for m in self.entries.values()
+                 if m.measured and m.predicted and math.isfinite(self.score(m))]
+        return top, top * max([1.0, *under])
+
+    def _hopeful(self, lead: Entry) -> list[Entry]:
+        """Candidates not yet measured whose scaled predicted top is ``FAR`` times the leader's
+        speedup or more (at least 1x): the model expects they could be far faster."""
+        bar = FAR * max(1.0, math.exp(self.score(lead)))
+        return [e for e in self._untried() if (self._scaled_top(e)[1] or 0.0) >= bar]
+
     def _far_behind(self, e: Entry, lead: Entry) -> bool:
         """Whether the model and the rungs so far put `e` so far behind the measured leader that
         it is not worth a replay: the top of its predicted interval, scaled by how far the model
         underestimated the candidates measured (never down), ``FAR`` times below the leader's
         speedup. Marked pruned, with the numbers."""
-        top = (e.predicted_interval or [None, None])[1]
-        if top is None:
-            return False
-        under = [math.exp(self.score(m)) / m.predicted for m in self.entries.values()
-                 if m.measured and m.predicted and math.isfinite(self.score(m))]
-        scaled = top * max([1.0, *under])
-        if scaled * FAR >= math.exp(self.score(lead)):
+        top, scaled = self._scaled_top(e)
+        if top is None or scaled * FAR >= math.exp(self.score(lead)):
             return False
         e.status = PRUNED
         e.why = (f"the model predicts at most {top:.2f}x ({scaled:.2f}x after the rungs so far), far behind "
@@ -352,7 +377,22 @@ class Race:
             e.status = SET_ASIDE
             e.why = (f"set aside by halving: {math.exp(self.score(lead) - self.score(e)):.2f}x "
                      f"behind {lead.label()}, not separated")
-        self.stopped = nothing_to_tune(lead)
+        self.stopped = nothing_to_tune(lead, self._hopeful(lead)) or self._alike(lead)
+
+    def _alike(self, lead: Entry) -> str:
+        """Why the search stops after its first rung with the candidates alike ('' when it goes
+        on): every candidate measured is within ``ALIKE`` of the leader, none is separated from
+        it, and the model expects none of those not yet measured to be far faster. On a small,
+        flat space (hint or stripe settings near each other) the next rungs would only split
+        hairs, at a launch and a warm-up pass per variant each."""
+        measured = [e for e in self.entries.values() if e.measured]
+        if self.rung != 1 or len(measured) < 2 or any(e.status == RULED_OUT for e in measured):
+            return ""
+        if any(self.score(lead) - self.score(e) > math.log(ALIKE) for e in measured) or self._hopeful(lead):
+            return ""
+        rest = len(self._untried())
+        return (f"candidates alike: the {len(measured)} measured are within x{ALIKE} of {lead.label()} and not "
+                f"separated from it, and the model expects none of the {rest} others to be {FAR:g}x faster")
 
     def finish(self) -> Entry | None:
         """The best candidate, and each other measured one's status against it: ruled out when the

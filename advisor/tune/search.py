@@ -163,6 +163,7 @@ class _Rungs:
         wall = time.monotonic() - started
         self.doc["replay_s"] += wall
         self.doc["last_rung"] = {"wall_s": wall, "variants": len(todo) + 1, "rounds": rounds}
+        self.doc.setdefault("rung_log", []).append(_rung_log(m, wall, rounds, reference is not None))
         context = {k: v for k, v in m.context.items() if k not in ("repeat",)}
         self.doc["context"] = self.doc["context"] or context
         out = {}
@@ -176,6 +177,24 @@ class _Rungs:
             self.doc.setdefault("layouts", {}).setdefault(e.key, e_layouts)
             self.doc.setdefault("loads", []).append(v.load)
         return out
+
+def _rung_log(m, wall: float, rounds: int, against_leader: bool) -> dict[str, Any]:
+    """Where one rung's wall time went: the reference's and the candidates' samples and warm-up
+    passes; the rest is the launch and the untimed work between passes (prefill, cache, cleanup)."""
+    sides = [p for p in m.replays if p is not None]
+    ref = sides[0][0] if sides else {}
+    cands = [f for _, f in sides]
+
+    def spent(variants) -> tuple[float, float]:
+        return (sum(float(v.get("warmup_s") or 0.0) for v in variants),
+                sum(float(r.get("sample_s") or 0.0) for v in variants for r in v.get("runs", [])))
+
+    (ref_warm, ref_samples), (cand_warm, cand_samples) = spent([ref] if ref else []), spent(cands)
+    return {"wall_s": round(wall, 2), "rounds": rounds, "candidates": len(cands),
+            "reference": "leader" if against_leader else "job",
+            "reference_samples_s": round(ref_samples, 2), "reference_warmup_s": round(ref_warm, 2),
+            "candidate_samples_s": round(cand_samples, 2), "candidate_warmup_s": round(cand_warm, 2),
+            "other_s": round(wall - ref_samples - ref_warm - cand_samples - cand_warm, 2)}
 
 
 def _kept(runs: list[dict]) -> list[dict]:

@@ -18,6 +18,8 @@ library and numpy on a compute node.
 
 from __future__ import annotations
 
+import functools
+import os
 from pathlib import Path
 
 from replay.layout.cephfs import CephFS
@@ -38,10 +40,18 @@ def backend_for(path: str | Path) -> Backend | None:
     """The layout control of the file system holding `path`, or None (ext4, GlusterFS ...)."""
     mount, fstype = mount_of(path)
     if fstype in CEPH_FSTYPES:
-        return CephFS(Path(mount), fstype)
+        return _cephfs(str(mount), fstype, os.environ.get("CEPH_CONF", ""))
     if fstype in LUSTRE_FSTYPES:
         return Lustre(Path(mount), fstype)
     return None
+
+
+@functools.lru_cache(maxsize=8)
+def _cephfs(mount: str, fstype: str, conf: str) -> CephFS:
+    """One CephFS backend per mount (and cluster config) and process: which OSDs serve which pool
+    is asked of the cluster once (three ``ceph`` commands, 5-7 s at load 7), not at every
+    measurement (a tune search makes one per rung)."""
+    return CephFS(Path(mount), fstype)
 
 
 __all__ = ["Backend", "Layout", "LayoutError", "Unsupported", "backend_for", "can_set_layout"]
