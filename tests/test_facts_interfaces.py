@@ -99,3 +99,21 @@ def test_without_dxt_stripes_are_assumed_shared():
     ctx = facts(job(_mpiio(30, 0), nprocs=4))
     assert ctx.get("mpiio_indep_contention_s") == pytest.approx(0.5 * ctx.get("mpiio_indep_time_s"))
     assert [a.how for a in ctx.assumptions("mpiio_indep_contention_s")] == ["run with DXT"]
+
+
+def test_unreduced_shared_file_counts_its_independent_time_and_time_above_posix(corpus):
+    """mpi-io-test on NFS (Open MPI's OMPIO, 32 ranks, 16 MiB independent writes and reads): Darshan kept one
+    MPI-IO record per rank of the shared test.out. Its independent MPI-IO time (7.1 s per process) was 0 when
+    only reduced records (rank -1) counted as shared; 5.3 s per process of the writes are MPI-IO's own time
+    above the POSIX writes (reads 8 ms), the cost MPI003 states. Collective IOR has no independent file."""
+    from advisor.facts import FactContext
+
+    log = corpus / ("darshan-logs/darshan_logs/mpi_io_test_with_dxt/"
+                    "treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan")
+    ctx = FactContext(load(log))
+    assert ctx.get("mpiio_indep_time_s") > 7
+    assert 5 < ctx.get("mpiio_indep_write_above_posix_s") < 5.5 and ctx.get("mpiio_indep_read_above_posix_s") < 0.1
+    assert ctx.get("mpiio_indep_stripe_sharing") == 0.0  # each rank writes its own 16 MiB: no stripe shared
+    assert ctx.get("mpiio_indep_fstypes") == "nfs"
+    coll = FactContext(load(corpus / "generated/e_mpiio_collective_256k/case.darshan"))
+    assert coll.get("mpiio_indep_write_above_posix_s") == 0.0 and coll.get("mpiio_indep_fstypes") == ""
