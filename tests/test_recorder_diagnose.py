@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from advisor.api import diagnose_path, diagnose_profile, load
+from advisor.config import SiteConfig
+from advisor.facts import FactContext
 from advisor.report.figures import figure_data
 from tests.recorder_traces import flash_trace, recorder_dir  # noqa: F401
 
@@ -92,6 +94,16 @@ def test_flash_layers_from_hdf5_mpiio_and_posix(flash_trace: Path) -> None:  # n
     assert imb.evidence["heavy_bytes_collective"] is True and imb.fix is None
     assert imb.cost_s < 0.2 and imb.severity == "info"
     assert not [s for s in d.fixes() if s.fix["transform"] == "aggregate"]
+    # the driver and transfer mode HDF5 used, read from the MPI-IO calls beneath its calls (Recorder does not
+    # follow property lists): every file opened through MPI-IO; the 128 collective H5Dwrite calls per rank
+    # collective, the 80 writes of rank 0's own datasets independent: HDF001 is silent because the job is
+    # collective, not because the trace hid the driver
+    h5f = profile.records["H5F"].counters
+    assert h5f["H5F_USE_MPIIO"].all()
+    ctx = FactContext(profile, SiteConfig())
+    assert ctx.get("hdf5_uses_mpiio") and ctx.get("hdf5_indep_share") < 0.01
+    assert ctx.get("hdf5_indep_ops") == ctx.get("hdf5_dataset_ops") - 128 * 1024 == 80
+    assert "HDF001" not in found
 
 
 def test_md004_names_mdtests_empty_files_by_what_they_are(corpus: Path) -> None:

@@ -53,6 +53,7 @@ class Resolved:
     offset: np.ndarray  # int64 byte offset of reads and writes (-1 elsewhere)
     size: np.ndarray  # int64 bytes of reads and writes
     file: np.ndarray  # int64 string id of an H5D record's file (-1 elsewhere)
+    via: np.ndarray | None = None  # uint8 per HDF5 call: VIA_MPIIO | VIA_COLLECTIVE of the MPI-IO calls it made
 
 
 def resolve(calls: Calls, plans: PlanTable) -> Resolved:
@@ -71,7 +72,24 @@ def resolve(calls: Calls, plans: PlanTable) -> Resolved:
     mpi_below = _children_bytes(calls, mpiio[np.isin(kind[mpiio], _ACCESS) & (out.name[mpiio] >= 0)], out.size)
     hdf5 = np.flatnonzero(group == HDF5)
     _hdf5(calls, plans, hdf5, np.where(mpi_below > 0, mpi_below, below), out)
+    out.via = _via_mpiio(calls, plans, mpiio)
     return out
+
+
+VIA_MPIIO, VIA_COLLECTIVE = 1, 2
+_COLLECTIVE_MODES = [MODES.index("coll"), MODES.index("split")]
+
+
+def _via_mpiio(calls: Calls, plans: PlanTable, mpiio: np.ndarray) -> np.ndarray:
+    """Per call, what its direct callees did in MPI-IO: VIA_MPIIO when one was an MPI-IO call,
+    plus VIA_COLLECTIVE when one was a collective access. What HDF5 did beneath its calls is the
+    driver and transfer mode the application chose (``H5Pset_fapl_mpio``, ``H5Pset_dxpl_mpio``),
+    which Darshan reports as H5F_USE_MPIIO and H5D_USE_MPIIO_COLLECTIVE."""
+    ones = np.ones(len(calls), np.int64)
+    via = (_children_bytes(calls, mpiio, ones) > 0).astype(np.uint8) * VIA_MPIIO
+    collective = mpiio[np.isin(plans["mode"][calls.gid[mpiio]], _COLLECTIVE_MODES)]
+    via |= (_children_bytes(calls, collective, ones) > 0).astype(np.uint8) * VIA_COLLECTIVE
+    return via
 
 
 def stable_order(key: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ import hashlib
 import numpy as np
 
 from advisor.ingest.recorder import calls as C
-from advisor.ingest.recorder.events import Calls, Resolved, stable_order
+from advisor.ingest.recorder.events import VIA_COLLECTIVE, VIA_MPIIO, Calls, Resolved, stable_order
 from advisor.ingest.recorder.plans import COUNTERS, KINDS, MODES, K, PlanTable
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace, ModuleRecords
 from replay.plan import SIZE_BIN_EDGES, SIZE_BIN_NAMES
@@ -112,11 +112,28 @@ def module_records(module: str, calls: Calls, res: Resolved, sel: np.ndarray, pl
     if access.any():
         _accesses(module, out, rec[access], kind[access], res.offset[sel][access], res.size[sel][access],
                   dur[access])
+    _driver(module, out, rec, res.via[sel] if res.via is not None else None)
     ids = record_ids(res.name[heads], plans, names)
     records = ModuleRecords(module, ids, calls.rank[heads].astype(np.int64), out.ints, out.floats)
     if module == "H5D":
         records.counters["H5D_FILE_REC_ID"] = record_ids(res.file[heads], plans)
     return records
+
+
+# what an HDF5 record's calls did beneath them in MPI-IO, as Darshan's flags say it
+_VIA_FLAGS = {"H5F": ("USE_MPIIO", VIA_MPIIO), "H5D": ("USE_MPIIO_COLLECTIVE", VIA_COLLECTIVE)}
+
+
+def _driver(module: str, out: Counters, rec: np.ndarray, via: np.ndarray | None) -> None:
+    """H5F_USE_MPIIO (a call on the file went through MPI-IO: the MPI-IO driver) and
+    H5D_USE_MPIIO_COLLECTIVE (a read or write of the dataset made a collective MPI-IO call), per
+    record, from the calls the trace shows beneath HDF5's: Recorder does not follow property lists."""
+    if module not in _VIA_FLAGS or via is None:
+        return
+    name, bit = _VIA_FLAGS[module]
+    flag = np.zeros(out.nrec, np.int64)
+    np.maximum.at(flag, rec, (via & bit) > 0)
+    out.set(name, flag)
 
 
 def _time_mask(counter: str, kind: np.ndarray) -> np.ndarray:
