@@ -50,6 +50,13 @@ def diagnose(profile: JobProfile, config: SiteConfig | None = None,
     catalogue = catalogue or load_catalogue()
     check_thresholds(config, catalogue)
     ctx = FactContext(profile, config, expectation)
+    try:
+        return _diagnosis(profile, catalogue, ctx)
+    finally:
+        ctx.release()
+
+
+def _diagnosis(profile: JobProfile, catalogue: Catalogue, ctx: FactContext) -> Diagnosis:
     runtime = ctx.value("runtime_s") or 0.0
     outcome = run(catalogue, ctx, profile.kind, float(runtime))
     job = profile.job

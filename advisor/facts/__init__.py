@@ -211,6 +211,13 @@ class FactContext:
         exc = self._missing.get(name)
         return exc.reason if exc else None
 
+    def release(self) -> None:
+        """Drop the tracebacks of the reasons kept for missing facts. Each holds the frames it
+        passed through, and they hold this context: cycles only the garbage collector frees,
+        about a tenth of a fleet worker's CPU when left to it."""
+        for exc in self._missing.values():
+            exc.__traceback__ = None
+
     def applicable(self, name: str) -> bool:
         return not isinstance(self._missing.get(name), NotApplicable)
 

@@ -146,12 +146,15 @@ def _serve(conn: Connection, config: Any, timeout_s: float, inherited: list[Conn
     for driver_end in inherited:
         driver_end.close()
 
+    from advisor import gcpolicy
     from advisor.engine.rules import load_catalogue
     from advisor.ingest.kept import keep_child
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides when to stop
+    gcpolicy.for_bursts()  # (a forkserver's child did not inherit the driver's)
     load_catalogue()  # warm before the first log (the per-user rule cache makes it a read)
     keep_child()  # one parsing child for all its logs, not a fork per log
+    gcpolicy.settled()  # the analysis code and the rules: full collections need not scan them
     while True:
         try:
             log = conn.recv()
