@@ -261,6 +261,12 @@ class JobProfile:
     def partial_modules(self) -> list[str]:
         return [m.name for m in self.modules.values() if m.partial]
 
+    def results_data(self) -> dict[str, Any]:
+        """What ``show --json`` and ``diagnose --json`` carry of the input besides its records: a
+        Recorder trace's call counts, else nothing; the other kinds of input override it (an IOR
+        run, a node snapshot, IOzone, fio and mdtest outputs), so a Darshan log loads none of them."""
+        return {"recorder": self.extras["recorder"]} if "recorder" in self.extras else {}
+
     def name_of(self, record_id: int) -> str:
         return self.names.get(int(record_id), f"<record {int(record_id):#x}>")
 

@@ -13,10 +13,9 @@ from advisor.engine.chain import run
 from advisor.engine.rules import Catalogue, load_catalogue
 from advisor.errors import ConfigError
 from advisor.expectation import JobExpectation
-from advisor.facts import PARAMS, FactContext, registry
+from advisor.facts import PARAMS, Fact, FactContext, known, registry
 from advisor.facts.layers import layer_section
 from advisor.findings import Diagnosis, NotChecked
-from advisor.ingest.ior.view import results_data
 from advisor.profile import JobProfile
 
 SUMMARY_FACTS = ("bytes_read", "bytes_written", "io_time_s", "io_share", "io_layer", "read_time_s",
@@ -26,6 +25,8 @@ SUMMARY_FACTS = ("bytes_read", "bytes_written", "io_time_s", "io_share", "io_lay
 
 def check_thresholds(config: SiteConfig, catalogue: Catalogue) -> None:
     """Every [thresholds] name must be a rule's threshold or a fact parameter (ConfigError)."""
+    if not config.thresholds:
+        return
     registry()
     declared = set(PARAMS) | {n for r in catalogue.rules for n in r.thresholds}
     for key, value in config.thresholds.items():
@@ -72,7 +73,7 @@ def _diagnosis(profile: JobProfile, catalogue: Catalogue, ctx: FactContext) -> D
         summary=_summary(ctx),
         tool={"name": "ioadvisor", "version": __version__, "rules": len(catalogue.rules),
               "rule_errors": outcome.errors},
-        data=results_data(profile),
+        data=profile.results_data(),
     )
     diagnosis.findings = diagnosis.sorted_findings()
     return diagnosis
@@ -83,7 +84,7 @@ def _summary(ctx: FactContext) -> dict:
 
     summary = {}
     for name in SUMMARY_FACTS:
-        if name in registry():
+        if isinstance(known(name), Fact):
             value = ctx.value(name)
             if value is not None:
                 summary[name] = json_ready(value)
