@@ -272,11 +272,20 @@ class JobProfile:
 
     def fstype_of(self, path: str) -> str:
         """File system type of `path` from the job's mount table (longest mount point containing it)."""
-        best = ("", "")
-        for m in self.mounts:  # the length first: the cheaper test, asked for every file of a job
-            if len(m.path) > len(best[0]) and (path == m.path or path.startswith(m.path.rstrip("/") + "/")):
-                best = (m.path, m.fstype)
-        return best[1]
+        for point, under, fstype in self._longest_first():
+            if path == point or path.startswith(under):
+                return fstype
+        return ""
+
+    def _longest_first(self) -> list[tuple[str, str, str]]:
+        """(mount point, its prefix with "/", fstype), longest first (the first of equal length as in
+        the table), made once per mount table: fstype_of is asked for every file of a job."""
+        made = self.__dict__.get("_mounts_by_length")
+        if made is None or made[0] is not self.mounts or made[1] != len(self.mounts):
+            ordered = sorted(self.mounts, key=lambda m: -len(m.path))
+            made = (self.mounts, len(self.mounts), [(m.path, m.path.rstrip("/") + "/", m.fstype) for m in ordered])
+            self.__dict__["_mounts_by_length"] = made
+        return made[2]
 
     def fstype_of_record(self, record_id: int) -> str:
         """'lustre' when Darshan recorded the file's Lustre layout, else :meth:`fstype_of` its path.
