@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from advisor import __version__
 from advisor.config import SiteConfig, load_config
+from advisor.engine import render
 from advisor.engine.chain import run
 from advisor.engine.rules import Catalogue, load_catalogue
 from advisor.errors import ConfigError
@@ -55,6 +56,7 @@ def diagnose(profile: JobProfile, config: SiteConfig | None = None,
         return _diagnosis(profile, catalogue, ctx)
     finally:
         ctx.release()
+        render.save()  # the templates first compiled here, for the next runs
 
 
 def _diagnosis(profile: JobProfile, catalogue: Catalogue, ctx: FactContext) -> Diagnosis:
