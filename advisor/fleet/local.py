@@ -100,7 +100,10 @@ class _Worker:
     def feed(self, logs: Iterator[LogFile]) -> None:
         while len(self.queued) < QUEUED and (log := next(logs, None)) is not None:
             self.queued.append(log)
-            self.conn.send(log)
+            try:
+                self.conn.send(log)
+            except OSError:  # it died before taking it: its pipe reads as ended, and the pool
+                return  # replaces it, giving the replacement every log queued here
 
     def stop(self) -> int | None:
         """Close its pipe (it exits at the end of its log) and reap it; its exit code."""
