@@ -19,6 +19,7 @@ import advisor.hooks.settings  # noqa: F401  registers [hook]
 from advisor import __version__
 from advisor.errors import AdvisorError
 from advisor.formatting import printable
+from advisor.gcpolicy import for_bursts
 
 COMMANDS = {
     "show": "Show what was ingested from logs, dumps and snapshots.",
@@ -79,6 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     # and the engine made (5 % of a short `diagnose`): what they would free the OS frees, and
     # Python does not promise to finalize objects still alive at exit.
     atexit.register(gc.freeze)
+    for_bursts()
     try:
         cli.main(args=argv, prog_name="ioadvisor", standalone_mode=False)
     except click.exceptions.Abort:

@@ -268,9 +268,15 @@ def _figures(profile: JobProfile) -> dict:
     return figure_data(profile)
 
 
+CAMPAIGN_KINDS = ("ior", "iozone")
+"""The kinds of input :func:`advisor.campaign.campaign_runs` makes campaigns of."""
+
+
 def _campaign(done: Run, stages: Stages, config: SiteConfig) -> list[Result]:
     """A campaign diagnosis per benchmark (IOR, IOzone throughput runs) with two or more runs among
     the inputs (or one and a baseline)."""
+    if not any(r.profile.kind in CAMPAIGN_KINDS for r in done.results if r.profile is not None):
+        return []  # no run of a benchmark: the campaign code and the IOR and IOzone readers stay unloaded
     # imported here: a Darshan log's diagnosis needs neither (a tenth of diagnose's start-up)
     from advisor.campaign import campaign_runs, load_runs, thread_counts
     from advisor.ingest.iozone import IozoneProfile

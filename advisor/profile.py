@@ -261,16 +261,31 @@ class JobProfile:
     def partial_modules(self) -> list[str]:
         return [m.name for m in self.modules.values() if m.partial]
 
+    def results_data(self) -> dict[str, Any]:
+        """What ``show --json`` and ``diagnose --json`` carry of the input besides its records: a
+        Recorder trace's call counts, else nothing; the other kinds of input override it (an IOR
+        run, a node snapshot, IOzone, fio and mdtest outputs), so a Darshan log loads none of them."""
+        return {"recorder": self.extras["recorder"]} if "recorder" in self.extras else {}
+
     def name_of(self, record_id: int) -> str:
         return self.names.get(int(record_id), f"<record {int(record_id):#x}>")
 
     def fstype_of(self, path: str) -> str:
         """File system type of `path` from the job's mount table (longest mount point containing it)."""
-        best = ("", "")
-        for m in self.mounts:  # the length first: the cheaper test, asked for every file of a job
-            if len(m.path) > len(best[0]) and (path == m.path or path.startswith(m.path.rstrip("/") + "/")):
-                best = (m.path, m.fstype)
-        return best[1]
+        for point, under, fstype in self._longest_first():
+            if path == point or path.startswith(under):
+                return fstype
+        return ""
+
+    def _longest_first(self) -> list[tuple[str, str, str]]:
+        """(mount point, its prefix with "/", fstype), longest first (the first of equal length as in
+        the table), made once per mount table: fstype_of is asked for every file of a job."""
+        made = self.__dict__.get("_mounts_by_length")
+        if made is None or made[0] is not self.mounts or made[1] != len(self.mounts):
+            ordered = sorted(self.mounts, key=lambda m: -len(m.path))
+            made = (self.mounts, len(self.mounts), [(m.path, m.path.rstrip("/") + "/", m.fstype) for m in ordered])
+            self.__dict__["_mounts_by_length"] = made
+        return made[2]
 
     def fstype_of_record(self, record_id: int) -> str:
         """'lustre' when Darshan recorded the file's Lustre layout, else :meth:`fstype_of` its path.

@@ -192,7 +192,7 @@ def main() -> int:
         print(f"no .darshan logs under {args.corpus}", file=sys.stderr)
         return 2
     chosen = logs if args.all else stratified(logs, args.corpus, args.sample)
-    compiled_runs(Path(tempfile.mkdtemp(prefix="ioadvisor-bench-pyc-")))
+    compiled_runs(Path(tempfile.mkdtemp(prefix="ioadvisor-bench-pyc-")), *([args.before] if args.before else []))
     # A rule cache of the bench's own: the per-user one keeps one catalogue, so other checkouts
     # run by the same user (other sessions on a shared machine) would evict ours between runs.
     cache = {"XDG_CACHE_HOME": tempfile.mkdtemp(prefix="ioadvisor-bench-cache-")}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import subprocess
 import sys
@@ -109,16 +110,22 @@ def test_compiled_templates_are_kept_and_a_damaged_one_is_recompiled(tmp_path):
 
     first = diagnose()
     [templates] = (tmp_path / "ioadvisor").glob("templates-*")
-    compiled = list(templates.glob("__jinja2_*.cache"))
-    assert len(compiled) >= len(first)  # a message and a recommendation per finding at least
-    stored = {path: path.read_bytes() for path in compiled}
-    written = {path: path.stat().st_mtime_ns for path in compiled}
+    [bundle] = templates.iterdir()  # every compiled template in one file
+    entries = marshal.loads(bundle.read_bytes())
+    assert len(entries) >= len(first)  # a message and a recommendation per finding at least
+    stored, written = bundle.read_bytes(), bundle.stat().st_mtime_ns
     assert diagnose() == first
-    assert {path: path.stat().st_mtime_ns for path in compiled} == written  # read, not compiled again
-    for path in compiled:
-        path.write_bytes(stored[path][:40] + b"garbage")
+    assert bundle.stat().st_mtime_ns == written  # read, not compiled again
+    key = next(iter(entries))
+    bundle.write_bytes(marshal.dumps({**entries, key: (entries[key][0], b"garbage")}))  # one damaged entry
     assert diagnose() == first
-    assert {path: path.read_bytes() for path in compiled} == stored  # compiled and stored again
+    assert marshal.loads(bundle.read_bytes()) == entries  # compiled and stored again
+    bundle.write_bytes(stored[:40] + b"garbage")  # a damaged file
+    assert diagnose() == first
+    assert marshal.loads(bundle.read_bytes()) == entries
+    bundle.chmod(0o666)  # a file others can write is not read: compiled and written anew, private
+    assert diagnose() == first
+    assert bundle.stat().st_mode & 0o777 == 0o600 and marshal.loads(bundle.read_bytes()) == entries
 
 
 def test_a_cache_directory_others_can_write_is_not_used_and_old_keys_go(home):

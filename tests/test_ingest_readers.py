@@ -23,7 +23,8 @@ from advisor.ingest.dxt_dump import DxtAccumulator
 from advisor.ingest.ior.csv import parse_csv
 from advisor.ingest.ior.json import parse_json
 from advisor.ingest.ior.text import parse_text
-from advisor.ingest.ior.view import ior_data, ior_tables
+from advisor.ingest.ior.model import ior_data
+from advisor.ingest.ior.view import ior_tables
 from tests.conftest import CORPUS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,6 +13,12 @@ import sys
 # the rule files once their checked form is cached (YAML); pydarshan's own package imports pandas.
 HEAVY = ("sklearn", "scipy", "pandas", "matplotlib", "dask", "distributed", "pyarrow", "rich", "yaml",
          "darshan", "advisor.models", "advisor.report.html", "advisor.report.terminal", "advisor.fleet.run")
+# The readers, facts and views of the other kinds of input (IOR, IOzone, fio, mdtest, campaigns,
+# node snapshots): a Darshan log's diagnosis, from the cached catalogue, imports none of them.
+OTHER_INPUTS = ("advisor.ingest.ior", "advisor.ingest.iozone", "advisor.ingest.fio", "advisor.ingest.mdtest",
+                "advisor.ingest.snapshot", "advisor.campaign", "advisor.collect", "advisor.facts.ior",
+                "advisor.facts.benchmarks", "advisor.facts.bench_tests", "advisor.facts.campaign",
+                "advisor.facts.snapshot", "advisor.facts.probe", "advisor.report.surface")
 
 _RUN = """
 import json, sys
@@ -41,5 +47,7 @@ def test_a_plain_diagnose_loads_no_heavy_library(corpus, tmp_path):
     assert codes and [f["code"] for f in again["findings"]] == codes
     loaded = sorted(name for name in modules if any(name == h or name.startswith(h + ".") for h in HEAVY))
     assert not loaded, f"a plain diagnose --json imported {loaded}"
+    others = sorted(name for name in modules if any(name == o or name.startswith(o + ".") for o in OTHER_INPUTS))
+    assert not others, f"a Darshan log's diagnosis imported the code of other inputs: {others}"
     # what it does use is there: the check above cannot pass on a run that did nothing
     assert {"numpy", "advisor.engine", "advisor.report.figures"} <= modules

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from advisor import __version__
 from advisor.config import SiteConfig, load_config
+from advisor.engine import render
 from advisor.engine.chain import run
 from advisor.engine.rules import Catalogue, load_catalogue
 from advisor.errors import ConfigError
 from advisor.expectation import JobExpectation
-from advisor.facts import PARAMS, FactContext, registry
+from advisor.facts import PARAMS, Fact, FactContext, known, registry
 from advisor.facts.layers import layer_section
 from advisor.findings import Diagnosis, NotChecked
-from advisor.ingest.ior.view import results_data
 from advisor.profile import JobProfile
 
 SUMMARY_FACTS = ("bytes_read", "bytes_written", "io_time_s", "io_share", "io_layer", "read_time_s",
@@ -26,6 +26,8 @@ SUMMARY_FACTS = ("bytes_read", "bytes_written", "io_time_s", "io_share", "io_lay
 
 def check_thresholds(config: SiteConfig, catalogue: Catalogue) -> None:
     """Every [thresholds] name must be a rule's threshold or a fact parameter (ConfigError)."""
+    if not config.thresholds:
+        return
     registry()
     declared = set(PARAMS) | {n for r in catalogue.rules for n in r.thresholds}
     for key, value in config.thresholds.items():
@@ -50,6 +52,14 @@ def diagnose(profile: JobProfile, config: SiteConfig | None = None,
     catalogue = catalogue or load_catalogue()
     check_thresholds(config, catalogue)
     ctx = FactContext(profile, config, expectation)
+    try:
+        return _diagnosis(profile, catalogue, ctx)
+    finally:
+        ctx.release()
+        render.save()  # the templates first compiled here, for the next runs
+
+
+def _diagnosis(profile: JobProfile, catalogue: Catalogue, ctx: FactContext) -> Diagnosis:
     runtime = ctx.value("runtime_s") or 0.0
     outcome = run(catalogue, ctx, profile.kind, float(runtime))
     job = profile.job
@@ -65,7 +75,7 @@ def diagnose(profile: JobProfile, config: SiteConfig | None = None,
         summary=_summary(ctx),
         tool={"name": "ioadvisor", "version": __version__, "rules": len(catalogue.rules),
               "rule_errors": outcome.errors},
-        data=results_data(profile),
+        data=profile.results_data(),
     )
     diagnosis.findings = diagnosis.sorted_findings()
     return diagnosis
@@ -76,7 +86,7 @@ def _summary(ctx: FactContext) -> dict:
 
     summary = {}
     for name in SUMMARY_FACTS:
-        if name in registry():
+        if isinstance(known(name), Fact):
             value = ctx.value(name)
             if value is not None:
                 summary[name] = json_ready(value)

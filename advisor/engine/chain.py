@@ -19,7 +19,8 @@ from advisor.engine import expr, render
 from advisor.engine.evaluator import Evaluator
 from advisor.engine.rules import Catalogue, Rule
 from advisor.engine.significance import DECLARED, Confidence, Impact, Limits, grade
-from advisor.facts import PARAMS, Assumption, FactContext, Missing, NotApplicable, describe, meta_of, registry
+from advisor.facts import (Assumption, Fact, FactContext, Missing, NotApplicable, describe, is_param, known,
+                           meta_of)
 from advisor.facts.fix_cost import recovered_s
 from advisor.formatting import fmt_num
 from advisor.findings import Finding, NotChecked, Recommendation
@@ -47,7 +48,7 @@ class _RuleScope:
     def lookup(self, name: str) -> Any:
         if name in self.rule.thresholds:
             return self.config.threshold(name, self.rule.thresholds[name], self.rule.code)
-        if name in PARAMS:
+        if is_param(name):
             return self.ctx.param(name)
         try:
             return _plain(self.ctx.get(name))
@@ -171,9 +172,9 @@ def _graded(rule: Rule, scope: _RuleScope, cost_s: float, runtime_s: float) -> t
 
 def _counted(rule: Rule, scope: _RuleScope) -> str:
     """The first operation count the rule quotes as evidence: 'small_write_count 262,144'."""
-    facts = registry()
     for name in rule.evidence:
-        value = scope.lookup(name) if name in facts and facts[name].kind == "ops" else None
+        found = known(name)
+        value = scope.lookup(name) if isinstance(found, Fact) and found.kind == "ops" else None
         if isinstance(value, (int, float)) and value > 0:
             return f"{name} {fmt_num(value)}"
     return ""

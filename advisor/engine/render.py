@@ -3,14 +3,17 @@
 Jinja2 is imported on first use, not with this module: a diagnosis with no finding,
 from a cached catalogue, renders no template and need not pay for it. Compiling a
 template costs about 2 ms and a diagnosis renders some twenty, so compiled templates
-are kept across runs in Jinja2's own bytecode cache, in the per-user cache directory.
+are kept across runs through Jinja2's bytecode cache API, all of them in one file of the
+per-user cache directory (:func:`save` writes what a run compiled).
 """
 
 from __future__ import annotations
 
-import contextlib
-import re
 import hashlib
+import marshal
+import os
+import re
+import tempfile
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,30 +60,79 @@ def _in_unit(value: Any, unit: int) -> int:
 
 
 def _bytecode_cache(jinja2_version: str):
-    """Jinja2's file cache of compiled templates, or None when there is no private place for it.
+    """The compiled templates of earlier runs, all in one file, or None when there is no private
+    place for it. One file, not Jinja2's file per template: reading a template's own file cost
+    about 0.4 ms, and a fleet worker renders a hundred or more (0.03 ms each from one file).
 
-    Jinja2 checks a cached template against its text only; the directory's key covers what
-    else the compiled code depends on: this module (options, filters), Jinja2 and Python.
+    Each entry keeps its template's checksum (Jinja2 checks a cached template against its text
+    only); the directory's key covers what else the compiled code depends on: this module
+    (options, filters), Jinja2 and Python.
     """
-    from jinja2 import FileSystemBytecodeCache
+    from jinja2 import BytecodeCache
 
     from advisor.engine import cache
 
-    class QuietCache(FileSystemBytecodeCache):
-        """Failing to read or store a compiled template only means compiling it."""
+    class BundleCache(BytecodeCache):
+        """Failing to read or store the compiled templates only means compiling them."""
+
+        def __init__(self, path: Path):
+            self.path, self.entries, self.added = path, _read_bundle(path), False
 
         def load_bytecode(self, bucket) -> None:
-            try:
-                super().load_bytecode(bucket)
-            except Exception:  # damaged file (the checksum is a pickle): compile instead
-                bucket.reset()
+            entry = self.entries.get(bucket.key)
+            if entry is not None and entry[0] == bucket.checksum:
+                try:
+                    bucket.code = marshal.loads(entry[1])
+                except Exception:  # damaged entry: compile instead
+                    bucket.reset()
 
         def dump_bytecode(self, bucket) -> None:
-            with contextlib.suppress(OSError):
-                super().dump_bytecode(bucket)
+            self.entries[bucket.key] = (bucket.checksum, marshal.dumps(bucket.code))
+            self.added = True
 
     folder = cache.private_dir("templates", cache.digest(Path(__file__).read_bytes(), jinja2_version))
-    return QuietCache(str(folder)) if folder else None
+    return BundleCache(folder / "bundle.marshal") if folder else None
+
+
+def _read_bundle(path: Path) -> dict[str, tuple[str, bytes]]:
+    """The entries of the bundle file if it is there, ours alone and whole, else none."""
+    from advisor.engine import cache
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return {}
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            if not cache.private(os.fstat(fd)):
+                return {}
+            entries = marshal.loads(fh.read())
+        except Exception:  # damaged or foreign: compile again
+            return {}
+    ok = isinstance(entries, dict) and all(isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str)
+                                           and isinstance(v[1], bytes) for v in entries.values())
+    return entries if ok else {}
+
+
+def save() -> None:
+    """Write the templates this process compiled into the bundle file (readers see the old file or
+    the new one, whole); nothing when it compiled none."""
+    if environment.cache_info().currsize == 0:
+        return  # Jinja2 never loaded: nothing rendered
+    bundle = environment().bytecode_cache
+    if bundle is None or not bundle.added:
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(dir=bundle.path.parent, prefix=".bundle-", suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(marshal.dumps(bundle.entries))
+        os.replace(tmp, bundle.path)
+        bundle.added = False
+    except OSError:  # a full disk: no cache this time
+        Path(tmp).unlink(missing_ok=True)
 
 
 _TEXTS: dict[str, str] = {}

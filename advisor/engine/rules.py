@@ -20,7 +20,7 @@ from advisor.engine import expr, render
 from advisor.engine.evaluator import FUNCTIONS
 from advisor.engine.significance import EVIDENCE_KINDS
 from advisor.errors import ConfigError
-from advisor.facts import PARAMS, registry
+from advisor.facts import PARAMS, index, registry, use_index
 from advisor.findings import CATEGORIES, SEVERITIES
 from advisor.units import quantity
 from replay.transforms import FIXES, KINDS
@@ -298,6 +298,9 @@ class Catalogue:
     """All rules, in an order where every rule comes after the rules it names in fired()."""
 
     rules: list[Rule]
+    # the module defining each fact and parameter: with a cached catalogue the engine imports only
+    # the fact modules of the names it asks for (advisor.facts.use_index)
+    defined_by: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.by_code = {r.code: r for r in self.rules}
@@ -339,7 +342,7 @@ def build_catalogue(rules: list[Rule]) -> Catalogue:
 
     for rule in rules:
         visit(rule, [])
-    return Catalogue(ordered)
+    return Catalogue(ordered, index())
 
 
 def load_catalogue(paths: list[Path] | None = None) -> Catalogue:
@@ -357,4 +360,6 @@ def _installed() -> Catalogue:
     from advisor.engine import cache
 
     files = rule_files()
-    return cache.cached(files, lambda: load_catalogue(files))
+    catalogue = cache.cached(files, lambda: load_catalogue(files))
+    use_index(catalogue.defined_by)
+    return catalogue

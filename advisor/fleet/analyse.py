@@ -14,6 +14,7 @@ import os
 import shlex
 import socket
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -78,7 +79,8 @@ def _rows(log: LogFile, digest: str, profile: JobProfile, diagnosis: Diagnosis,
           elapsed: float) -> dict[str, Any]:
     job_info = profile.job
     summary = diagnosis.summary
-    mounts = _job_mounts(profile)
+    label = _labeller(profile)
+    mounts = _job_mounts(profile, label)
     app = app_name(job_info.exe)
     start = _when(job_info.start_time)
     findings = diagnosis.sorted_findings()
@@ -102,7 +104,7 @@ def _rows(log: LogFile, digest: str, profile: JobProfile, diagnosis: Diagnosis,
         "diagnosis": json.dumps(diagnosis.to_dict(), default=str),
     }
     main_mount = mounts[0][0] if mounts else ""
-    rows = [_finding_row(job, f, _finding_mount(profile, f) or main_mount) for f in findings]
+    rows = [_finding_row(job, f, _finding_mount(f, label) or main_mount) for f in findings]
     return {"job": job, "findings": rows}
 
 
@@ -142,25 +144,32 @@ def _script(args: list[str]) -> str:
 
 def mount_label(profile: JobProfile, path: str) -> str:
     """``"/lustre/scratch (lustre)"`` for the job mount holding `path` (longest prefix), else ""."""
-    best = None
-    for m in profile.mounts:
-        if path.startswith(m.path) and (best is None or len(m.path) > len(best.path)):
-            best = m
-    return f"{best.path} ({best.fstype})" if best else ""
+    return _labeller(profile)(path)
 
 
-def _job_mounts(profile: JobProfile) -> list[tuple[str, int]]:
+def _labeller(profile: JobProfile) -> Callable[[str], str]:
+    """:func:`mount_label` for many paths of one job: its mounts ordered once, longest first (the
+    first of equal length as in the table)."""
+    ordered = [(m.path, f"{m.path} ({m.fstype})") for m in sorted(profile.mounts, key=lambda m: -len(m.path))]
+
+    def label(path: str) -> str:
+        return next((text for point, text in ordered if path.startswith(point)), "")
+
+    return label
+
+
+def _job_mounts(profile: JobProfile, label: Callable[[str], str]) -> list[tuple[str, int]]:
     """Mounts of the job's files, most files first."""
     counts: dict[str, int] = {}
     for name in profile.names.values():
-        label = mount_label(profile, name)
-        if label:
-            counts[label] = counts.get(label, 0) + 1
+        text = label(name)
+        if text:
+            counts[text] = counts.get(text, 0) + 1
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def _finding_mount(profile: JobProfile, finding: Finding) -> str:
-    return next((label for f in finding.files if (label := mount_label(profile, f))), "")
+def _finding_mount(finding: Finding, label: Callable[[str], str]) -> str:
+    return next((text for f in finding.files if (text := label(f))), "")
 
 
 def _features(profile: JobProfile) -> dict[str, float]:

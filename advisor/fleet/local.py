@@ -100,7 +100,10 @@ class _Worker:
     def feed(self, logs: Iterator[LogFile]) -> None:
         while len(self.queued) < QUEUED and (log := next(logs, None)) is not None:
             self.queued.append(log)
-            self.conn.send(log)
+            try:
+                self.conn.send(log)
+            except OSError:  # it died before taking it: its pipe reads as ended, and the pool
+                return  # replaces it, giving the replacement every log queued here
 
     def stop(self) -> int | None:
         """Close its pipe (it exits at the end of its log) and reap it; its exit code."""
@@ -146,12 +149,15 @@ def _serve(conn: Connection, config: Any, timeout_s: float, inherited: list[Conn
     for driver_end in inherited:
         driver_end.close()
 
+    from advisor import gcpolicy
     from advisor.engine.rules import load_catalogue
     from advisor.ingest.kept import keep_child
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides when to stop
+    gcpolicy.for_bursts()  # (a forkserver's child did not inherit the driver's)
     load_catalogue()  # warm before the first log (the per-user rule cache makes it a read)
     keep_child()  # one parsing child for all its logs, not a fork per log
+    gcpolicy.settled()  # the analysis code and the rules: full collections need not scan them
     while True:
         try:
             log = conn.recv()

@@ -67,6 +67,11 @@ class SnapshotProfile(JobProfile):
     kind: ClassVar[str] = "snapshot"
     settings: dict[str, Any]
 
+    def results_data(self) -> dict[str, Any]:
+        from advisor.ingest.ior.view import snapshot_data  # the JSON view, only for snapshots
+
+        return {"snapshot": snapshot_data(self.settings)}
+
 
 def profile_of(doc: dict[str, Any], path: str) -> SnapshotProfile:
     """The profile of a validated snapshot document."""

@@ -28,13 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from advisor import metrics
-from advisor.collect import storage_devices
 from advisor.facts.ost import MIN_RECORD_BYTES
-from advisor.ingest.ior.view import snapshot_data
-from advisor.ingest.iozone import IozoneProfile
-from advisor.ingest.snapshot import SnapshotProfile
 from advisor.profile import DXT_READ, DXT_WRITE, JobProfile
-from advisor.report.surface import surface_data
 from advisor.report.timeline import timeline_data
 
 MAX_RANK_BARS = 128
@@ -59,9 +54,14 @@ def figure_data(profile: JobProfile) -> dict:
         "osts": ost_figure(files),
         "top_files": top_files(files),
     }
-    if isinstance(profile, SnapshotProfile):
+    # the sections of other kinds of input import their code for those inputs only (not for a log)
+    if profile.kind == "snapshot":
+        from advisor.ingest.ior.view import snapshot_data
+
         sections["snapshot"] = snapshot_tables(snapshot_data(profile.settings))
-    if isinstance(profile, IozoneProfile):
+    if profile.kind == "iozone":
+        from advisor.report.surface import surface_data
+
         sections["surface"] = surface_data(profile)
     return {"version": 1, **{k: v for k, v in sections.items() if v}}
 
@@ -205,6 +205,8 @@ def top_files(files: list[metrics.FileSummary]) -> dict | None:
 
 def snapshot_tables(snap: dict) -> dict | None:
     """The settings of a node snapshot as tables; the first column names the object findings cite."""
+    from advisor.collect import storage_devices
+
     tables = []
     host, cpu, mem = snap.get("host") or {}, snap.get("cpu") or {}, snap.get("memory") or {}
     node = [[k, str(v)] for k, v in (("hostname", host.get("hostname")), ("kernel", host.get("kernel")),

@@ -9,7 +9,6 @@ Builders read only plain JSON values, so a saved diagnosis re-renders without th
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field
 
 from markupsafe import Markup
@@ -18,6 +17,15 @@ from advisor.formatting import counted, fmt_middle
 from advisor.report.svg import Axis, Scale, Svg, axis, text_width
 from advisor.report.units import compact_count, fmt_bytes, fmt_num, fmt_rate, fmt_secs
 from advisor.units import STD_STREAMS, MiB
+
+
+def _median(values: list[float]) -> float:
+    """statistics.median, imported at the call: only drawing needs it, and with it decimal and
+    fractions (~8 ms of a `diagnose --json`, which imports this module for the timeline's data)."""
+    from statistics import median
+
+    return median(values)
+
 
 WIDTH = 860
 LEFT, RIGHT, TOP, BOTTOM = 78, 16, 26, 46
@@ -200,7 +208,7 @@ def rank_plot(fig: dict) -> Plot:
     hot = {int(i) for i in fig.get("straggler_index", [])}
     title = "Bytes and I/O time per rank" + (" (groups of ranks: mean, whisker to the slowest)"
                                              if fig.get("grouped") else "")
-    med = statistics.median(time_s) if time_s else 0.0
+    med = _median(time_s) if time_s else 0.0
     total = float(fig.get("bytes_total", sum(read) + sum(written)))  # older saved diagnoses lack it
     alt = _rank_alt(labels, total, time_max, hot, med, str(fig.get("source", "")))
     panel, gap = 150, 58
@@ -273,7 +281,7 @@ def ost_plot(fig: dict) -> Plot:
     nbytes = [float(v) for v in fig["bytes"]]
     outliers = {int(o) for o in fig.get("outliers", [])}
     compared = {int(o) for o in fig.get("compared", osts)}  # saved before 'compared': all were
-    med = float(fig["median"]) if "median" in fig else (statistics.median(bw) if bw else 0.0)
+    med = float(fig["median"]) if "median" in fig else (_median(bw) if bw else 0.0)
     title = "Bandwidth per OST (Lustre)"
     alt = _ost_alt(osts, compared, outliers, med, int(fig.get("min_file_bytes", 0)))
     height = 260

@@ -52,12 +52,12 @@ def error_entry(path: str, reason: str) -> dict:
 
 def show_entry(profile: JobProfile, top_files: int = 10) -> dict:
     """The `show` result of one profile (top_files=0: every file)."""
-    from advisor.ingest.ior.view import extra_tables, results_data
+    from advisor.ingest.ior.view import extra_tables
 
     summary = summarize(profile)
     shown = per_file(profile, None if top_files <= 0 else top_files)
     layers = layer_section(FactContext(profile))
-    data = results_data(profile)
+    data = profile.results_data()
     j = profile.job
     return {
         "path": profile.source.path,

@@ -11,8 +11,8 @@ Carried by an :class:`IorProfile` and read by ``advisor.facts.ior``,
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar
 
 from advisor.profile import JobProfile
 
@@ -193,3 +193,38 @@ class IorProfile(JobProfile):
 
     kind: ClassVar[str] = "ior"
     run: IorRun
+
+    def results_data(self) -> dict[str, Any]:
+        return {"ior": ior_data(self.run)}
+
+
+# JSON names of the model's fields whose unit the model's name does not say (IOR's units).
+_SUMMARY_NAMES = {"max_mib": "max_mib_s", "min_mib": "min_mib_s", "mean_mib": "mean_mib_s",
+                  "stddev_mib": "stddev_mib_s", "ops_max": "max_iops", "ops_min": "min_iops",
+                  "ops_mean": "mean_iops", "stonewall_mib": "stonewall_mib_s"}
+_ROW_NAMES = {"bw_mib": "bw_mib_s"}
+
+
+def ior_data(run: IorRun) -> dict[str, Any]:
+    """The run: its header and per test the parameters (sizes in bytes, stonewall in seconds),
+    per operation the summary (MiB/s, IOPS, seconds; `source` says whether IOR printed it) and
+    its result rows, one per repetition (bandwidth, IOPS, latency, open/wr-rd/close/total times)."""
+    return {"format": run.format, "version": run.version, "command_line": run.command_line,
+            "machine": run.machine, "began": run.began, "finished": run.finished, "tasks": run.tasks,
+            "tests": [_test(t) for t in run.tests], "notes": list(run.notes)}
+
+
+def _test(test: IorTest) -> dict[str, Any]:
+    operations = {}
+    for op in test.operations():
+        summary = test.summaries.get(op)
+        operations[op] = {**(_renamed(summary, _SUMMARY_NAMES) if summary else {}),
+                          "iterations": [_renamed(it, _ROW_NAMES) for it in test.iterations if it.operation == op]}
+    return {"id": test.test_id, "command_line": test.command_line, "version": test.version,
+            "began": test.began, "finished": test.finished, "path": test.path, "hosts": test.hosts,
+            "params": asdict(test.params), "operations": operations,
+            "max_mib_s": dict(test.max_lines), "warnings": list(test.warnings), "errors": list(test.errors)}
+
+
+def _renamed(item: IorSummary | IorIteration, names: dict[str, str]) -> dict[str, Any]:
+    return {names.get(f.name, f.name): getattr(item, f.name) for f in fields(item) if f.name != "operation"}

@@ -1,70 +1,23 @@
 """IOR runs, node snapshots and Recorder call counts as data (typed numbers, JSON-ready), and the
 tables `show` draws from it.
 
-:func:`results_data` is what ``show --json`` and ``diagnose --json`` carry for an input that is
-not Darshan-like: an IOR run's tests (parameters, per-operation summaries and every result row,
-in IOR's units: MiB/s, seconds, bytes) or a snapshot's settings (Lustre parameters as numbers
-where they are numbers). The display tables are built from that data, so the text and the
-JSON cannot disagree.
+What ``show --json`` and ``diagnose --json`` carry for an input that is not Darshan-like is each
+profile's :meth:`~advisor.profile.JobProfile.results_data`: an IOR run's tests
+(:func:`advisor.ingest.ior.model.ior_data`: parameters, per-operation summaries and every result
+row, in IOR's units: MiB/s, seconds, bytes) or a snapshot's settings (:func:`snapshot_data`:
+Lustre parameters as numbers where they are numbers). The display tables are built from that
+data, so the text and the JSON cannot disagree.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
 from typing import Any
 
-from advisor.ingest.ior.model import FPP, SHARED, IorIteration, IorProfile, IorRun, IorSummary, IorTest
+from advisor.ingest.ior.model import FPP, SHARED
 from advisor.collect import storage_devices
 from advisor.formatting import counted
-from advisor.ingest.snapshot import SnapshotProfile
-from advisor.profile import JobProfile
 
 Table = tuple[str, list[str], list[list[str]]]
-
-# JSON names of the model's fields whose unit the model's name does not say (IOR's units).
-_SUMMARY_NAMES = {"max_mib": "max_mib_s", "min_mib": "min_mib_s", "mean_mib": "mean_mib_s",
-                  "stddev_mib": "stddev_mib_s", "ops_max": "max_iops", "ops_min": "min_iops",
-                  "ops_mean": "mean_iops", "stonewall_mib": "stonewall_mib_s"}
-_ROW_NAMES = {"bw_mib": "bw_mib_s"}
-
-
-def results_data(profile: JobProfile) -> dict[str, Any]:
-    """``{"ior": ...}`` for an IOR run, ``{"snapshot": ...}`` for a node snapshot, what a benchmark's
-    profile gives of itself (``{"iozone"|"fio"|"mdtest": ..., "measurements": [...]}``), else ``{}``."""
-    if isinstance(profile, IorProfile):
-        return {"ior": ior_data(profile.run)}
-    if isinstance(profile, SnapshotProfile):
-        return {"snapshot": snapshot_data(profile.settings)}
-    if "recorder" in profile.extras:  # a Recorder trace: a Darshan-like profile with its call counts
-        return {"recorder": profile.extras["recorder"]}
-    own = getattr(profile, "results_data", None)  # an input kind that says its own (IOzone, fio, mdtest)
-    return own() if own is not None else {}
-
-
-def ior_data(run: IorRun) -> dict[str, Any]:
-    """The run: its header and per test the parameters (sizes in bytes, stonewall in seconds),
-    per operation the summary (MiB/s, IOPS, seconds; `source` says whether IOR printed it) and
-    its result rows, one per repetition (bandwidth, IOPS, latency, open/wr-rd/close/total times)."""
-    return {"format": run.format, "version": run.version, "command_line": run.command_line,
-            "machine": run.machine, "began": run.began, "finished": run.finished, "tasks": run.tasks,
-            "tests": [_test(t) for t in run.tests], "notes": list(run.notes)}
-
-
-def _test(test: IorTest) -> dict[str, Any]:
-    operations = {}
-    for op in test.operations():
-        summary = test.summaries.get(op)
-        operations[op] = {**(_renamed(summary, _SUMMARY_NAMES) if summary else {}),
-                          "iterations": [_renamed(it, _ROW_NAMES) for it in test.iterations if it.operation == op]}
-    return {"id": test.test_id, "command_line": test.command_line, "version": test.version,
-            "began": test.began, "finished": test.finished, "path": test.path, "hosts": test.hosts,
-            "params": asdict(test.params), "operations": operations,
-            "max_mib_s": dict(test.max_lines), "warnings": list(test.warnings), "errors": list(test.errors)}
-
-
-def _renamed(item: IorSummary | IorIteration, names: dict[str, str]) -> dict[str, Any]:
-    return {names.get(f.name, f.name): getattr(item, f.name) for f in fields(item) if f.name != "operation"}
-
 
 def snapshot_data(doc: dict[str, Any]) -> dict[str, Any]:
     """Every setting the snapshot read (its document less the commands run), with Lustre
@@ -188,7 +141,8 @@ def mdtest_tables(data: dict[str, Any]) -> list[Table]:
 
 
 def extra_tables(data: dict[str, Any]) -> list[Table]:
-    """Tables of :func:`results_data` (IOR runs, IOzone, fio and mdtest outputs, node snapshots), for `show`."""
+    """Tables of an input's :meth:`~advisor.profile.JobProfile.results_data` (IOR runs, IOzone, fio
+    and mdtest outputs, node snapshots), for `show`."""
     if "ior" in data:
         return ior_tables(data["ior"])
     for kind, tables in (("iozone", iozone_tables), ("fio", fio_tables), ("mdtest", mdtest_tables)):
