@@ -189,6 +189,10 @@ def alarm_rate(corpus: Path, timeout: float) -> None:
         logs_of = [d for d in read if _origin(d, corpus) == origin]
         print(f"  {origin:<9} {sum(1 for d in logs_of if d in with_high):>3} of {len(logs_of):>3} logs with a high "
               f"finding")
+    for d in with_high:  # the real jobs flagged high, to be read one by one: no label says they should be
+        if _origin(d, corpus) == "real":
+            codes = ", ".join(f"{f['code']} {f['cost_s']:.2f} s" for f in d["findings"] if f["severity"] == "high")
+            print(f"    real, high: {Path(d['source']['path']).relative_to(corpus)}: {codes}")
     by_code: dict[str, int] = {}
     for _, f in highs:
         by_code[f["code"]] = by_code.get(f["code"], 0) + 1
