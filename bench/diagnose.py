@@ -21,7 +21,9 @@ Every tool runs from compiled bytecode, as an installed one does (bench/bytecode
 
 `--before DIR` also times the ioadvisor of another checkout in the same run (its `advisor`
 package first on PYTHONPATH, e.g. `git archive REV advisor | tar -x -C DIR`), to show what
-a change gained.
+a change gained. Archive its `rules` too (`git archive REV advisor rules | tar -x -C DIR`): an
+installed ioadvisor reads its catalogue as `advisor._rules`, which the bench links to DIR/rules,
+else the old engine would read this checkout's rules and refuse the facts it does not know.
 
 Drishti lives in its own venv (never the project's): `--drishti`, `$DRISHTI`, or the first
 of DRISHTI_PATHS that exists; create one with
@@ -157,6 +159,9 @@ def summarize(results: dict[str, dict[Path, Run]]) -> None:
     names = list(results)
     both = [log for log in results[names[0]] if all(results[name][log].ok for name in names)]
     print(f"\nover the {len(both)} logs every tool handled:")
+    if not both:
+        print("no log that every tool handled: see the failures above")
+        return
     print(f"{'':10s} {'wall median':>12s} {'wall p95':>10s} {'CPU median':>11s} {'CPU p95':>9s}  failed")
     medians = {}
     for name in names:
@@ -173,6 +178,14 @@ def summarize(results: dict[str, dict[Path, Run]]) -> None:
         for name in (n for n in names if n not in PEERS):
             ow, oc = medians[name]
             print(f"ratio of medians ({name} / {peer}): wall {ow / tw:.2f}, CPU {oc / tc:.2f}  ({target})")
+
+
+def _link_rules(before: Path) -> bool:
+    """The other checkout's catalogue where its package looks for it (advisor._rules)."""
+    link, rules = before / "advisor" / "_rules", before / "rules"
+    if not link.exists() and rules.is_dir():
+        link.symlink_to(Path("..") / "rules")
+    return link.is_dir()
 
 
 def main() -> int:
@@ -198,6 +211,9 @@ def main() -> int:
     cache = {"XDG_CACHE_HOME": tempfile.mkdtemp(prefix="ioadvisor-bench-cache-")}
     tools = {"ioadvisor": Tool(ours_command(), cache)}
     if args.before:
+        if not _link_rules(args.before):
+            print(f"{args.before}: no rules/ beside advisor/ (git archive REV advisor rules)", file=sys.stderr)
+            return 2
         tools["before"] = Tool([sys.executable, "-m", "advisor", "diagnose", "--json", "-"],
                                # PYTHONSAFEPATH: not this checkout from the working directory
                                {"PYTHONPATH": str(args.before.resolve()), "PYTHONSAFEPATH": "1",
