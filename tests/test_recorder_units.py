@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor.ingest.recorder import grammar, plans, records
+from advisor.ingest.recorder import grammar, heap, plans, records
 from advisor.ingest.recorder.format import RecorderTrace
 from tests.recorder_traces import recorder_dir, reference_text
 
@@ -77,7 +77,7 @@ def test_chains_are_walked_together_entry_by_entry():
 _HEAP_PROBE = """
 import ctypes
 import numpy as np
-from advisor.ingest.recorder.heap import _glibc, kept_heap
+from MODULE import _glibc, kept_heap
 
 class MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
@@ -108,7 +108,8 @@ def test_a_kept_heap_takes_large_arrays_from_the_heap_not_from_mmap():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", _HEAP_PROBE], capture_output=True, text=True, check=True,
+    probe = _HEAP_PROBE.replace("MODULE", heap.__name__)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                          timeout=120).stdout
     outside, inside, after = (int(v) for v in out.split())
     assert outside >= 64 << 20 and inside == 0
