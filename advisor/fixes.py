@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from advisor.formatting import fmt_bytes, fmt_secs, fmt_speedup, fmt_speedup_range
+from advisor.formatting import fmt_bytes, fmt_secs, fmt_speedup, fmt_speedup_range, shell_word
 from advisor.verification import DECIDED, Verification
 
 if TYPE_CHECKING:
@@ -218,6 +218,23 @@ def _summary(f: Finding) -> FixSummary:
         predicted_interval=p.interval if p and _pair(p.interval) else None,
         time_saved_s=_number(p.time_saved_s) if p else None, saving=p.saving if p else "",
         predicted_reason=p.reason if p else "", versus_measured=p.versus_measured if p else "")
+
+
+def hints_handoff(fix: dict[str, Any] | None, library: str | None) -> str | None:
+    """How a hints fix reaches MPI-IO in a job whose files a library opens (HDF5, PnetCDF): the
+    MPI_Info the application fills takes effect only when that library's own call passes it on;
+    PnetCDF also reads hints from PNETCDF_HINTS, which needs no rebuild. None for any other fix,
+    and for jobs that open their files with MPI-IO themselves (MPI_File_open takes the info)."""
+    if not fix or fix.get("transform") != "hints":
+        return None
+    if library == "HDF5":
+        return ("H5Pset_fapl_mpio(fapl, comm, info);  /* HDF5 hands these hints to MPI-IO at the "
+                "H5Fcreate/H5Fopen given this fapl */")
+    if library == "PnetCDF":
+        pairs = ";".join(f"{k}={v}" for k, v in fix.items() if k != "transform")
+        return (f"export PNETCDF_HINTS={shell_word(pairs)}  # read by PnetCDF at ncmpi_create/ncmpi_open, "
+                "no rebuild (or pass the info to ncmpi_create)")
+    return None
 
 
 def describe(fix: dict[str, Any]) -> str:

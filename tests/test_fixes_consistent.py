@@ -147,3 +147,31 @@ def test_misaligned_aggregator_requests_get_romio_alignment_not_new_offsets(corp
     posix = by_code(diagnosed(corpus / "generated/i_misaligned_1000000/case.darshan"))
     assert posix["IO020"].fix["transform"] == "align"
     assert "aggregators" not in posix["IO020"].message
+
+
+def test_hints_reach_mpiio_through_the_library_the_job_calls(corpus):
+    """ROMIO hints filled into an MPI_Info do nothing unless the call that opens the file gets
+    it: HDF5 jobs are told to pass it with H5Pset_fapl_mpio; PnetCDF jobs (E3SM-IO) get the
+    PNETCDF_HINTS line holding the fix's own hints (no rebuild); a job that calls MPI-IO itself
+    gets neither. The line comes second: the terminal shows two commands."""
+    e3sm = by_code(diagnosed(corpus / E3SM))
+    commands = e3sm["MPI007"].recommendation.commands
+    assert commands[1].startswith("export PNETCDF_HINTS='romio_ds_read=disable;romio_ds_write=disable;"
+                                  "cb_buffer_size=4194304;striping_unit=4194304'")
+    assert "PNETCDF_HINTS=cb_nodes=8" in " ".join(e3sm["IMB003"].recommendation.commands)
+    hdf5 = by_code(diagnosed(corpus / "generated/f2_hdf5_collective_256k/case.darshan"))
+    assert hdf5["IMB003"].fix["transform"] == "hints"
+    assert hdf5["IMB003"].recommendation.commands[1].startswith("H5Pset_fapl_mpio(fapl, comm, info);")
+    mpiio = by_code(diagnosed(corpus / IOR_COLLECTIVE))
+    handed = [c for f in mpiio.values() for c in f.recommendation.commands if "PNETCDF" in c or "H5P" in c]
+    assert any(f.fix and f.fix["transform"] == "hints" for f in mpiio.values()) and not handed
+
+
+def test_aggregators_are_aligned_to_the_stripe_not_the_block(corpus):
+    """E3SM-IO on Lustre (1 MiB stripes): Darshan checked alignment against 4 KiB blocks, but a
+    striping_unit hint of 4 KiB would ask Lustre for a stripe below its 64 KiB minimum; the
+    aggregators' file domains align to the files' stripe size."""
+    io020 = by_code(diagnosed(corpus / E3SM))["IO020"]
+    assert io020.evidence["file_alignment"] == 4096
+    assert io020.fix == {"transform": "hints", "striping_unit": 1 << 20}
+    assert "stripe size (1 MiB)" in io020.recommendation.text

@@ -22,6 +22,7 @@ from advisor.engine.significance import DECLARED, Confidence, Impact, Limits, gr
 from advisor.facts import (Assumption, Fact, FactContext, Missing, NotApplicable, describe, is_param, known,
                            meta_of)
 from advisor.facts.fix_cost import recovered_s
+from advisor.fixes import hints_handoff
 from advisor.formatting import fmt_num
 from advisor.findings import Finding, NotChecked, Recommendation
 
@@ -142,7 +143,7 @@ def _finding(rule: Rule, scope: _RuleScope, ev: Evaluator, runtime_s: float) -> 
         recovered_s=round(recovered_s(scope.ctx, cost_s, fix), 6) if fix and cost_s > 0 else None,
         recommendation=Recommendation(
             text=render.render(rule.recommendation["text"], values),
-            commands=_commands(rule, values)),
+            commands=_with_handoff(_commands(rule, values), scope, fix)),
         fix=fix, references=list(rule.references), confidence=confidence.to_dict(),
     )
 
@@ -156,6 +157,15 @@ def _commands(rule: Rule, values: dict[str, Any]) -> list[str]:
     """The rule's commands as rendered; one whose condition left it blank does not apply here."""
     rendered = (render.render(c, values) for c in rule.recommendation["commands"])
     return [c for c in rendered if c.strip()]
+
+
+def _with_handoff(commands: list[str], scope: _RuleScope, fix: dict[str, Any] | None) -> list[str]:
+    """The commands with, second (the terminal shows two), the line that passes a hints fix on
+    through the library the application calls, where there is one."""
+    if not fix or fix.get("transform") != "hints":
+        return commands
+    line = hints_handoff(fix, scope.ctx.value("app_library"))
+    return commands if line is None else [*commands[:1], line, *commands[1:]]
 
 
 def _graded(rule: Rule, scope: _RuleScope, cost_s: float, runtime_s: float) -> tuple[str | None, Confidence]:

@@ -8,7 +8,7 @@ count and default layout come from the site config ([system]) when the log canno
 from __future__ import annotations
 
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 
@@ -292,6 +292,19 @@ def stripe_straddle_cost_s(ctx: FactContext) -> float:
     stripe = s["stripe_size"] or 1
     crossing = min(1.0, s["transfer"] / stripe) if s["transfer"] < stripe else 1.0
     return s["seconds"] / nprocs(ctx) * crossing * 0.3
+
+
+@fact("domain_alignment", "bytes", "The boundary collective buffering's file domains should start on (ROMIO's "
+      "striping_unit hint): the most common stripe size of the job's striped data files, else the file "
+      "alignment Darshan recorded (a block size is no stripe size to ask a striped file system for).",
+      label="file domain boundary")
+def domain_alignment(ctx: FactContext) -> int:
+    try:
+        striped = layouts(ctx)
+    except Missing:
+        return ctx.get("file_alignment")
+    sizes = Counter(f.layout.stripe_size for f in striped if f.layout.stripe_size > 0)
+    return sizes.most_common(1)[0][0] if sizes else ctx.get("file_alignment")
 
 
 FITTING_STRIPES = [n << 20 for n in (4, 2, 1)]  # smaller stripes would split Lustre's 1 MiB RPCs
