@@ -127,3 +127,19 @@ def test_rereading_through_stdio_is_redundant_reading(corpus: Path):
     assert ctx.get("redundant_read_files")[0].startswith("/lus/grand/")
     (io030,) = [f for f in diagnose(log, SiteConfig()).findings if f.code == "IO030"]
     assert io030.severity == "warn" and io030.cost_s > 0.25 * log.job.runtime_s
+
+
+def test_requests_smaller_than_the_alignment_cost_only_the_boundaries_they_cross(corpus):
+    """A Python workflow worker reads 94,340 records of ~3.9 KiB from a file system that reports a
+    4 MiB alignment: nearly every offset is off the 4 MiB grid, but a 3.9 KiB request crosses a
+    boundary once in ~1,000. Its time is the small reads' (IO002, coalesce), not misalignment's:
+    IO020 priced all of it and told the job to align 3.9 KiB requests to 4 MiB."""
+    from advisor.engine import diagnose
+
+    log = corpus / "darshan-logs/_branch_snyder_add-nonmpi-workflow/darshan_logs/nonmpi_workflow/worker_6.darshan"
+    ctx = FactContext(load(log), SiteConfig())
+    size, alignment = ctx.get("common_access_size"), ctx.get("file_alignment")
+    assert size < 4096 and alignment == 4 << 20 and ctx.get("file_misaligned_share") > 0.99
+    assert ctx.get("misaligned_cost_s") < 0.01
+    codes = {f.code for f in diagnose(load(log), SiteConfig()).findings}
+    assert "IO002" in codes and "IO020" not in codes

@@ -85,11 +85,15 @@ def file_alignment(ctx: FactContext) -> int:
     return int(a)
 
 
-@fact("misaligned_cost_s", "seconds", "Seconds per process misaligned file requests lose (estimate).",
+@fact("misaligned_cost_s", "seconds", "Seconds per process misaligned file requests lose (estimate): those "
+      "smaller than the alignment cross a boundary only in the share their size is of it.",
       label="time misalignment loses per process")
 def misaligned_cost_s(ctx: FactContext) -> float:
     s = _posix(ctx)
-    return (s.read_time + s.write_time) / nprocs(ctx) * ctx.get("file_misaligned_share") * MISALIGNED_PENALTY
+    size = ctx.value("common_access_size")  # unknown: every misaligned request is taken to cross
+    crossing = min(1.0, size / ctx.get("file_alignment")) if size else 1.0
+    return ((s.read_time + s.write_time) / nprocs(ctx) * ctx.get("file_misaligned_share") * crossing
+            * MISALIGNED_PENALTY)
 
 
 @fact("misaligned_files", "path", "Files with the most misaligned requests.",
