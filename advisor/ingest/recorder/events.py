@@ -66,10 +66,10 @@ def resolve(calls: Calls, plans: PlanTable) -> Resolved:
                    np.full(len(calls), -1, np.int64))
     files = np.flatnonzero(group == FILES)
     _files(calls, plans, files, out)
-    below = _children_bytes(calls, files[np.isin(kind[files], _ACCESS)], out.size)
+    below = _moved_below(calls, files, out)
     mpiio = np.flatnonzero(group == MPIIO)
     _mpiio(calls, plans, mpiio, below, out)
-    mpi_below = _children_bytes(calls, mpiio[np.isin(kind[mpiio], _ACCESS) & (out.name[mpiio] >= 0)], out.size)
+    mpi_below = _moved_below(calls, mpiio[out.name[mpiio] >= 0], out)
     hdf5 = np.flatnonzero(group == HDF5)
     _hdf5(calls, plans, hdf5, np.where(mpi_below > 0, mpi_below, below), out)
     out.via = _via_mpiio(calls, plans, mpiio)
@@ -203,6 +203,17 @@ def _children_bytes(calls: Calls, children: np.ndarray, size: np.ndarray) -> np.
     found[found] = calls.call[at[found]] == parent[found]
     np.add.at(total, at[found], size[children[found]])
     return total
+
+
+def _moved_below(calls: Calls, children: np.ndarray, out: Resolved) -> np.ndarray:
+    """Per counted call, the bytes its direct callees among `children` moved in the same direction:
+    a write's bytes are the writes below it, not the reads ROMIO's read-modify-write makes there
+    (a collective write with holes reads each block before writing it: counting both doubled it)."""
+    moved = np.zeros(len(calls), np.int64)
+    for op in _ACCESS:
+        mine = out.kind == op
+        moved[mine] = _children_bytes(calls, children[out.kind[children] == op], out.size)[mine]
+    return moved
 
 
 def _mpiio(calls: Calls, plans: PlanTable, idx: np.ndarray, below: np.ndarray, out: Resolved) -> None:
