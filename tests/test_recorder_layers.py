@@ -7,7 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
+from advisor.api import diagnose_profile
 from advisor.ingest.recorder import load
+from tests.recorder_traces import recorder_dir
 
 TRACES = Path(__file__).resolve().parent / "data" / "recorder"
 
@@ -27,3 +29,22 @@ def test_collective_hdf5_writes_carry_the_bytes_written_below_not_the_rmw_reads(
     assert np.array_equal(mpiio["MPIIO_BYTES_WRITTEN"], posix["POSIX_BYTES_WRITTEN"])
     # the read-modify-write reads are POSIX's alone: 16 blocks of 4 KiB per rank more than MPI-IO read
     assert (posix["POSIX_BYTES_READ"] - mpiio["MPIIO_BYTES_READ"] >= 64 << 10).all()
+
+
+def test_misaligned_requests_are_counted_against_an_assumed_alignment(corpus: Path) -> None:
+    """ior -t 1000000: Darshan counts requests off the file system's block (4 KiB on ext4, 1 MiB on
+    Lustre); a trace names no file system, so the reader counts them against 4 KiB, Darshan's own
+    fallback, and the finding says the alignment was assumed. 4 KiB requests stay aligned."""
+    profile = load(TRACES / "posix-misaligned-1e6")
+    posix = profile.records["POSIX"].counters
+    assert posix["POSIX_FILE_ALIGNMENT"].tolist() == [4096] * 4
+    # offsets k * 1,000,000: on a 4 KiB boundary only at 0 (rank 0's first write and first read)
+    assert posix["POSIX_FILE_NOT_ALIGNED"].tolist() == [30, 32, 32, 32]
+    d = diagnose_profile(profile)
+    (io020,) = [f for f in d.findings if f.code == "IO020"]
+    assert io020.severity == "warn" and io020.evidence["file_alignment"] == 4096
+    assert any("file alignment of 4 KiB" in a["value"] for a in io020.assumptions)
+    # the corpus's 4 KiB run: every request on the boundary, nothing misaligned
+    small = load(recorder_dir(corpus) / "R1_posix_small_shared" / "trace")
+    assert small.records["POSIX"].counters["POSIX_FILE_NOT_ALIGNED"].sum() == 0
+    assert "IO020" not in {f.code for f in diagnose_profile(small).findings}
