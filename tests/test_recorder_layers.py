@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from advisor.api import diagnose_profile
 from advisor.ingest.recorder import load
+from advisor.profile import DXT_READ, DXT_WRITE
 from tests.recorder_traces import recorder_dir
 
 TRACES = Path(__file__).resolve().parent / "data" / "recorder"
@@ -48,3 +50,35 @@ def test_misaligned_requests_are_counted_against_an_assumed_alignment(corpus: Pa
     small = load(recorder_dir(corpus) / "R1_posix_small_shared" / "trace")
     assert small.records["POSIX"].counters["POSIX_FILE_NOT_ALIGNED"].sum() == 0
     assert "IO020" not in {f.code for f in diagnose_profile(small).findings}
+
+
+def test_accesses_on_a_derived_view_are_placed_where_their_posix_calls_start() -> None:
+    """HDF5 sets a view of displacement 2048 (the dataset's start) and a derived filetype selecting
+    each rank's rows, then writes at offset 0 of it: the byte offset is the filetype's, which the
+    trace does not hold. Darshan's DXT asks MPI_File_get_byte_offset; the reader takes where the
+    POSIX calls below start. Before, every rank's every access sat at byte 2048 (a replay wrote 6 KiB
+    of a 256 KiB file)."""
+    profile = load(TRACES / "hdf5-coll-4k")
+    mpiio, posix = profile.dxt["DXT_MPIIO"], profile.dxt["DXT_POSIX"]
+    for rank in range(4):
+        data = (mpiio.rank == rank) & (mpiio.length == 4096)
+        expected = rank * (64 << 10) + 2048 + 4096 * np.arange(16)
+        assert np.array_equal(np.sort(mpiio.offset[data & (mpiio.op == DXT_WRITE)]), expected)
+        assert np.array_equal(np.sort(mpiio.offset[data & (mpiio.op == DXT_READ)]), expected)
+        # the pwrite each collective write made is at the same place
+        written = (posix.rank == rank) & (posix.op == DXT_WRITE) & (posix.length == 4096)
+        assert np.array_equal(np.sort(posix.offset[written]), expected)
+
+
+def test_romio_byte_range_locks_are_not_metadata_time() -> None:
+    """Under each collective write ROMIO locks the block it reads and rewrites (fcntl F_SETLKW, then
+    F_SETLK to unlock): 32 fcntl per rank, 60 % of ranks 1-3's POSIX time outside reads and writes.
+    Darshan times no fcntl (that time stays in the MPI-IO call above); counted as the file's metadata
+    it would turn lock waits into a metadata finding. The reference: recorder2text's lines of the
+    opens, closes, lseeks and unlink on the file, summed per rank."""
+    profile = load(TRACES / "hdf5-coll-4k")
+    posix = profile.records["POSIX"]
+    meta = dict(zip(posix.ranks.tolist(), posix.fcounters["POSIX_F_META_TIME"].tolist()))
+    assert meta == pytest.approx({0: 0.0244570, 1: 0.0000918, 2: 0.0000971, 3: 0.0000797}, abs=2e-6)
+    assert profile.extras["recorder"]["calls"]["POSIX"]["fcntl"] == 128
+    assert profile.extras["recorder"]["kinds"]["fcntl"] == "lock"

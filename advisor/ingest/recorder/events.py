@@ -68,7 +68,7 @@ def resolve(calls: Calls, plans: PlanTable) -> Resolved:
     _files(calls, plans, files, out)
     below = _moved_below(calls, files, out)
     mpiio = np.flatnonzero(group == MPIIO)
-    _mpiio(calls, plans, mpiio, below, out)
+    _mpiio(calls, plans, mpiio, below, _placed_below(calls, files, out), out)
     mpi_below = _moved_below(calls, mpiio[out.name[mpiio] >= 0], out)
     hdf5 = np.flatnonzero(group == HDF5)
     _hdf5(calls, plans, hdf5, np.where(mpi_below > 0, mpi_below, below), out)
@@ -194,13 +194,19 @@ def _walk_positions(first, kind, size, offset, tracked, whence, access) -> np.nd
     return position
 
 
-def _children_bytes(calls: Calls, children: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """Per counted call, the bytes its direct callees among `children` moved."""
-    total = np.zeros(len(calls), np.int64)
+def _callers(calls: Calls, children: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of each child's caller among the counted calls, whether it was counted)."""
     parent = calls.parent[children]
     at = np.searchsorted(calls.call, parent)
     found = (parent >= 0) & (at < len(calls))
     found[found] = calls.call[at[found]] == parent[found]
+    return at, found
+
+
+def _children_bytes(calls: Calls, children: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Per counted call, the bytes its direct callees among `children` moved."""
+    total = np.zeros(len(calls), np.int64)
+    at, found = _callers(calls, children)
     np.add.at(total, at[found], size[children[found]])
     return total
 
@@ -216,9 +222,25 @@ def _moved_below(calls: Calls, children: np.ndarray, out: Resolved) -> np.ndarra
     return moved
 
 
-def _mpiio(calls: Calls, plans: PlanTable, idx: np.ndarray, below: np.ndarray, out: Resolved) -> None:
+def _placed_below(calls: Calls, children: np.ndarray, out: Resolved) -> np.ndarray:
+    """Per counted call, the lowest offset its direct callees among `children` read or wrote in the
+    call's own direction, -1 when they moved nothing."""
+    lowest = np.full(len(calls), np.iinfo(np.int64).max)
+    for op in _ACCESS:
+        kids = children[(out.kind[children] == op) & (out.offset[children] >= 0)]
+        at, found = _callers(calls, kids)
+        at, kids = at[found], kids[found]
+        mine = out.kind[at] == op
+        np.minimum.at(lowest, at[mine], out.offset[kids[mine]])
+    return np.where(lowest == np.iinfo(np.int64).max, -1, lowest)
+
+
+def _mpiio(calls: Calls, plans: PlanTable, idx: np.ndarray, below: np.ndarray, placed: np.ndarray,
+           out: Resolved) -> None:
     """MPI-IO: a handle names the file of the ``MPI_File_open`` that returned it, until closed; an
-    access is at its view's displacement plus its offset in etypes, or at the handle's pointer."""
+    access is at its view's displacement plus its offset in etypes, or at the handle's pointer. On a
+    view whose filetype is derived (its layout is not traced) an access is where the POSIX calls
+    below it start, as Darshan's ``MPI_File_get_byte_offset`` would place it, where it made any."""
     gid = calls.gid[idx]
     kind = out.kind[idx]
     is_open = kind == K[C.OPEN]
@@ -249,6 +271,8 @@ def _mpiio(calls: Calls, plans: PlanTable, idx: np.ndarray, below: np.ndarray, o
     step = np.where(access & ~tracked, size, 0) + np.where(seek & (whence == 1), moved, 0)
     pointer = _scan(first, resets | seek_set, np.where(seek_set, moved, 0), step)
     offset = np.where(tracked, disp + plans["offset"][g] * etype, disp + pointer)
+    lowest = placed[idx][order]
+    offset = np.where(has_view & plans["derived"][g[at]] & (lowest >= 0), lowest, offset)
     n = order.size
     counted = path >= 0
     unsort = np.empty_like(order)
