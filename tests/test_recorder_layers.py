@@ -82,3 +82,17 @@ def test_romio_byte_range_locks_are_not_metadata_time() -> None:
     assert meta == pytest.approx({0: 0.0244570, 1: 0.0000918, 2: 0.0000971, 3: 0.0000797}, abs=2e-6)
     assert profile.extras["recorder"]["calls"]["POSIX"]["fcntl"] == 128
     assert profile.extras["recorder"]["kinds"]["fcntl"] == "lock"
+
+
+def test_seeks_from_the_end_of_a_file_the_trace_never_sized() -> None:
+    """A job reading the last 4 KiB of a 1 MiB file it did not write, then 4 KiB more 8 KiB back:
+    Recorder keeps lseek's arguments (-4096 from the end, -8192 from here), not the positions it
+    returned, and nothing in the trace says the file's size. The smallest size that no seek lands
+    before byte 0 with (8 KiB) keeps the reads' distance: 4096, then 0, a backward read as in the
+    real run (1,044,480 then 1,040,384). Before, the trace was refused ("implausible DXT_POSIX offset
+    -4096"): every Python program under Recorder seeks 22 bytes before the end of its script."""
+    profile = load(TRACES / "python-seek-end")
+    trace = profile.dxt["DXT_POSIX"]
+    assert trace.offset.tolist() == [4096, 0] and trace.length.tolist() == [4096, 4096]
+    posix = profile.records["POSIX"].counters
+    assert (posix["POSIX_SEQ_READS"].tolist(), posix["POSIX_CONSEC_READS"].tolist()) == ([1], [0])

@@ -162,8 +162,9 @@ def _files(calls: Calls, plans: PlanTable, idx: np.ndarray, out: Resolved) -> No
         seeks_so = np.zeros(int(segment[-1]) + 1, bool)
         seeks_so[segment[from_end]] = True
         walk = seeks_so[segment]  # only the files that seek so
-        position[walk] = _walk_positions(first[walk], k[walk], sz[walk], off[walk], tr[walk], wh[walk],
-                                         acc[walk])
+        position[walk] = _positions_from_end(first[walk], k[walk], sz[walk], off[walk], tr[walk], wh[walk],
+                                             acc[walk])
+    position = np.maximum(position, 0)  # (a file position is never before the file's start)
     placed = np.where(tr, off, position)
     result = np.empty_like(placed)
     result[order] = placed
@@ -172,15 +173,34 @@ def _files(calls: Calls, plans: PlanTable, idx: np.ndarray, out: Resolved) -> No
     out.size[idx] = np.where(access, size, 0)
 
 
-def _walk_positions(first, kind, size, offset, tracked, whence, access) -> np.ndarray:
-    """The file position call by call (only for traces that seek from a file's end)."""
+def _positions_from_end(first, kind, size, offset, tracked, whence, access) -> np.ndarray:
+    """The file position call by call of the files a trace seeks from the end of. Recorder records
+    lseek's arguments, not the position it returns, nor the size of a file the job did not write
+    (Python seeks 22 bytes before the end of its script): each file is given the smallest size at
+    its first open that no seek lands before byte 0 with, so the positions keep their distances
+    (a read 4 KiB before the end, then one 8 KiB back: 4096 and 0). Before, such a trace was refused
+    for a negative offset."""
+    segment = np.cumsum(first) - 1
+    start = np.zeros(int(segment[-1]) + 1, np.int64)
+    for _ in range(8):  # a size found for one seek can move the file's later seeks from the end
+        position = _walk_positions(first, kind, size, offset, tracked, whence, access, start[segment])
+        short = np.zeros_like(start)
+        np.minimum.at(short, segment, position)
+        if not short.any():
+            break
+        start -= short
+    return position
+
+
+def _walk_positions(first, kind, size, offset, tracked, whence, access, start) -> np.ndarray:
+    """The file position call by call, each file `start` bytes long at its first call."""
     position = np.zeros(first.size, np.int64)
     pos = seen = 0
-    for i, (f, k, sz, off, tr, wh, acc) in enumerate(zip(first.tolist(), kind.tolist(), size.tolist(),
-                                                           offset.tolist(), tracked.tolist(), whence.tolist(),
-                                                           access.tolist())):
+    for i, (f, k, sz, off, tr, wh, acc, s0) in enumerate(zip(
+            first.tolist(), kind.tolist(), size.tolist(), offset.tolist(), tracked.tolist(), whence.tolist(),
+            access.tolist(), start.tolist())):
         if f:
-            pos = seen = 0
+            pos, seen = 0, s0
         position[i] = pos
         if acc:
             at = off if tr else pos
