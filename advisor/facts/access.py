@@ -57,7 +57,16 @@ def random_files(ctx: FactContext) -> list[str]:
 @fact("file_misaligned_share", "fraction", "Share of POSIX requests not aligned to the file alignment.",
       label="requests misaligned in the file")
 def file_misaligned_share(ctx: FactContext) -> float:
+    _assumed(ctx, "POSIX_FILE_ALIGNMENT")
     return _request_share(ctx, "file_not_aligned", "file alignment")
+
+
+def _assumed(ctx: FactContext, counter: str) -> None:
+    """An input that counted `counter` against a value it assumed (a Recorder trace names no file
+    system, so its file alignment) says so, as the facts' own assumptions do."""
+    assumed = ctx.profile.extras.get("assumed", {}).get(counter)
+    if assumed:
+        ctx.assume(assumed["value"], how=assumed["how"])
 
 
 @fact("mem_misaligned_share", "fraction", "Share of POSIX requests on buffers not aligned in memory.",
@@ -79,6 +88,7 @@ def _request_share(ctx: FactContext, counted: str, what: str) -> float:
 @fact("file_alignment", "bytes", "The file alignment Darshan checked requests against (st_blksize or stripe size).",
       label="file alignment")
 def file_alignment(ctx: FactContext) -> int:
+    _assumed(ctx, "POSIX_FILE_ALIGNMENT")
     a = _posix(ctx).file_alignment
     if not a:
         raise Missing("the log does not record the file alignment")

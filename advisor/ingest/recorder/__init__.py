@@ -21,7 +21,7 @@ from advisor.ingest.recorder.events import Calls, Resolved, resolve
 from advisor.ingest.recorder.heap import kept_heap
 from advisor.ingest.recorder.format import LAYER_NAMES, USER_FUNCTION, RankCalls, RecorderTrace, TraceError
 from advisor.ingest.recorder.plans import MODULES, K, M, PlanTable
-from advisor.ingest.recorder.records import module_records, record_ids, segments
+from advisor.ingest.recorder.records import ASSUMED_ALIGNMENT, module_records, record_ids, segments
 from advisor.ingest.recorder_folder import is_trace
 from advisor.profile import CALL_OPS, JobInfo, JobProfile, MetadataCalls, ModuleInfo, Provenance
 
@@ -123,6 +123,8 @@ def _profile(trace: RecorderTrace, path: Path, calls: Calls, plans: PlanTable, p
         # functions this reader does not know: counted per function, their arguments not read
         "unknown": {name: n for funcs in calls_per.values() for name, n in funcs.items() if kinds[name] == "unknown"},
         "directories": _directories(calls, res, directory, plans)}
+    if "POSIX" in profile.records:
+        profile.extras["assumed"] = {"POSIX_FILE_ALIGNMENT": ASSUMED_ALIGNMENT}
     profile.ingest = {"seconds": round(seconds, 3)}
     return profile
 

@@ -46,7 +46,7 @@ def _posix() -> dict[str, Call]:
         "__xstat", "__xstat64", "__lxstat", "__lxstat64", "__fxstat", "__fxstat64")})
     calls.update({f: Call("POSIX", META) for f in (
         "mkdir", "rmdir", "unlink", "remove", "access", "chmod",
-        "chown", "lchown", "utime", "symlink", "readlink", "mkfifo", "chdir", "fcntl", "dup",
+        "chown", "lchown", "utime", "symlink", "readlink", "mkfifo", "chdir", "dup",
         "dup2", "opendir")})
     calls.update({"rename": Call("POSIX", META, path2=1), "link": Call("POSIX", META, path2=1),
                   "truncate": Call("POSIX", META, size=1), "ftruncate": Call("POSIX", META, size=1)})
@@ -57,6 +57,9 @@ def _posix() -> dict[str, Call]:
     # calls on no path (pointers, descriptor numbers, the process): counted per function only
     calls.update({f: Call("POSIX", META, path=-1) for f in (
         "getcwd", "readdir", "closedir", "rewinddir", "pipe", "umask", "msync")})
+    # fcntl: mostly the byte-range locks ROMIO takes around data sieving and read-modify-write, part
+    # of the MPI-IO call above (Darshan times no fcntl): never the file's metadata time
+    calls["fcntl"] = Call("POSIX", META, path=-1)
     return calls
 
 
@@ -118,7 +121,7 @@ _META_KINDS = {**dict.fromkeys(("unlink", "remove"), "remove"), "mkdir": "mkdir"
                "rename": "rename", **dict.fromkeys(("link", "linkat", "symlink", "symlinkat"), "link"),
                **dict.fromkeys(("truncate", "ftruncate", "MPI_File_set_size"), "truncate"),
                **dict.fromkeys(("access", "faccessat", "MPI_File_get_size"), "stat"),
-               **dict.fromkeys(("mmap", "mmap64", "msync"), "map")}
+               **dict.fromkeys(("mmap", "mmap64", "msync"), "map"), "fcntl": "lock"}
 MPI_SEEK = {"MPI_SEEK_SET": 0, "MPI_SEEK_CUR": 1, "MPI_SEEK_END": 2}
 
 

@@ -66,10 +66,10 @@ def resolve(calls: Calls, plans: PlanTable) -> Resolved:
                    np.full(len(calls), -1, np.int64))
     files = np.flatnonzero(group == FILES)
     _files(calls, plans, files, out)
-    below = _children_bytes(calls, files[np.isin(kind[files], _ACCESS)], out.size)
+    below = _moved_below(calls, files, out)
     mpiio = np.flatnonzero(group == MPIIO)
-    _mpiio(calls, plans, mpiio, below, out)
-    mpi_below = _children_bytes(calls, mpiio[np.isin(kind[mpiio], _ACCESS) & (out.name[mpiio] >= 0)], out.size)
+    _mpiio(calls, plans, mpiio, below, _placed_below(calls, files, out), out)
+    mpi_below = _moved_below(calls, mpiio[out.name[mpiio] >= 0], out)
     hdf5 = np.flatnonzero(group == HDF5)
     _hdf5(calls, plans, hdf5, np.where(mpi_below > 0, mpi_below, below), out)
     out.via = _via_mpiio(calls, plans, mpiio)
@@ -162,8 +162,9 @@ def _files(calls: Calls, plans: PlanTable, idx: np.ndarray, out: Resolved) -> No
         seeks_so = np.zeros(int(segment[-1]) + 1, bool)
         seeks_so[segment[from_end]] = True
         walk = seeks_so[segment]  # only the files that seek so
-        position[walk] = _walk_positions(first[walk], k[walk], sz[walk], off[walk], tr[walk], wh[walk],
-                                         acc[walk])
+        position[walk] = _positions_from_end(first[walk], k[walk], sz[walk], off[walk], tr[walk], wh[walk],
+                                             acc[walk])
+    position = np.maximum(position, 0)  # (a file position is never before the file's start)
     placed = np.where(tr, off, position)
     result = np.empty_like(placed)
     result[order] = placed
@@ -172,15 +173,34 @@ def _files(calls: Calls, plans: PlanTable, idx: np.ndarray, out: Resolved) -> No
     out.size[idx] = np.where(access, size, 0)
 
 
-def _walk_positions(first, kind, size, offset, tracked, whence, access) -> np.ndarray:
-    """The file position call by call (only for traces that seek from a file's end)."""
+def _positions_from_end(first, kind, size, offset, tracked, whence, access) -> np.ndarray:
+    """The file position call by call of the files a trace seeks from the end of. Recorder records
+    lseek's arguments, not the position it returns, nor the size of a file the job did not write
+    (Python seeks 22 bytes before the end of its script): each file is given the smallest size at
+    its first open that no seek lands before byte 0 with, so the positions keep their distances
+    (a read 4 KiB before the end, then one 8 KiB back: 4096 and 0). Before, such a trace was refused
+    for a negative offset."""
+    segment = np.cumsum(first) - 1
+    start = np.zeros(int(segment[-1]) + 1, np.int64)
+    for _ in range(8):  # a size found for one seek can move the file's later seeks from the end
+        position = _walk_positions(first, kind, size, offset, tracked, whence, access, start[segment])
+        short = np.zeros_like(start)
+        np.minimum.at(short, segment, position)
+        if not short.any():
+            break
+        start -= short
+    return position
+
+
+def _walk_positions(first, kind, size, offset, tracked, whence, access, start) -> np.ndarray:
+    """The file position call by call, each file `start` bytes long at its first call."""
     position = np.zeros(first.size, np.int64)
     pos = seen = 0
-    for i, (f, k, sz, off, tr, wh, acc) in enumerate(zip(first.tolist(), kind.tolist(), size.tolist(),
-                                                           offset.tolist(), tracked.tolist(), whence.tolist(),
-                                                           access.tolist())):
+    for i, (f, k, sz, off, tr, wh, acc, s0) in enumerate(zip(
+            first.tolist(), kind.tolist(), size.tolist(), offset.tolist(), tracked.tolist(), whence.tolist(),
+            access.tolist(), start.tolist())):
         if f:
-            pos = seen = 0
+            pos, seen = 0, s0
         position[i] = pos
         if acc:
             at = off if tr else pos
@@ -194,20 +214,53 @@ def _walk_positions(first, kind, size, offset, tracked, whence, access) -> np.nd
     return position
 
 
-def _children_bytes(calls: Calls, children: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """Per counted call, the bytes its direct callees among `children` moved."""
-    total = np.zeros(len(calls), np.int64)
+def _callers(calls: Calls, children: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of each child's caller among the counted calls, whether it was counted)."""
     parent = calls.parent[children]
     at = np.searchsorted(calls.call, parent)
     found = (parent >= 0) & (at < len(calls))
     found[found] = calls.call[at[found]] == parent[found]
+    return at, found
+
+
+def _children_bytes(calls: Calls, children: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Per counted call, the bytes its direct callees among `children` moved."""
+    total = np.zeros(len(calls), np.int64)
+    at, found = _callers(calls, children)
     np.add.at(total, at[found], size[children[found]])
     return total
 
 
-def _mpiio(calls: Calls, plans: PlanTable, idx: np.ndarray, below: np.ndarray, out: Resolved) -> None:
+def _moved_below(calls: Calls, children: np.ndarray, out: Resolved) -> np.ndarray:
+    """Per counted call, the bytes its direct callees among `children` moved in the same direction:
+    a write's bytes are the writes below it, not the reads ROMIO's read-modify-write makes there
+    (a collective write with holes reads each block before writing it: counting both doubled it)."""
+    moved = np.zeros(len(calls), np.int64)
+    for op in _ACCESS:
+        mine = out.kind == op
+        moved[mine] = _children_bytes(calls, children[out.kind[children] == op], out.size)[mine]
+    return moved
+
+
+def _placed_below(calls: Calls, children: np.ndarray, out: Resolved) -> np.ndarray:
+    """Per counted call, the lowest offset its direct callees among `children` read or wrote in the
+    call's own direction, -1 when they moved nothing."""
+    lowest = np.full(len(calls), np.iinfo(np.int64).max)
+    for op in _ACCESS:
+        kids = children[(out.kind[children] == op) & (out.offset[children] >= 0)]
+        at, found = _callers(calls, kids)
+        at, kids = at[found], kids[found]
+        mine = out.kind[at] == op
+        np.minimum.at(lowest, at[mine], out.offset[kids[mine]])
+    return np.where(lowest == np.iinfo(np.int64).max, -1, lowest)
+
+
+def _mpiio(calls: Calls, plans: PlanTable, idx: np.ndarray, below: np.ndarray, placed: np.ndarray,
+           out: Resolved) -> None:
     """MPI-IO: a handle names the file of the ``MPI_File_open`` that returned it, until closed; an
-    access is at its view's displacement plus its offset in etypes, or at the handle's pointer."""
+    access is at its view's displacement plus its offset in etypes, or at the handle's pointer. On a
+    view whose filetype is derived (its layout is not traced) an access is where the POSIX calls
+    below it start, as Darshan's ``MPI_File_get_byte_offset`` would place it, where it made any."""
     gid = calls.gid[idx]
     kind = out.kind[idx]
     is_open = kind == K[C.OPEN]
@@ -238,6 +291,8 @@ def _mpiio(calls: Calls, plans: PlanTable, idx: np.ndarray, below: np.ndarray, o
     step = np.where(access & ~tracked, size, 0) + np.where(seek & (whence == 1), moved, 0)
     pointer = _scan(first, resets | seek_set, np.where(seek_set, moved, 0), step)
     offset = np.where(tracked, disp + plans["offset"][g] * etype, disp + pointer)
+    lowest = placed[idx][order]
+    offset = np.where(has_view & plans["derived"][g[at]] & (lowest >= 0), lowest, offset)
     n = order.size
     counted = path >= 0
     unsort = np.empty_like(order)

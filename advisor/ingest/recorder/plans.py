@@ -69,7 +69,9 @@ def plan(name: str, args: tuple[str, ...]) -> Plan | None:
         if spec.kind == C.SEEK:
             return Plan(MPIIO, spec, arg(0), 0, C.integer(arg(1)), C.MPI_SEEK.get(arg(2), -1))
         if spec.kind == C.VIEW:
-            return Plan(MPIIO, spec, arg(0), C.MPI_TYPE_SIZES.get(arg(2), 1), C.integer(arg(1)))
+            # extra: the filetype is derived (not a predefined type: its layout is not traced)
+            return Plan(MPIIO, spec, arg(0), C.MPI_TYPE_SIZES.get(arg(2), 1), C.integer(arg(1)),
+                        arg(3) not in C.MPI_TYPE_SIZES)
         return Plan(MPIIO, spec, arg(0), C.integer(arg(spec.size)) if spec.size >= 0 else 0)
     if spec.module == "H5F" and spec.kind == C.OPEN:
         return Plan(HDF5, spec, arg(0) if C.traced_path(arg(0)) else "")
@@ -82,7 +84,7 @@ class PlanTable:
     """Columns over signature gids, extended as ranks bring new signatures."""
 
     COLUMNS = ("group", "module", "kind", "mode", "target", "handle", "size", "offset", "tracked",
-               "whence", "counter", "directory", "other")
+               "whence", "counter", "directory", "other", "derived")
 
     def __init__(self, functions: tuple[str, ...]):
         self.functions = functions
@@ -109,14 +111,15 @@ class PlanTable:
             name = names[func] if func < len(names) else ""
             p = plan(name, signatures.args[gid])
             if p is None:
-                values = (NONE, 0, 0, 0, -1, -1, 0, -1, False, -1, 0, False, -1)
+                values = (NONE, 0, 0, 0, -1, -1, 0, -1, False, -1, 0, False, -1, False)
             else:
                 spec = p.spec
                 handle = self.intern(p.extra) if spec.module == "MPI-IO" and spec.kind == C.OPEN else -1
                 values = (p.group, M[spec.module], K[spec.kind], MODES.index(spec.mode), self.intern(p.target),
                           handle, p.size, p.offset, spec.offset >= 0,
                           p.extra if spec.kind == C.SEEK and p.extra is not None else -1, COUNTERS.index(spec.counter),
-                          name in DIRECTORY_CALLS, self.intern(p.other) if p.other else -1)
+                          name in DIRECTORY_CALLS, self.intern(p.other) if p.other else -1,
+                          spec.kind == C.VIEW and bool(p.extra))
                 if name in DIRECTORY_CALLS:
                     self.directories.add(values[4])
             for column, value in zip(self.COLUMNS, values):
@@ -129,6 +132,6 @@ class PlanTable:
         array = self._arrays.get(column)
         if array is None:
             values = self._rows[column]
-            dtype = {"tracked": bool, "directory": bool}.get(column, np.int64)
+            dtype = {"tracked": bool, "directory": bool, "derived": bool}.get(column, np.int64)
             array = self._arrays[column] = np.array(values, dtype=dtype)
         return array
