@@ -319,3 +319,11 @@ def test_a_small_space_starts_with_fewer_candidates():
     entries = {e.key: e for e in hints}
     first = race.Race(entries, list(entries), nranks=2).next_rung()
     assert len(first) == race.FIRST_SMALL and hints[1] in first
+    # 3 noisy rounds: one 1.6x the other, not separated; in a space of 5 the search stops there
+    job = [{"time_s": t} for t in (0.3, 0.55, 0.5)]
+    r = race.Race(entries, list(entries), nranks=2)
+    todo = r.next_rung()
+    times = {todo[0].key: (0.06, 0.08, 0.18), todo[1].key: (0.17, 0.14, 0.15)}
+    r.record({k: (job, [{"time_s": t} for t in ts]) for k, ts in times.items()})
+    r.judge()
+    assert r.stopped.startswith("candidates alike") and "x2" in r.stopped and r.next_rung() == []

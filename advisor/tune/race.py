@@ -2,9 +2,11 @@
 
 Candidates are measured in *rungs*: one replay job of a reference and a few candidates,
 ``ROUNDS`` paired rounds each (``FIRST_ROUNDS`` in the first; :func:`advisor.verify.measure` with
-a fixed repeat). The reference is the job as recorded until a leader is ``CHAIN`` times faster;
-then it is the leader (a job far slower than its fixes is not sampled every rung), and speedups
-against the job chain through it (:func:`scores`, :func:`chain_interval`). Within a round every
+a fixed repeat). The reference is the job as recorded until a leader is ``CHAIN`` times faster
+and either ``CHAIN_FAR`` times or decided by its pairs beside the job; then it is the leader (a
+job far slower than its fixes is not sampled every rung), and speedups against the job chain
+through it (:func:`scores`, :func:`chain_interval`). A leader still needing pairs beside the job
+gets them beside the candidates joining, in the same replay job. Within a round every
 candidate ran beside the same reference sample, so two candidates compare round by round
 (``ln(time_a / time_b)``), whatever slowed the machine during that round cancelling. After each
 rung:
@@ -24,7 +26,8 @@ rung:
   predicts best, in that order (the model's prediction is the search's starting order).
 
 The search ends when nothing new would join (the best then gets ``FINAL_PAIRS`` pairs beside the
-job unless its verdict is decided already), or when the time budget would be exceeded by one
+job unless its verdict is decided already, or ``CHAIN_ROUNDS`` beside its reference when those
+can decide its chain: :func:`chain_can_settle`), or when the time budget would be exceeded by one
 more rung (the caller's check). Everything here is bookkeeping on measured times: no replay, no I/O.
 """
 
@@ -435,17 +438,20 @@ class Race:
 
     def _alike(self, lead: Entry) -> str:
         """Why the search stops after its first rung with the candidates alike ('' when it goes
-        on): every candidate measured is within ``ALIKE`` of the leader, none is separated from
-        it, and the model expects none of those not yet measured to be far faster. On a small,
-        flat space (hint or stripe settings near each other) the next rungs would only split
-        hairs, at a launch and a warm-up pass per variant each."""
+        on): every candidate measured is within ``ALIKE`` of the leader (``FAR`` in a space of
+        ``SMALL_SPACE`` or fewer), none is separated from it, and the model expects none of those
+        not yet measured to be far faster. On a small, flat space (hint or stripe settings near
+        each other) the next rungs would only split hairs, at a launch and a warm-up pass per
+        variant each; in a space of 6 the rest is one step from what was measured, and a rung
+        of them costs a quarter of measuring them all at once."""
         measured = [e for e in self.entries.values() if e.measured]
         if self.rung != 1 or len(measured) < 2 or any(e.status == RULED_OUT for e in measured):
             return ""
-        if any(self.score(lead) - self.score(e) > math.log(ALIKE) for e in measured) or self._hopeful(lead):
+        bound = FAR if len(self.order) <= SMALL_SPACE else ALIKE
+        if any(self.score(lead) - self.score(e) > math.log(bound) for e in measured) or self._hopeful(lead):
             return ""
         rest = len(self._untried())
-        return (f"candidates alike: the {len(measured)} measured are within x{ALIKE} of {lead.label()} and not "
+        return (f"candidates alike: the {len(measured)} measured are within x{bound:g} of {lead.label()} and not "
                 f"separated from it, and the model expects none of the {rest} others to be {FAR:g}x faster")
 
     def finish(self) -> Entry | None:
