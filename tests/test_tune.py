@@ -269,3 +269,61 @@ def test_no_final_pairs_for_a_best_they_would_not_decide():
     assert not race.settled({close.key: close}, close) and not race.out_of_reach(close)
     r = race.Race({close.key: close}, [close.key], nranks=2, rung=1)
     assert r.next_rung() == [close] and r.rounds == race.FINAL_PAIRS - 3
+
+
+def test_a_leader_still_needing_pairs_gets_them_beside_the_next_candidates():
+    """A leader 2.4x the job whose 3 pairs do not yet decide it races the joining candidates
+    beside the job (its last pairs in the same replay job, not in a final rung of its own); one
+    whose pairs decide it, or far faster than the job, is their reference."""
+    lead = _entry([{"transform": "coalesce", "transfer_size": 1 << 20}], [(1.0, 0.5), (1.0, 0.42), (1.0, 0.36)])
+    near = race.Entry(fixes=[{"transform": "coalesce", "transfer_size": 4 << 20}], origin="setting")
+    entries = {e.key: e for e in (lead, near)}
+    r = race.Race(entries, list(entries), nranks=2, rung=1)
+    todo = r.next_rung()
+    assert r.ref == "" and {e.key for e in todo} == {lead.key, near.key} and r.rounds == race.ROUNDS
+    far = _entry([{"transform": "coalesce", "transfer_size": 1 << 20}], [(1.0, 0.1), (1.0, 0.2), (1.0, 0.12)])
+    near.status = race.UNTRIED
+    entries = {e.key: e for e in (far, near)}
+    r = race.Race(entries, list(entries), nranks=2, rung=1)
+    assert not race.settled(entries, far) and math.exp(race.scores(entries)[far.key]) >= race.CHAIN_FAR
+    assert r.next_rung() == [near] and r.ref == far.key
+
+
+def test_a_chained_best_is_decided_beside_its_reference_when_that_can_decide_it():
+    """A best measured only beside a leader decided at 8x: its ratio's 2 rounds leave the chain
+    undecided, but the leader's own interval, moved by the ratio, clears the margin: the last
+    rounds run beside the leader (fast samples), not beside the job (8x slower ones)."""
+    rng = np.random.default_rng(11)
+    base = 8.0 * np.exp(rng.normal(0, 0.03, 3))
+    times = list(zip(base, np.exp(rng.normal(0, 0.03, 3))))
+    lead = _entry([{"transform": "coalesce", "transfer_size": 1 << 20}], times)
+    best = race.Entry(fixes=[{"transform": "coalesce", "transfer_size": 4 << 20}], origin="setting",
+                      status=race.RACING)
+    best.rungs.append({"rung": 1, "ref": lead.key, "base": [{"time_s": 1.0}, {"time_s": 1.0}],
+                       "fixed": [{"time_s": 0.5}, {"time_s": 0.25}]})
+    lead.rungs.append({"rung": 1, "ref": lead.key, "base": best.rungs[0]["base"], "fixed": best.rungs[0]["base"]})
+    entries = {e.key: e for e in (lead, best)}
+    r = race.Race(entries, list(entries), nranks=2, rung=2)
+    r.judge()  # halving sets the old leader aside: nothing races beside the best
+    assert r.leader() is best and lead.status == race.SET_ASIDE and not race.settled(entries, best)
+    assert race.chain_can_settle(entries, best) == lead.key
+    assert r.next_rung() == [best] and r.ref == lead.key and r.rounds == race.CHAIN_ROUNDS - 2
+
+
+def test_a_small_space_starts_with_fewer_candidates():
+    sizes = (1 << 20, 4 << 20, 16 << 20)
+    hints = [race.Entry(fixes=[{"transform": "hints", "cb_buffer_size": s}], origin="setting") for s in sizes]
+    hints += [race.Entry(fixes=[{"transform": "hints", "cb_buffer_size": 4 << 20, "cb_nodes": n}], origin="setting")
+              for n in (1, 2)]
+    hints[1].origin = "proposed"
+    entries = {e.key: e for e in hints}
+    first = race.Race(entries, list(entries), nranks=2).next_rung()
+    assert len(first) == race.FIRST_SMALL and hints[1] in first
+    # 3 noisy rounds: one 1.6x the other, not separated; in a space of 5 the search stops there
+    job = [{"time_s": t} for t in (0.3, 0.55, 0.5)]
+    r = race.Race(entries, list(entries), nranks=2)
+    todo = r.next_rung()
+    times = {todo[0].key: (0.06, 0.08, 0.18), todo[1].key: (0.17, 0.14, 0.15)}
+    r.record({k: (job, [{"time_s": t} for t in ts]) for k, ts in times.items()})
+    r.judge()
+    assert r.stopped.startswith("candidates alike") and "x2" in r.stopped and r.next_rung() == []

@@ -2,9 +2,11 @@
 
 Candidates are measured in *rungs*: one replay job of a reference and a few candidates,
 ``ROUNDS`` paired rounds each (``FIRST_ROUNDS`` in the first; :func:`advisor.verify.measure` with
-a fixed repeat). The reference is the job as recorded until a leader is ``CHAIN`` times faster;
-then it is the leader (a job far slower than its fixes is not sampled every rung), and speedups
-against the job chain through it (:func:`scores`, :func:`chain_interval`). Within a round every
+a fixed repeat). The reference is the job as recorded until a leader is ``CHAIN`` times faster
+and either ``CHAIN_FAR`` times or decided by its pairs beside the job; then it is the leader (a
+job far slower than its fixes is not sampled every rung), and speedups against the job chain
+through it (:func:`scores`, :func:`chain_interval`). A leader still needing pairs beside the job
+gets them beside the candidates joining, in the same replay job. Within a round every
 candidate ran beside the same reference sample, so two candidates compare round by round
 (``ln(time_a / time_b)``), whatever slowed the machine during that round cancelling. After each
 rung:
@@ -24,7 +26,8 @@ rung:
   predicts best, in that order (the model's prediction is the search's starting order).
 
 The search ends when nothing new would join (the best then gets ``FINAL_PAIRS`` pairs beside the
-job unless its verdict is decided already), or when the time budget would be exceeded by one
+job unless its verdict is decided already, or ``CHAIN_ROUNDS`` beside its reference when those
+can decide its chain: :func:`chain_can_settle`), or when the time budget would be exceeded by one
 more rung (the caller's check). Everything here is bookkeeping on measured times: no replay, no I/O.
 """
 
@@ -45,13 +48,18 @@ ROUNDS = 2  # paired rounds per rung: each rung is one replay job
 FIRST_ROUNDS = 3  # ... the first: 3 pairs beside the job often decide a large speedup's verdict
 WIDTH = 2  # candidates joining a rung besides those still racing (the first rung: FIRST)
 FIRST = 3  # the first rung: every proposal, filled up to this with the model's best settings
+SMALL_SPACE = 6  # a space of at most this many configurations ...
+FIRST_SMALL = 2  # ... starts with fewer: its grid decides them all in a handful of rounds, and the
+# first rung (a warm-up and 3 rounds per variant, the job's among them) is most of what tune may spend
 FINAL_PAIRS = 5  # the best's pairs beside the job at the end when its verdict is not decided before
 # (a verification's first look: 3 pairs of a large speedup decide, 3 of a noisy 3x read 0.05x-263x)
 MAX_RUNGS = 8  # the Bonferroni count of the drop test (a longer search only drops less readily)
 ALPHA = 0.05
 ALIKE = 1.25  # a candidate not separated from the best and within x1.25 of it is a runner-up
 MIN_SHARED = 3  # pairs two candidates must share before one can rule the other out
-CHAIN = 1.5  # a leader this much faster than the job is the reference of later rungs
+CHAIN = 1.5  # a leader this much faster than the job is the reference of later rungs ...
+CHAIN_FAR = 6.0  # ... once its verdict no longer needs pairs beside the job, or it is this much faster
+CHAIN_ROUNDS = 5  # rounds beside its reference a chained best may get instead of a final rung beside the job
 MIN_FLAT = 4  # pairs beside the job before a leader can be called indistinguishable from it
 FAR = 2.0  # the model's interval top this many times below the measured leader: not replayed
 
@@ -181,19 +189,46 @@ def settled(entries: dict[str, Entry], e: Entry) -> bool:
     d = e.direct()
     if len(d) >= ROUNDS:
         return stats.sequential(d, policy, final=True).verdict in (stats.IMPROVED, stats.REGRESSED)
+    chain = _chain(entries, e)
+    if chain is None:
+        return False
+    _, ref_log, ref_half, xs = chain
+    _, lo, hi = chain_interval(ref_log, ref_half, xs)
+    band = math.log1p(policy.margin)
+    return lo > band or hi < -band
+
+
+def _chain(entries: dict[str, Entry], e: Entry) -> tuple[str, float, float, list[float]] | None:
+    """(reference key, its ln speedup against the job, that estimate's 95 % half-width, `e`'s ln
+    ratios to it) of the reference `e` ran beside most (2 rounds at least; the reference with 2
+    pairs beside the job and a finite interval); None without one."""
     groups = [(ref, xs) for ref, xs in e.against().items() if ref and len(xs) >= 2]
     if not groups:
-        return False
+        return None
     ref, xs = max(groups, key=lambda g: len(g[1]))
     rd = entries[ref].direct()
     if len(rd) < 2:
-        return False
-    lo_ref, hi_ref = stats.sequential(rd, policy, final=True).ci
+        return None
+    lo_ref, hi_ref = stats.sequential(rd, stats.Policy(), final=True).ci
     if not 0 < lo_ref < hi_ref < math.inf:
-        return False
-    _, lo, hi = chain_interval(float(np.mean(rd)), math.log(hi_ref / lo_ref) / 2, xs)
-    band = math.log1p(policy.margin)
-    return lo > band or hi < -band
+        return None
+    return ref, float(np.mean(rd)), math.log(hi_ref / lo_ref) / 2, xs
+
+
+def chain_can_settle(entries: dict[str, Entry], e: Entry) -> str:
+    """The reference through which more rounds could decide `e`'s chained verdict ('' when none):
+    `e` has no pairs beside the job and fewer than ``CHAIN_ROUNDS`` beside its reference, and the
+    reference's own interval against the job, moved by `e`'s mean ratio to it, already clears
+    the margin (the ratio's half-width is what more rounds narrow). Rounds between two fast
+    configurations cost a fraction of the job's own samples (fsync after every write: 14-84x)."""
+    chain = _chain(entries, e)
+    if e.pairs or chain is None:
+        return ""
+    ref, ref_log, ref_half, xs = chain
+    band = math.log1p(stats.Policy().margin)
+    centre = ref_log + float(np.mean(xs))
+    reachable = centre - ref_half > band or centre + ref_half < -band
+    return ref if reachable and len(xs) < CHAIN_ROUNDS else ""
 
 
 def out_of_reach(e: Entry) -> bool:
@@ -259,17 +294,37 @@ class Race:
             e.status = RACING
         lead = self.leader()
         self.ref, self.rounds = "", ROUNDS if self.rung else FIRST_ROUNDS
-        if lead is not None and math.exp(self.score(lead)) >= CHAIN:
+        if lead is not None and self._races_leader(lead):
             # the job is far slower than the leader: later candidates race the leader, not the job
             self.ref = lead.key
         others = [e for e in self.racing() if e.key != self.ref]
         if fresh or (self.ref and others):
             return sorted(others, key=lambda e: -self.score(e) if e.measured else math.inf)
-        if lead is None or settled(self.entries, lead) or lead.pairs >= FINAL_PAIRS or out_of_reach(lead):
+        if lead is None or not self._needs_job(lead):
             return []
+        via = chain_can_settle(self.entries, lead)
+        if via:  # more rounds beside its reference decide the chain: the job is not sampled again
+            self.ref, self.rounds = via, max(ROUNDS, CHAIN_ROUNDS - len(lead.against()[via]))
+            return [lead]
         # nothing new: the leader's last pairs beside the job, in one replay job (each costs a launch)
         self.ref, self.rounds = "", max(ROUNDS, FINAL_PAIRS - lead.pairs)
         return [lead]
+
+    def _needs_job(self, lead: Entry) -> bool:
+        """Whether the leader's verdict still needs pairs beside the job: not decided, fewer than
+        ``FINAL_PAIRS``, and not projected to stay undecided at that many."""
+        return not (settled(self.entries, lead) or lead.pairs >= FINAL_PAIRS or out_of_reach(lead))
+
+    def _races_leader(self, lead: Entry) -> bool:
+        """Whether the next rung's reference is the leader rather than the job: the leader is
+        ``CHAIN`` times faster than the job, and either ``CHAIN_FAR`` times or its verdict needs
+        no more pairs beside the job. A leader that still needs them gets them beside the
+        candidates joining, in the same replay job, instead of in a final rung of its own (a
+        launch and two warm-up passes more)."""
+        speedup = math.exp(self.score(lead))
+        if speedup < CHAIN:
+            return False
+        return speedup >= CHAIN_FAR or lead.pairs == 0 or not self._needs_job(lead)
 
     def _joining(self) -> list[Entry]:
         if not any(e.rungs for e in self.entries.values()):
@@ -317,12 +372,14 @@ class Race:
         return True
 
     def _first(self) -> list[Entry]:
-        """Each proposal (in the model's order), then the model's best settings, WIDTH in all
-        (at least the proposals: what the diagnosis says is always measured)."""
+        """Each proposal (in the model's order), then the model's best settings, ``FIRST`` in all
+        (``FIRST_SMALL`` in a space of ``SMALL_SPACE`` or fewer; at least the proposals: what the
+        diagnosis says is always measured)."""
         untried = self._untried()
         proposals = [e for e in untried if e.origin == "proposed"]
         others = [e for e in untried if e.origin != "proposed" and len(e.fixes) == 1]
-        return proposals + others[:max(0, FIRST - len(proposals))]
+        width = FIRST_SMALL if len(self.order) <= SMALL_SPACE else FIRST
+        return proposals + others[:max(0, width - len(proposals))]
 
     def _untried(self) -> list[Entry]:
         return [self.entries[k] for k in self.order if self.entries[k].status == UNTRIED]
@@ -381,17 +438,20 @@ class Race:
 
     def _alike(self, lead: Entry) -> str:
         """Why the search stops after its first rung with the candidates alike ('' when it goes
-        on): every candidate measured is within ``ALIKE`` of the leader, none is separated from
-        it, and the model expects none of those not yet measured to be far faster. On a small,
-        flat space (hint or stripe settings near each other) the next rungs would only split
-        hairs, at a launch and a warm-up pass per variant each."""
+        on): every candidate measured is within ``ALIKE`` of the leader (``FAR`` in a space of
+        ``SMALL_SPACE`` or fewer), none is separated from it, and the model expects none of those
+        not yet measured to be far faster. On a small, flat space (hint or stripe settings near
+        each other) the next rungs would only split hairs, at a launch and a warm-up pass per
+        variant each; in a space of 6 the rest is one step from what was measured, and a rung
+        of them costs a quarter of measuring them all at once."""
         measured = [e for e in self.entries.values() if e.measured]
         if self.rung != 1 or len(measured) < 2 or any(e.status == RULED_OUT for e in measured):
             return ""
-        if any(self.score(lead) - self.score(e) > math.log(ALIKE) for e in measured) or self._hopeful(lead):
+        bound = FAR if len(self.order) <= SMALL_SPACE else ALIKE
+        if any(self.score(lead) - self.score(e) > math.log(bound) for e in measured) or self._hopeful(lead):
             return ""
         rest = len(self._untried())
-        return (f"candidates alike: the {len(measured)} measured are within x{ALIKE} of {lead.label()} and not "
+        return (f"candidates alike: the {len(measured)} measured are within x{bound:g} of {lead.label()} and not "
                 f"separated from it, and the model expects none of the {rest} others to be {FAR:g}x faster")
 
     def finish(self) -> Entry | None:
