@@ -271,20 +271,36 @@ class JobProfile:
         return self.names.get(int(record_id), f"<record {int(record_id):#x}>")
 
     def fstype_of(self, path: str) -> str:
-        """File system type of `path` from the job's mount table (longest mount point containing it)."""
-        for point, under, fstype in self._longest_first():
-            if path == point or path.startswith(under):
-                return fstype
-        return ""
+        """File system type of `path` from the job's mount table (longest mount point containing it:
+        `path` itself, or one whose directory prefix starts it; the first of equal length as in the
+        table)."""
+        points, dirs = self._mount_index()
+        best = points.get(path)
+        # the directory prefixes a mount point can match end at one of the path's slashes: a lookup
+        # per slash, not a comparison per mount (fstype_of is asked for every file of a job)
+        slash = path.find("/")
+        while slash >= 0:
+            hit = dirs.get(path[:slash + 1])
+            if hit is not None and (best is None or hit < best):
+                best = hit
+            slash = path.find("/", slash + 1)
+        return best[2] if best is not None else ""
 
-    def _longest_first(self) -> list[tuple[str, str, str]]:
-        """(mount point, its prefix with "/", fstype), longest first (the first of equal length as in
-        the table), made once per mount table: fstype_of is asked for every file of a job."""
-        made = self.__dict__.get("_mounts_by_length")
+    def _mount_index(self) -> tuple[dict[str, tuple[int, int, str]], dict[str, tuple[int, int, str]]]:
+        """{mount point: rank}, {its prefix with "/": rank}; a rank (-length, table index, fstype)
+        orders the longest mount point first. Made once per mount table."""
+        made = self.__dict__.get("_mounts_indexed")
         if made is None or made[0] is not self.mounts or made[1] != len(self.mounts):
-            ordered = sorted(self.mounts, key=lambda m: -len(m.path))
-            made = (self.mounts, len(self.mounts), [(m.path, m.path.rstrip("/") + "/", m.fstype) for m in ordered])
-            self.__dict__["_mounts_by_length"] = made
+            points: dict[str, tuple[int, int, str]] = {}
+            dirs: dict[str, tuple[int, int, str]] = {}
+            for index, m in enumerate(self.mounts):
+                rank = (-len(m.path), index, m.fstype)
+                points.setdefault(m.path, rank)
+                under = m.path.rstrip("/") + "/"
+                if under not in dirs or rank < dirs[under]:
+                    dirs[under] = rank
+            made = (self.mounts, len(self.mounts), (points, dirs))
+            self.__dict__["_mounts_indexed"] = made
         return made[2]
 
     def fstype_of_record(self, record_id: int) -> str:

@@ -21,7 +21,6 @@ The checked rule catalogue keeps which module defines each name (:func:`index`);
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -151,6 +150,8 @@ def registry() -> dict[str, Fact]:
     """Every fact, importing each module of this package once."""
     global _LOADED
     if not _LOADED:
+        import pkgutil  # here: a cached catalogue's index names the modules (use_index)
+
         for info in pkgutil.iter_modules(__path__):
             if not info.name.startswith("_"):
                 module = f"{__name__}.{info.name}"

@@ -151,9 +151,19 @@ def _labeller(profile: JobProfile) -> Callable[[str], str]:
     """:func:`mount_label` for many paths of one job: its mounts ordered once, longest first (the
     first of equal length as in the table)."""
     ordered = [(m.path, f"{m.path} ({m.fstype})") for m in sorted(profile.mounts, key=lambda m: -len(m.path))]
+    folders: dict[str, tuple[str, list[tuple[str, str]]]] = {}
 
     def label(path: str) -> str:
-        return next((text for point, text in ordered if path.startswith(point)), "")
+        # a job's files share a few folders: a mount point no longer than the folder starts the
+        # path if it starts the folder (found once per folder); a longer one is tried per path
+        cut = path.rfind("/") + 1
+        folder = path[:cut]
+        known = folders.get(folder)
+        if known is None:
+            within = next((text for point, text in ordered if len(point) <= cut and folder.startswith(point)), "")
+            longer = [(point, text) for point, text in ordered if len(point) > cut and point.startswith(folder)]
+            known = folders[folder] = (within, longer)
+        return next((text for point, text in known[1] if path.startswith(point)), known[0])
 
     return label
 

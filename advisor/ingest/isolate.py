@@ -41,6 +41,10 @@ DEFAULT_MEMORY_BYTES = 2 << 30
 shared corpus, up to 65,536 processes and a million DXT segments, parses within 1.5 GiB)."""
 
 _PRELOAD = ["advisor.ingest.darshan_preload"]
+# What a parsing child imports that its caller imports later anyway (the plausibility check's
+# per-file tables are the facts' own; the user cache's hashing renders messages): imported once
+# before the first fork, not in the child and again here (some 0.05 s of a one-log diagnosis's CPU).
+_SHARED = ["advisor.ingest.plausible", "advisor.usercache"]
 _forkserver = None
 _forks = 0  # children forked from this process so far
 
@@ -67,13 +71,13 @@ def context():
     Native thread pools (numpy's OpenBLAS) are not counted: they quiesce in their own
     pthread_atfork handlers. The first child loads the readers itself (its loader needs
     them) while its caller goes on working; before the second, the caller imports them
-    once, as the forkserver would have, so that every later child starts with them.
+    once, as the forkserver would have, so that every later child starts with them. What
+    both sides need (:data:`_SHARED`) the caller imports before the first.
     """
     global _forkserver, _forks
     if threading.active_count() == 1:
-        if _forks:
-            for module in _PRELOAD:
-                importlib.import_module(module)
+        for module in _PRELOAD if _forks else _SHARED:
+            importlib.import_module(module)
         _forks += 1
         return mp.get_context("fork")
     if _forkserver is None:

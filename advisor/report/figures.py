@@ -30,7 +30,6 @@ import numpy as np
 from advisor import metrics
 from advisor.facts.ost import MIN_RECORD_BYTES
 from advisor.profile import DXT_READ, DXT_WRITE, JobProfile
-from advisor.report.timeline import timeline_data
 
 MAX_RANK_BARS = 128
 TOP_FILES = 12
@@ -42,6 +41,15 @@ SIZE_LABELS = ("0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-
                "100M-1G", "1G+")
 
 
+def _timeline(profile: JobProfile) -> dict | None:
+    """The DXT timeline's data; without DXT, None and its drawing code (SVG) left unloaded."""
+    if not profile.dxt:
+        return None
+    from advisor.report.timeline import timeline_data
+
+    return timeline_data(profile)
+
+
 def figure_data(profile: JobProfile) -> dict:
     """Every figure section the profile has data for (JSON-safe)."""
     summary = metrics.summarize(profile)
@@ -50,7 +58,7 @@ def figure_data(profile: JobProfile) -> dict:
         "io_time": io_time(summary),
         "access_sizes": access_sizes(summary),
         "ranks": rank_figure(profile, summary),
-        "timeline": timeline_data(profile),
+        "timeline": _timeline(profile),
         "osts": ost_figure(files),
         "top_files": top_files(files),
     }
