@@ -1,0 +1,45 @@
+"""Findings on real applications the rules were not tuned on, read against their counters (review7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.api import diagnose_profile, load
+from advisor.config import SiteConfig
+from advisor.engine import diagnose
+from advisor.facts import FactContext
+from advisor.ingest.darshan_log import load as load_log
+from tests.recorder_traces import flash_trace  # noqa: F401
+
+PARTIAL_DXT = "darshan-logs/darshan_logs/partial_data_dxt/partial_data_dxt.darshan"
+
+
+def test_a_million_reads_of_byte_0_are_rereads_not_random_or_small_reads_to_merge(corpus):
+    """mpi-io-test -b 1 -i 1000000: 1,000,000 POSIX reads of 1 byte, POSIX_MAX_BYTE_READ 0 (the file's
+    extent is 1 byte), no sequential read. They go nowhere else (no seek: not random) and no larger request
+    can merge them (there is one byte to read): the time they take is rereading, IO030, whose fix is to
+    read once and keep it (MPI_Bcast is no fix for a single process)."""
+    profile = load_log(corpus / PARTIAL_DXT)
+    ctx = FactContext(profile, SiteConfig())
+    assert ctx.get("first_pass_read_share") == pytest.approx(1e-6)
+    assert ctx.get("random_read_count") == 1
+    found = {f.code: f for f in diagnose(profile, SiteConfig()).findings}
+    assert "IO002" not in found and "IO010" not in found
+    io030 = found["IO030"]
+    assert io030.evidence["redundant_read_factor"] == pytest.approx(1e6)
+    assert io030.cost_s == pytest.approx(0.24895, rel=1e-3)  # the POSIX read time, all but 1 byte of it
+    assert io030.severity == "warn" and not any("MPI_Bcast" in c for c in io030.recommendation.commands)
+
+
+def test_flash_metadata_time_is_found_though_its_data_calls_took_longer(flash_trace: Path) -> None:  # noqa: F811
+    """FLASH (Recorder, 1,024 ranks, 54 s): 10.6 s per process in H5Fcreate/flush/close and H5Dcreate/open/close
+    (66 H5Fflush per rank, no collective metadata property in the trace), 24.99 % of an HDF5 time its small
+    collective H5Dwrite calls dominate: a fifth of the run, high, with the collective-metadata advice."""
+    d = diagnose_profile(load(flash_trace, timeout_s=900))
+    (hdf002,) = [f for f in d.findings if f.code == "HDF002"]
+    assert hdf002.evidence["hdf5_meta_share"] < 0.25
+    assert hdf002.cost_s == pytest.approx(10.65, abs=0.05) and hdf002.severity == "high"
+    assert hdf002.evidence["hdf5_flushes"] >= 66 * 1024
+    assert "H5Pset_coll_metadata_write" in " ".join(hdf002.recommendation.commands)
