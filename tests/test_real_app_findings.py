@@ -43,3 +43,37 @@ def test_flash_metadata_time_is_found_though_its_data_calls_took_longer(flash_tr
     assert hdf002.cost_s == pytest.approx(10.65, abs=0.05) and hdf002.severity == "high"
     assert hdf002.evidence["hdf5_flushes"] >= 66 * 1024
     assert "H5Pset_coll_metadata_write" in " ".join(hdf002.recommendation.commands)
+
+
+def test_opens_of_named_pipes_that_wait_for_their_writer_are_not_metadata_load(corpus):
+    """pydarshan's dxt.darshan: a COMPSs worker (1 process, 24.5 min) whose 9 named pipes (pipe_*) each hold
+    939-1,462 s of POSIX_F_META_TIME in 2-3 opens (each open returns when the other end opens the pipe; the
+    threads' waits overlap: 3.1 h summed). MD001 and MD002 said 24.5 min of metadata, high, and 'open fewer
+    files'; the file system worked for the other 200 files' opens (seconds)."""
+    profile = load_log(corpus / "darshan-repo-logs/darshan-util/pydarshan/darshan/examples/example_logs/dxt.darshan")
+    ctx = FactContext(profile, SiteConfig())
+    assert ctx.get("meta_time_s") == pytest.approx(1469.0, rel=1e-3)
+    assert ctx.get("meta_wait_time_s") > 1400 and ctx.get("meta_work_time_s") < 60
+    found = {f.code: f for f in diagnose(profile, SiteConfig()).findings}
+    assert "MD001" not in found
+    assert found["MD002"].cost_s < 60 and found["MD002"].severity != "high"
+
+
+def test_one_slow_aggregator_among_many_is_not_told_to_use_fewer(corpus):
+    """skew-autobench-ior (2,048 ranks, 512 GiB read with 131,072 collective reads): rank 1024 spent 337 s in
+    POSIX reads of 9.1 GiB, the file's bytes over that give ~57 aggregators averaging 162 s. The slow aggregator
+    is the finding; setting cb_nodes to the fallback 8 would give each aggregator 7x the bytes."""
+    profile = load_log(corpus / "darshan-logs/darshan_logs/skew_io/skew-autobench-ior.darshan")
+    (imb,) = [f for f in diagnose(profile, SiteConfig()).findings if f.code == "IMB003"]
+    assert imb.evidence["shared_imbalance_among"] == "aggregators" and imb.evidence["shared_imbalance_count"] == 57
+    assert imb.fix is None and not any("cb_nodes" in c for c in imb.recommendation.commands)
+
+
+def test_large_requests_off_the_stripe_lose_the_one_stripe_more_they_touch(corpus):
+    """pydarshan's sample.darshan (2,048 ranks, 117 s): 16,402 POSIX writes of 128 MiB (the aggregators' file
+    domains), all off the 1 MiB boundary: each touches 129 stripes for 128, 0.8 % of its time; IO020 costed a
+    flat 30 % of the write time (14.7 s per process, warn)."""
+    profile = load_log(corpus / "darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample.darshan")
+    (io020,) = [f for f in diagnose(profile, SiteConfig()).findings if f.code == "IO020"]
+    assert io020.evidence["file_alignment"] == 1 << 20 and io020.evidence["common_access_size"] == 128 << 20
+    assert io020.cost_s < 0.5 and io020.severity == "info"
