@@ -77,3 +77,19 @@ def test_large_requests_off_the_stripe_lose_the_one_stripe_more_they_touch(corpu
     (io020,) = [f for f in diagnose(profile, SiteConfig()).findings if f.code == "IO020"]
     assert io020.evidence["file_alignment"] == 1 << 20 and io020.evidence["common_access_size"] == 128 << 20
     assert io020.cost_s < 0.5 and io020.severity == "info"
+
+
+def test_hdf5_metadata_writes_get_hdf5_metadata_advice_not_the_collective_transfers_already_set(corpus):
+    """MACSio (HDF5 over MPI-IO, 16 ranks): every H5Dwrite is collective (H5D_USE_MPIIO_COLLECTIVE 1); 7,695 of
+    the 7,812 small shared POSIX writes are independent MPI-IO writes to those files, HDF5's metadata. IO001,
+    IO003 and IMB003 told it to set a collective transfer property list (or call MPI_File_write_at_all), which it
+    already does; the advice that fits is HDF5's collective metadata writes in larger blocks."""
+    profile = load_log(corpus / ("darshan-repo-logs/darshan-util/pydarshan/darshan/examples/example_logs/"
+                                 "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan"))
+    found = {f.code: f for f in diagnose(profile, SiteConfig()).findings}
+    for code in ("IO001", "IO003", "IMB003"):
+        said = " ".join([found[code].recommendation.text, *found[code].recommendation.commands])
+        assert "H5Pset_dxpl_mpio" not in said and "MPI_File_write_at_all" not in said, code
+        assert (found[code].fix or {}).get("transform") != "collective", code
+    assert "H5Pset_coll_metadata_write" in " ".join(found["IO003"].recommendation.commands)
+    assert found["IO003"].evidence["hdf5_meta_indep_writes"] == 7695
