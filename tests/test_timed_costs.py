@@ -3,6 +3,8 @@ against the timing noise of a per-process mean, not called "counted, not timed" 
 
 from __future__ import annotations
 
+import pytest
+
 from advisor.config import SiteConfig
 from advisor.engine import diagnose
 from advisor.ingest.darshan_log import load
@@ -36,3 +38,14 @@ def test_contention_of_a_13_ms_run_is_within_the_noise(corpus):
     assert pnc001.cost_s == pnc001.evidence["mpiio_indep_contention_s"]
     assert pnc001.confidence["level"] == "low" and pnc001.severity == "info"
     assert "counted" not in pnc001.confidence["reason"]
+
+
+def test_independent_reads_are_not_costed_as_lock_contention(corpus):
+    """imbalanced-io (496 ranks, no DXT): 2,505 independent MPI-IO reads. MPI004 costed half their time as
+    contention for shared stripes (209 s per process), but readers share their locks; their time above POSIX
+    (90 s per process, a timing) is the cost."""
+    found = _found(corpus, "darshan-logs/darshan_logs/imbalanced_io/imbalanced-io.darshan")
+    mpi004 = found["MPI004"]
+    assert "mpiio_indep_contention_s" not in mpi004.evidence
+    assert mpi004.cost_s == mpi004.evidence["mpiio_indep_read_above_posix_s"] == pytest.approx(90.25, abs=0.01)
+    assert mpi004.confidence["level"] == "high" and "counted" not in mpi004.confidence["reason"]

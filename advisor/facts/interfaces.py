@@ -165,6 +165,18 @@ def mpiio_indep_contention_s(ctx: FactContext) -> float:
     return ctx.get("mpiio_indep_time_s") * 0.5 * ctx.get("mpiio_indep_stripe_sharing")
 
 
+@fact("mpiio_indep_write_contention_s", "seconds", "Seconds per process independent MPI-IO writes to shared files "
+      "lose to ranks contending for the same stripes: half their time, on the share of the requests whose stripes "
+      "another rank touches. Reads share their locks (Lustre's PR locks are compatible): only writes contend.",
+      label="independent MPI-IO write time lost to shared stripes per process")
+def mpiio_indep_write_contention_s(ctx: FactContext) -> float:
+    rec = records(ctx, "MPI-IO")
+    writes = col(rec, "INDEP_WRITES") + col(rec, "COLL_WRITES") + col(rec, "NB_WRITES")
+    share = col(rec, "INDEP_WRITES") / writes.clip(min=1)
+    seconds = float((col(rec, "F_WRITE_TIME") * share)[shared_mask(rec)].sum()) / nprocs(ctx)
+    return seconds * 0.5 * ctx.get("mpiio_indep_stripe_sharing")
+
+
 def _aggregators(ctx: FactContext) -> dict[int, str | None]:
     """Ranks (and their hosts) that did POSIX I/O on the files accessed with collective MPI-IO.
 
