@@ -93,3 +93,15 @@ def test_hdf5_metadata_writes_get_hdf5_metadata_advice_not_the_collective_transf
         assert (found[code].fix or {}).get("transform") != "collective", code
     assert "H5Pset_coll_metadata_write" in " ".join(found["IO003"].recommendation.commands)
     assert found["IO003"].evidence["hdf5_meta_indep_writes"] == 7695
+
+
+def test_a_process_without_mpi_is_not_told_to_use_mpi_io(corpus):
+    """A Python workflow worker (1 process, no MPI module): 95,039 POSIX reads of 8.3 KiB in 12 files of ~67 MB.
+    IO002 told it to 'use MPI-IO collective reads (MPI_File_read_all)' with an MPI_File_read_at_all command."""
+    profile = load_log(corpus / ("darshan-logs/_branch_snyder_add-nonmpi-workflow/darshan_logs/nonmpi_workflow/"
+                                 "worker_0.darshan"))
+    assert profile.job.nprocs == 1 and "MPI-IO" not in profile.modules
+    for finding in diagnose(profile, SiteConfig()).findings:
+        said = " ".join([finding.recommendation.text, *finding.recommendation.commands])
+        assert "MPI_File" not in said and "MPI-IO" not in said, finding.code
+    assert "IO002" in {f.code for f in diagnose(profile, SiteConfig()).findings}
