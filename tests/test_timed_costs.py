@@ -5,18 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.config import SiteConfig
-from advisor.engine import diagnose
-from advisor.ingest.darshan_log import load
+from tests.test_facts_hdf5_pnetcdf import PNETCDF, _found
 
 MPI_IO_TEST = ("darshan-logs/darshan_logs/mpi_io_test_with_dxt/"
                "treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan")
-PNETCDF = ("darshan-logs/darshan_logs/ior_pnetcdf_hdf5/"
-           "shane_ior-PNETCDF_id438100-438100_11-9-41525-10280033558448664385_1.darshan")
-
-
-def _found(corpus, path: str) -> dict:
-    return {f.code: f for f in diagnose(load(corpus / path), SiteConfig()).findings}
 
 
 def test_time_above_posix_is_timed_and_far_above_the_noise_of_a_mean(corpus):
