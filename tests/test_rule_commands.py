@@ -77,8 +77,10 @@ def test_a_request_no_stripe_size_fits_gets_no_setstripe():
     assert f.evidence["fitting_request_size"] == 1 << 20 and f.evidence["fitting_stripe_size"] == 0
     assert f.recommendation.commands == []
     assert "1 MiB instead of 782.2 KiB" in f.recommendation.text and "has to change" in f.recommendation.text
+    # IO020, when it fires, proposes no setstripe either (E3SM's 782 KiB requests off the 4 KiB block touch one
+    # block of ~196 more: 0.18 s per process, under 0.1 % of the run, so it no longer fires here)
     misaligned = [g for g in diagnose(api.load(E3SM), SiteConfig()).findings if g.code == "IO020"]
-    assert misaligned and not any("setstripe" in c for c in misaligned[0].recommendation.commands)
+    assert not any("setstripe" in c for g in misaligned for c in g.recommendation.commands)
 
 
 @pytest.mark.parametrize("request_size, stripe, fitting_request, fitting_stripe, command", [

@@ -174,7 +174,8 @@ def _ranks(nprocs: int, runtime: float, writes: int, write_s: float, bytes_each:
 
 def test_noise_of_few_fast_operations_is_the_floor():
     noise = _ranks(4, 30.0, 8, 0.004, 8 << 30).get("timing_noise")
-    assert noise == {"seconds": 0.05, "why": "the floor", "page_cache": False}
+    assert noise == {"seconds": 0.05, "why": "the floor", "page_cache": False,
+                     "mean_seconds": 0.05, "mean_why": "the floor"}
 
 
 def test_noise_of_the_slowest_of_many_ranks_grows_with_their_number():
@@ -185,6 +186,11 @@ def test_noise_of_the_slowest_of_many_ranks_grows_with_their_number():
     assert few["seconds"] == pytest.approx(per_op * math.sqrt(101) * math.sqrt(2 * math.log(4)))
     assert many["seconds"] == pytest.approx(per_op * math.sqrt(101) * math.sqrt(2 * math.log(1024)))
     assert "101 operations per rank over 1,024 ranks" in many["why"] and "no DXT" in many["why"]
+    # a mean over the ranks (the time above POSIX per process) moves by chance 1 / sqrt(P) of one rank's spread
+    # (0.031 s here: the floor, 50 ms, holds; over 4 ranks 0.5 s)
+    assert many["mean_seconds"] == 0.05 and many["mean_why"] == "the floor"
+    assert few["mean_seconds"] == pytest.approx(per_op * math.sqrt(101) / math.sqrt(4))
+    assert "mean over 4 ranks of 101 operations each" in few["mean_why"]
 
 
 def test_noise_of_a_short_small_run_is_its_page_cache_time():

@@ -177,7 +177,20 @@ def _graded(rule: Rule, scope: _RuleScope, cost_s: float, runtime_s: float) -> t
     impact = Impact(cost_s, runtime_s, ctx.value("io_time_s"))
     if rule.evidence_kind == "timing":
         return grade(rule.severity, "timing", impact, ctx.value("timing_noise"), Limits.of(scope.config, rule.code))
+    if _timed(rule, scope, cost_s):  # a per-process mean of a timing: the noise of a mean over the ranks
+        noise = ctx.value("timing_noise")
+        noise = noise and {**noise, "seconds": noise.get("mean_seconds"), "why": noise.get("mean_why")}
+        return grade(rule.severity, "timing", impact, noise, Limits.of(scope.config, rule.code))
     return grade(rule.severity, "counts", impact, None, Limits.of(scope.config, rule.code), _counted(rule, scope))
+
+
+def _timed(rule: Rule, scope: _RuleScope, cost_s: float) -> bool:
+    """The cost is one of the rule's `timed_costs`: this finding rests on that timing, not on counts."""
+    for name in rule.timed_costs:
+        value = scope.lookup(name)
+        if isinstance(value, (int, float)) and value > 0 and math.isclose(float(value), cost_s, rel_tol=1e-9):
+            return True
+    return False
 
 
 def _counted(rule: Rule, scope: _RuleScope) -> str:

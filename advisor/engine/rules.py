@@ -33,7 +33,7 @@ INPUT_KINDS = ("darshan", "ior", "iozone", "fio", "mdtest", "campaign", "snapsho
 REQUIRED = ("code", "name", "title", "category", "severity", "condition", "message",
             "recommendation", "docs")
 OPTIONAL = ("thresholds", "cost", "evidence", "files", "ranks", "fix", "references", "inputs",
-            "cost_sets_severity", "evidence_kind", "tests")
+            "cost_sets_severity", "evidence_kind", "timed_costs", "tests")
 FIXTURE_KINDS = ("fires", "silent")  # a rule's `tests`: inputs it must fire on, and must stay silent on
 DOC_PARTS = ("what", "why", "how", "example")
 TEMPLATE_NAMES = {"cost_s", "cost_share", "files", "ranks", "fix", "nprocs", "runtime_s"}
@@ -68,6 +68,9 @@ class Rule:
     inputs: tuple[str, ...] = ("darshan",)
     cost_sets_severity: bool = True
     evidence_kind: str = "counts"  # what the cost rests on: "timing" (compared times) or "counts"
+    # facts of a counted cost that are timings (a difference of two layers' times): when the cost is
+    # one of them, that finding rests on timing (its confidence weighs it against the timing noise)
+    timed_costs: list[str] = field(default_factory=list)
     source: str = ""  # file:line
     depends_on: set[str] = field(default_factory=set)  # codes used in fired()
     # inputs (repository paths; corpus/... in the shared corpus) it fires on and stays silent on,
@@ -187,6 +190,10 @@ def _rule(node: yaml.Node, where: _Where) -> Rule:
     need("evidence_kind", kind in EVIDENCE_KINDS or (kind is None and value.get("cost") is None),
          "one of " + ", ".join(EVIDENCE_KINDS) + " (what the cost rests on: compared times, or counted "
          "operations and bytes; every rule with a cost states it)")
+    timed = value.get("timed_costs") or []
+    need("timed_costs", isinstance(timed, list) and all(isinstance(t, str) for t in timed)
+         and (not timed or (kind == "counts" and value.get("cost") is not None)),
+         "a list of fact names in a counted cost whose values are timings")
     tests = value.get("tests") or {}
     need("tests", isinstance(tests, dict) and set(tests) <= set(FIXTURE_KINDS)
          and all(isinstance(v, list) and all(isinstance(p, str) and p for p in v) for v in tests.values()),
@@ -223,7 +230,7 @@ def _rule(node: yaml.Node, where: _Where) -> Rule:
         files=parse("files", value.get("files")), ranks=parse("ranks", value.get("ranks")),
         fix=fix, references=refs, inputs=tuple(inputs),
         cost_sets_severity=bool(value.get("cost_sets_severity", True)),
-        evidence_kind=kind or "counts", source=where.at(node),
+        evidence_kind=kind or "counts", timed_costs=timed, source=where.at(node),
         tests={k: tuple(v) for k, v in tests.items()},
     )
     _check_names(rule, at)
@@ -265,6 +272,9 @@ def _check_names(rule: Rule, at: dict[str, str]) -> None:
     for name in rule.evidence:
         if name not in facts and name not in PARAMS:  # facts and parameters declare their unit kind
             raise ConfigError(f"{at['evidence']}: unknown fact '{name}' in evidence")
+    for name in rule.timed_costs:
+        if name not in expr.names(rule.cost):
+            raise ConfigError(f"{at['timed_costs']}: '{name}' is not a fact of the cost")
     known = set(rule.evidence) | set(rule.thresholds) | TEMPLATE_NAMES
     kinds = {**{n: facts[n].kind for n in rule.evidence if n in facts},
              **{n: PARAMS[n].kind for n in rule.evidence if n in PARAMS}, **TEMPLATE_KINDS}

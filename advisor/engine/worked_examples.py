@@ -99,6 +99,11 @@ A rule's `severity` is a ceiling. A finding's severity is the lowest of three le
        than `cache_regime_bytes` ({fmt_bytes(small)}) per process only copies into memory; those copies
        stall together, so their jitter is of the order of the data time per process.
 
+   - `counts` with `timed_costs`: a counted cost whose value for this job is one of the named facts that are
+     timings (the time independent MPI-IO calls spent above their POSIX calls, half their time lost to shared
+     stripes) rests on that timing: it is weighed as `timing`, against the noise of a per-process mean (the
+     operations' term becomes `s * sqrt(n) / sqrt(P)`: chance moves a mean over P ranks less than their slowest).
+
      At {limits.significant:g}x the noise or more (`significance_high`) the confidence is high, except in the page
      cache (medium: such timings do not show how the file system behaves); from 1x to {limits.significant:g}x medium,
      at most warn; below the noise low, at most info, and the finding says so in one line.

@@ -22,12 +22,14 @@ def _posix(ctx: FactContext):
 for _op, _ops, _seq, _time in (("read", "reads", "seq_read_frac", "read_time"),
                                ("write", "writes", "seq_write_frac", "write_time")):
     def _make(op=_op, ops=_ops, seq=_seq, tcol=_time):
-        @fact(f"random_{op}_count", "ops", f"POSIX {op}s not at a higher offset than the previous one.",
-              label=f"random {op}s")
+        @fact(f"random_{op}_count", "ops", f"POSIX {op}s not at a higher offset than the previous one, at most "
+              f"the {op}s of one pass over each rank's extent of its files (first_pass_{op}_share): a {op} of "
+              f"the same bytes again is a repeat, not a seek elsewhere.", label=f"random {op}s")
         def count(ctx: FactContext) -> int:
             s = _posix(ctx)
             frac = getattr(s, seq)
-            return int(round(getattr(s, ops) * (1 - frac))) if frac is not None else 0
+            n = getattr(s, ops)
+            return int(round(min(n * (1 - frac), n * ctx.get(f"first_pass_{op}_share")))) if frac is not None else 0
 
         @fact(f"random_{op}_share", "fraction", f"Share of POSIX {op}s that are random (not sequential).",
               label=f"share of {op}s that are random")
@@ -43,6 +45,36 @@ for _op, _ops, _seq, _time in (("read", "reads", "seq_read_frac", "read_time"),
         for fn in (count, share, cost):
             fn.__name__ = f"{fn.__name__}_{op}"
     _make()
+
+
+def _first_pass(ctx: FactContext, op: str) -> float:
+    """Share of the POSIX `op` calls of the job's data files that one pass over each rank's extent of a
+    file needs: a record moving its bytes k times over holds 1/k of its calls in one pass (a shared
+    record reduced over the ranks: each of them may move the whole extent once)."""
+    b_col, m_col, n_col = (("BYTES_READ", "MAX_BYTE_READ", "READS") if op == "read"
+                           else ("BYTES_WRITTEN", "MAX_BYTE_WRITTEN", "WRITES"))
+    rec = _posix_records(ctx)
+    calls, moved = col(rec, n_col), col(rec, b_col)
+    extent = (col(rec, m_col) + 1) * np.where(rec.ranks < 0, nprocs(ctx), 1)
+    once = np.divide(np.minimum(extent, moved), moved, out=np.ones_like(moved), where=moved > 0)
+    return float((calls * once).sum() / calls.sum()) if calls.sum() > 0 else 1.0
+
+
+def _posix_records(ctx: FactContext):
+    _posix(ctx)  # Missing when the log has no POSIX data records
+    return data_records(ctx, "POSIX")
+
+
+for _op in ("read", "write"):
+    def _make_first_pass(op=_op):
+        @fact(f"first_pass_{op}_share", "fraction", f"Share of the POSIX {op}s that one pass over each rank's "
+              f"extent of its files needs (the others move the same bytes again; Darshan's MAX_BYTE_{op.upper()} "
+              f"bounds the extent).", label=f"share of {op}s in a first pass over the files")
+        def share(ctx: FactContext) -> float:
+            return ctx.memo(f"first_pass.{op}", lambda: _first_pass(ctx, op))
+
+        share.__name__ = f"first_pass_{op}_share"
+    _make_first_pass()
 
 
 @fact("random_files", "path", "Files with the most non-sequential POSIX requests.",
@@ -95,15 +127,23 @@ def file_alignment(ctx: FactContext) -> int:
     return int(a)
 
 
-@fact("misaligned_cost_s", "seconds", "Seconds per process misaligned file requests lose (estimate): those "
-      "smaller than the alignment cross a boundary only in the share their size is of it.",
+@fact("misaligned_cost_s", "seconds", "Seconds per process misaligned file requests lose (estimate): a misaligned "
+      "request touches one more block or stripe than it needs, so it loses that block's share of its time "
+      "(alignment / mean request size), at most MISALIGNED_PENALTY (30 %); a request smaller than the "
+      "alignment crosses a boundary only in the share its size is of it.",
       label="time misalignment loses per process")
 def misaligned_cost_s(ctx: FactContext) -> float:
     s = _posix(ctx)
-    size = ctx.value("common_access_size")  # unknown: every misaligned request is taken to cross
-    crossing = min(1.0, size / ctx.get("file_alignment")) if size else 1.0
-    return ((s.read_time + s.write_time) / nprocs(ctx) * ctx.get("file_misaligned_share") * crossing
-            * MISALIGNED_PENALTY)
+    ops = s.reads + s.writes
+    mean_size = (s.bytes_read + s.bytes_written) / ops if ops else 0.0
+    alignment = ctx.get("file_alignment")
+    if mean_size <= 0:
+        penalty = MISALIGNED_PENALTY
+    elif mean_size < alignment:  # 3.9 KiB reads off a 4 MiB grid cross it once in ~1,000
+        penalty = MISALIGNED_PENALTY * mean_size / alignment
+    else:  # 128 MiB requests off a 1 MiB boundary (example.darshan) touch 129 stripes for 128: under 1 %
+        penalty = min(MISALIGNED_PENALTY, alignment / mean_size)
+    return (s.read_time + s.write_time) / nprocs(ctx) * ctx.get("file_misaligned_share") * penalty
 
 
 @fact("misaligned_files", "path", "Files with the most misaligned requests.",

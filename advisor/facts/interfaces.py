@@ -107,11 +107,15 @@ def mpiio_time_s(ctx: FactContext) -> float:
 @fact("mpiio_indep_time_s", "seconds", "Seconds per process of independent MPI-IO on shared files (op-weighted).",
       label="independent MPI-IO time on shared files per process")
 def mpiio_indep_time_s(ctx: FactContext) -> float:
+    return _indep_seconds(ctx, ("READ", "WRITE"))
+
+
+def _indep_seconds(ctx: FactContext, kinds: tuple[str, ...]) -> float:
+    """Seconds per process of independent MPI-IO `kinds` (READ, WRITE) calls on shared files, op-weighted."""
     rec = records(ctx, "MPI-IO")
-    ops = sum(col(rec, n) for n in ("INDEP_READS", "INDEP_WRITES", "COLL_READS", "COLL_WRITES",
-                                    "NB_READS", "NB_WRITES"))
-    indep = col(rec, "INDEP_READS") + col(rec, "INDEP_WRITES")
-    seconds = col(rec, "F_READ_TIME") + col(rec, "F_WRITE_TIME")
+    ops = sum(col(rec, f"{mode}_{kind}S") for kind in kinds for mode in ("INDEP", "COLL", "NB"))
+    indep = sum(col(rec, f"INDEP_{kind}S") for kind in kinds)
+    seconds = sum(col(rec, f"F_{kind}_TIME") for kind in kinds)
     share = indep / ops.clip(min=1)
     # shared: opened by several ranks, whether Darshan reduced the records to one or kept a record per rank
     # (mpi-io-test's test.out on NFS: 32 rank records, 7.2 s per process of independent MPI-IO counted as 0)
@@ -163,6 +167,14 @@ def _stripe_size(ctx: FactContext, record_id: int) -> int:
       "whose stripes another rank touches.", label="independent MPI-IO time lost to shared stripes per process")
 def mpiio_indep_contention_s(ctx: FactContext) -> float:
     return ctx.get("mpiio_indep_time_s") * 0.5 * ctx.get("mpiio_indep_stripe_sharing")
+
+
+@fact("mpiio_indep_write_contention_s", "seconds", "Seconds per process independent MPI-IO writes to shared files "
+      "lose to ranks contending for the same stripes: half their time, on the share of the requests whose stripes "
+      "another rank touches. Reads share their locks (Lustre's PR locks are compatible): only writes contend.",
+      label="independent MPI-IO write time lost to shared stripes per process")
+def mpiio_indep_write_contention_s(ctx: FactContext) -> float:
+    return _indep_seconds(ctx, ("WRITE",)) * 0.5 * ctx.get("mpiio_indep_stripe_sharing")
 
 
 def _aggregators(ctx: FactContext) -> dict[int, str | None]:
