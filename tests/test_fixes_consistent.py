@@ -170,8 +170,12 @@ def test_hints_reach_mpiio_through_the_library_the_job_calls(corpus):
 def test_aggregators_are_aligned_to_the_stripe_not_the_block(corpus):
     """E3SM-IO on Lustre (1 MiB stripes): Darshan checked alignment against 4 KiB blocks, but a
     striping_unit hint of 4 KiB would ask Lustre for a stripe below its 64 KiB minimum; the
-    aggregators' file domains align to the files' stripe size."""
-    io020 = by_code(diagnosed(corpus / E3SM))["IO020"]
-    assert io020.evidence["file_alignment"] == 4096
-    assert io020.fix == {"transform": "hints", "striping_unit": 1 << 20}
-    assert "stripe size (1 MiB)" in io020.recommendation.text
+    aggregators' file domains align to the files' stripe size, which IO020's hints fix takes."""
+    from advisor.config import SiteConfig
+    from advisor.engine.rules import load_catalogue
+    from advisor.facts import FactContext
+
+    ctx = FactContext(load(corpus / E3SM), SiteConfig())
+    assert ctx.get("file_alignment") == 4096 and ctx.get("domain_alignment") == 1 << 20
+    hints = next(r for r in load_catalogue().rules if r.code == "IO020").fix[0]
+    assert hints["transform"] == "hints" and hints["striping_unit"].name == "domain_alignment"
