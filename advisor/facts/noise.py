@@ -47,9 +47,9 @@ CACHE_RUNTIME = param("cache_regime_runtime_s", 1.0, "runs shorter than this (an
 def timing_noise(ctx: FactContext) -> dict:
     cache = _page_cache(ctx)
     floor = [(float(ctx.param(FLOOR)), "the floor")] + ([cache] if cache is not None else [])
-    seconds, why = max(floor + [t for t in (_operations(ctx),) if t is not None], key=lambda t: t[0])
-    mean_seconds, mean_why = max(floor + [t for t in (_operations(ctx, mean=True),) if t is not None],
-                                 key=lambda t: t[0])
+    slowest, mean = _operations(ctx) or (None, None)
+    seconds, why = max(floor + ([slowest] if slowest else []), key=lambda t: t[0])
+    mean_seconds, mean_why = max(floor + ([mean] if mean else []), key=lambda t: t[0])
     return {"seconds": seconds, "why": why, "page_cache": cache is not None,
             "mean_seconds": mean_seconds, "mean_why": mean_why}
 
@@ -71,22 +71,24 @@ def _per_process(ctx: FactContext) -> tuple[float, float, float] | None:
     return ops, data_s, io_s
 
 
-def _operations(ctx: FactContext, mean: bool = False) -> tuple[float, str] | None:
-    """The chance spread of the slowest rank's time over the mean (`mean`: of the mean over ranks)."""
+def _operations(ctx: FactContext) -> tuple[tuple[float, str], tuple[float, str]] | None:
+    """The chance spread of the operations' time: of the slowest rank's over the mean, and of the
+    mean over the ranks (one DXT pass for both)."""
     per = _per_process(ctx)
     if per is None or per[0] < 1:
         return None
     ops, _, io_s = per
     ranks = nprocs(ctx)
-    extreme = 1 / math.sqrt(ranks) if mean else math.sqrt(2 * math.log(max(ranks, 2)))
     spread = _dxt_spread(ctx)
     if spread is not None:
         sigma, how = spread, f"spread {fmt_secs(spread)} in DXT"
     else:
         sigma, how = io_s / ops, f"mean {fmt_secs(io_s / ops)}, no DXT"
-    why = (f"chance spread of the mean over {ranks:,} ranks of {ops:,.0f} operations each ({how})" if mean
-           else f"chance spread of {ops:,.0f} operations per rank over {ranks:,} ranks ({how})")
-    return sigma * math.sqrt(ops) * extreme, why
+    one_rank = sigma * math.sqrt(ops)
+    return ((one_rank * math.sqrt(2 * math.log(max(ranks, 2))),
+             f"chance spread of {ops:,.0f} operations per rank over {ranks:,} ranks ({how})"),
+            (one_rank / math.sqrt(ranks),
+             f"chance spread of the mean over {ranks:,} ranks of {ops:,.0f} operations each ({how})"))
 
 
 def _dxt_spread(ctx: FactContext) -> float | None:
