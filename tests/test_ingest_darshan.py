@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -329,3 +332,14 @@ def test_per_rank_imbalance_of_the_slow_ost_run():
     assert len(posix.rank_time) == 2048 and posix.rank_bytes_imbalance == pytest.approx(1.0)
     assert posix.rank_time_imbalance > 5  # ranks on the bad OST took far longer
     assert s.files == 2051 and len(per_file(load(BADOST), limit=5)) == 5
+
+
+def test_pythons_import_time_report_is_not_a_note_of_the_library():
+    """A user profiling start-up (-X importtime) writes to the fd whose lines become the log's notes."""
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    out = subprocess.run([sys.executable, "-m", "advisor", "diagnose", "--json", "-", str(GOOD)],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert "import time:" in out.stderr  # the report went where the user asked for it
+    notes = json.loads(out.stdout)["source"]["notes"]
+    assert not [n for n in notes if "import time" in n]

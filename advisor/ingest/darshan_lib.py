@@ -130,7 +130,9 @@ class CStderr:
         self._file.seek(self._pos)
         data = self._file.read()
         self._pos += len(data)
-        return [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+        lines = (ln.strip() for ln in data.decode("utf-8", "replace").splitlines())
+        # Python's own -X importtime report shares fd 2 with the library: not the library's word
+        return [ln for ln in lines if ln and not ln.startswith("import time:")]
 
     def reason(self, default: str) -> str:
         """The library's own message (last new line), or `default`."""
