@@ -74,6 +74,10 @@ def test_independent_mpiio_still_gets_the_collective_fix():
     assert found["MPI003"].files == ["/scratch/T07/testfile"]  # independent_files
     assert found["IO001"].fix["transform"] == "coalesce"
     assert "Use the collective calls (MPI_File_write_all" in found["MPI003"].recommendation.text
+    # IO001's small POSIX writes are the job's MPI_File_write_at calls one for one: advice in MPI-IO's
+    # calls, not a stdio buffer (setvbuf) the job's writes never pass through
+    commands = " ".join(found["IO001"].recommendation.commands)
+    assert "MPI_File_write_at_all" in commands and "setvbuf" not in commands
 
 
 def test_an_info_finding_ranks_no_fix():
