@@ -178,3 +178,17 @@ def test_independent_mpiio_time_above_posix_is_not_said_to_be_collective_bufferi
     assert "collective buffering" not in mpiio.own and "NFS" in mpiio.own
     assert _account("generated/e_mpiio_collective_256k/case.darshan").row("MPI-IO").own.startswith(
         "collective buffering's data exchange")
+
+
+def test_time_above_and_the_layers_figures_per_file_are_the_accounts() -> None:
+    """The account's own time of E3SM's MPI-IO row is layer_above.time_above's total, and its per-file
+    figures (layer_views.layer_files) are the rows' bytes: one definition of each, read by both."""
+    from advisor.facts.layer_above import time_above
+    from advisor.facts.layer_views import layer_files
+
+    ctx = FactContext(_profile(E3SM), SiteConfig())
+    (row,) = [r for r in account(ctx).rows if r.layer == "MPI-IO"]
+    above = time_above(ctx, "MPI-IO")
+    assert above.below == "POSIX" and row.own_time_s == pytest.approx(above.total) and above.total > 600
+    files = layer_files(ctx)["MPI-IO"]
+    assert int(files.bytes.sum()) == row.bytes_read + row.bytes_written

@@ -14,7 +14,7 @@ import numpy as np
 
 from advisor.facts import FactContext, Missing, fact
 from advisor.facts.access import MISALIGNED_PENALTY  # a straddled stripe's share of a request's time
-from advisor.facts._darshan import col, data_records, maybe, nprocs, owner_files, records
+from advisor.facts._darshan import col, data_records, maybe, nprocs, owner_files, records, total
 from advisor.facts.requests import register_small_calls
 
 DATASET_OPS = ("READS", "WRITES")
@@ -105,6 +105,27 @@ def _meta_seconds(ctx: FactContext) -> float:
       label="time in HDF5 metadata per process")
 def hdf5_meta_time_s(ctx: FactContext) -> float:
     return _meta_seconds(ctx) / nprocs(ctx)
+
+
+@fact("hdf5_meta_fixable_s", "seconds", "Seconds per process of HDF5 metadata that collective metadata, fewer "
+      "flushes and larger metadata blocks can remove: where a Recorder trace shows what HDF5's metadata calls did "
+      "below them, the H5Fflush calls and the reads, writes and syncs beneath the other metadata calls (not "
+      "MPI_File_open/close, nor HDF5's waits for the other ranks); from Darshan, whose H5F_F_META_TIME does not "
+      "split, the whole metadata time.", label="HDF5 metadata time a metadata fix can remove per process")
+def hdf5_meta_fixable_s(ctx: FactContext) -> float:
+    files = records(ctx, "H5F")
+    if "H5F_F_META_IO_TIME" not in files.fcounters:
+        return ctx.get("hdf5_meta_time_s")
+    seconds = total(files, "F_FLUSH_TIME") + total(files, "F_META_IO_TIME") + _dataset_total(ctx, "F_META_IO_TIME")
+    return min(seconds, _meta_seconds(ctx)) / nprocs(ctx)
+
+
+@fact("hdf5_coll_metadata_set", "flag", "The job asked for collective metadata I/O (a Recorder trace shows "
+      "H5Pset_all_coll_metadata_ops or H5Pset_coll_metadata_write calls); Darshan does not record property "
+      "lists: False there.", label="collective HDF5 metadata already asked for")
+def hdf5_coll_metadata_set(ctx: FactContext) -> bool:
+    hdf5 = ctx.profile.extras.get("recorder", {}).get("calls", {}).get("HDF5", {})
+    return any(hdf5.get(f, 0) for f in ("H5Pset_all_coll_metadata_ops", "H5Pset_coll_metadata_write"))
 
 
 @fact("hdf5_meta_share", "fraction", "Share of the HDF5 time (metadata + dataset reads and writes) spent in "

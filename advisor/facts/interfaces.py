@@ -241,7 +241,7 @@ def _indep_above_posix(ctx: FactContext, kind: str) -> float:
     """Seconds per process MPI-IO `kind` calls spent above their POSIX calls on the files MPI-IO moved
     with independent calls (the layer account's time above, per file)."""
     from advisor.facts.aggregation import mpiio_modes
-    from advisor.facts.layers import time_above
+    from advisor.facts.layer_above import time_above
 
     above = time_above(ctx, "MPI-IO", (kind,))
     independent = [i for i, collective in mpiio_modes(ctx).items() if not collective]

@@ -5,7 +5,7 @@ their offsets (and, with collective buffering, their data) before any byte reach
 system. On calls of a few KiB that fixed part is the whole cost: the MPI-IO layer's time is
 far above the POSIX time below it on the same files. Fewer, larger calls pay it fewer times.
 
-The time above POSIX is the layer account's (advisor.facts.layers.time_above, the one place it is
+The time above POSIX is the layer account's (advisor.facts.layer_above.time_above, the one place it is
 computed): per file, the MPI-IO read + write time per process (bounded by the file's records'
 lives) less what the ranks waited for the POSIX layer below: the larger of its mean per process
 and its slowest rank, since with collective buffering a few aggregators do the POSIX I/O and
@@ -21,7 +21,7 @@ import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import col, data_mask, nprocs, records
-from advisor.facts.layers import time_above
+from advisor.facts.layer_above import time_above
 from advisor.profile import SHARED_RANK
 
 MiB = 1 << 20

@@ -54,6 +54,7 @@ class Resolved:
     size: np.ndarray  # int64 bytes of reads and writes
     file: np.ndarray  # int64 string id of an H5D record's file (-1 elsewhere)
     via: np.ndarray | None = None  # uint8 per HDF5 call: VIA_MPIIO | VIA_COLLECTIVE of the MPI-IO calls it made
+    io_below: np.ndarray | None = None  # float64 per call: seconds its direct callees spent reading, writing, syncing
 
 
 def resolve(calls: Calls, plans: PlanTable) -> Resolved:
@@ -73,6 +74,7 @@ def resolve(calls: Calls, plans: PlanTable) -> Resolved:
     hdf5 = np.flatnonzero(group == HDF5)
     _hdf5(calls, plans, hdf5, np.where(mpi_below > 0, mpi_below, below), out)
     out.via = _via_mpiio(calls, plans, mpiio)
+    out.io_below = _io_below(calls, np.concatenate((files, mpiio)), out)
     return out
 
 
@@ -90,6 +92,20 @@ def _via_mpiio(calls: Calls, plans: PlanTable, mpiio: np.ndarray) -> np.ndarray:
     collective = mpiio[np.isin(plans["mode"][calls.gid[mpiio]], _COLLECTIVE_MODES)]
     via |= (_children_bytes(calls, collective, ones) > 0).astype(np.uint8) * VIA_COLLECTIVE
     return via
+
+
+_MOVING = (K[C.READ], K[C.WRITE], K[C.SYNC])
+
+
+def _io_below(calls: Calls, below: np.ndarray, out: Resolved) -> np.ndarray:
+    """Per call, the seconds its direct callees among `below` (POSIX and MPI-IO calls) spent reading,
+    writing and syncing: beneath HDF5's metadata calls, the metadata I/O that collective metadata and
+    larger metadata blocks act on, not the file's opens and closes nor HDF5's waits for the other ranks."""
+    sel = below[np.isin(out.kind[below], _MOVING)]
+    seconds = np.zeros(len(calls))
+    at, found = _callers(calls, sel)
+    np.add.at(seconds, at[found], (calls.end - calls.start)[sel[found]])
+    return seconds
 
 
 def stable_order(key: np.ndarray) -> np.ndarray:

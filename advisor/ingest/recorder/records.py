@@ -115,6 +115,8 @@ def module_records(module: str, calls: Calls, res: Resolved, sel: np.ndarray, pl
     if module == "POSIX":
         _alignment(out, rec[access], res.offset[sel][access])
     _driver(module, out, rec, res.via[sel] if res.via is not None else None)
+    if module in ("H5F", "H5D") and res.io_below is not None:
+        _meta_io(module, out, rec, kind, dur, res.io_below[sel])
     ids = record_ids(res.name[heads], plans, names)
     records = ModuleRecords(module, ids, calls.rank[heads].astype(np.int64), out.ints, out.floats)
     if module == "H5D":
@@ -138,6 +140,17 @@ def _alignment(out: Counters, rec: np.ndarray, offset: np.ndarray) -> None:
     placed = offset >= 0
     out.add("FILE_NOT_ALIGNED", rec[placed], (offset[placed] % FILE_ALIGNMENT != 0).astype(np.float64))
     out.set("FILE_ALIGNMENT", np.full(out.nrec, FILE_ALIGNMENT))
+
+
+def _meta_io(module: str, out: Counters, rec: np.ndarray, kind: np.ndarray, dur: np.ndarray,
+             io_below: np.ndarray) -> None:
+    """Ours, not Darshan's (H5F_F_META_TIME does not say what its calls did): F_FLUSH_TIME, the seconds in
+    H5Fflush; F_META_IO_TIME, the seconds the other metadata calls' direct callees read, wrote and synced."""
+    flush = kind == K[C.FLUSH]
+    other = _time_mask("F_META_TIME", kind) & ~flush
+    out.add("F_META_IO_TIME", rec[other], io_below[other])
+    if module == "H5F":
+        out.add("F_FLUSH_TIME", rec[flush], dur[flush])
 
 
 # what an HDF5 record's calls did beneath them in MPI-IO, as Darshan's flags say it
