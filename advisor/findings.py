@@ -117,6 +117,15 @@ class Finding:
     # values the finding rests on that neither the input nor the site config gave:
     # [{"value": what was assumed, "key": the site-config key that would make it exact, "how": else what would}]
     assumptions: list[dict[str, str]] = field(default_factory=list)
+    # codes of the findings whose cost is drawn from the same seconds as this one's (a rule's
+    # `time_pools`): alternatives for one loss, never to be added to it
+    same_time_as: list[str] = field(default_factory=list)
+
+    def same_time_note(self) -> str:
+        """'the same seconds as IO003: another way to win them back, not more', or ''."""
+        if not self.same_time_as:
+            return ""
+        return f"the same seconds as {', '.join(self.same_time_as)}: another way to win them back, not more"
 
     def held_note(self) -> str:
         """Why the severity is below what the cost's share gives, when the rule's ceiling holds it
@@ -174,11 +183,12 @@ class Diagnosis:
         return sorted(self.findings, key=lambda f: (SEVERITY_RANK[f.severity], -f.cost_s, f.code))
 
     def lost_s(self) -> float:
-        """The time per process the findings lose together. Their costs overlap (two findings
-        often describe the same seconds: small writes and small writes to a shared file), so
-        their sum is capped by the job's I/O time, though never below the costliest finding
+        """The time per process the findings lose together. Findings that name each other in
+        `same_time_as` describe the same seconds (small writes and small writes to a shared file)
+        and count once, at the largest of them; other costs can overlap too, so the sum is capped
+        by the job's I/O time, though never below the costliest finding
         (a straggler's cost is the slowest rank's, above the mean I/O time), and by the run."""
-        costs = [f.cost_s for f in self.findings if f.cost_s > 0]
+        costs = _overlap_maxima([f for f in self.findings if f.cost_s > 0])
         if not costs:
             return 0.0
         io = self.summary.get("io_time_s")
@@ -226,6 +236,26 @@ class Diagnosis:
             data=doc.get("data") if isinstance(doc.get("data"), dict) else {},
             error=doc.get("error"),
         )
+
+
+def _overlap_maxima(findings: list[Finding]) -> list[float]:
+    """One cost per group of findings linked through `same_time_as`: the group's largest."""
+    group = {f.code: f.code for f in findings}
+
+    def root(code: str) -> str:
+        while group[code] != code:
+            code = group[code]
+        return code
+
+    for f in findings:
+        for other in f.same_time_as:
+            if other in group:
+                group[root(other)] = root(f.code)
+    largest: dict[str, float] = {}
+    for f in findings:
+        r = root(f.code)
+        largest[r] = max(largest.get(r, 0.0), float(f.cost_s))
+    return list(largest.values())
 
 
 def diagnoses_json(diagnoses: list[Diagnosis], as_list: bool = False) -> str:

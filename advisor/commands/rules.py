@@ -107,6 +107,18 @@ def _severity_note(rule) -> str:
     return f"(lowered by the cost's share of the run; the cost rests on {rests})"
 
 
+def _pools(rule) -> str:
+    """' (the same seconds as IO003, MPI002 when they fire: time pool small_writes)', or ''."""
+    if not rule.time_pools:
+        return ""
+    from advisor.engine.rules import load_catalogue
+
+    sharing = sorted(r.code for r in load_catalogue().rules
+                     if r.code != rule.code and set(r.time_pools) & set(rule.time_pools))
+    return (f" (the same seconds as {', '.join(sharing)} when they fire: time pool "
+            f"{', '.join(rule.time_pools)}; counted once)")
+
+
 def _evidence(rule) -> str:
     """'small writes (`small_write_count`, ops), ...': each evidence value's label, JSON key and unit kind."""
     from advisor.facts import meta_of
@@ -146,7 +158,7 @@ Category `{rule.category}`, severity up to `{rule.severity}`
 - Condition: `{' '.join(rule.condition_text.split())}`
 - Thresholds: {thresholds} (override in the site config: `[thresholds.{rule.code}]`)
 - Evidence: {_evidence(rule)}
-- Cost: `{' '.join(rule.cost_text.split()) or 'not estimated'}`
+- Cost: `{' '.join(rule.cost_text.split()) or 'not estimated'}`{_pools(rule)}
 - Replay fix: {fix}
 - Recommendation: {outline(rule.recommendation['text'])}
 - References: {', '.join(rule.references) or 'none'}

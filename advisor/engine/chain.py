@@ -72,7 +72,17 @@ def run(catalogue: Catalogue, ctx: FactContext, kind: str, runtime_s: float) -> 
         if finding is not None:
             out.findings.append(finding)
             fired.add(rule.code)
+    _mark_same_time(out.findings, {r.code: r.time_pools for r in catalogue.rules})
     return out
+
+
+def _mark_same_time(findings: list[Finding], pools: dict[str, tuple[str, ...]]) -> None:
+    """Each costed finding names the others whose cost is drawn from a pool of seconds it draws from
+    too (small writes and small writes to a shared file): the same seconds, another fix."""
+    costed = [f for f in findings if f.cost_s > 0 and pools.get(f.code)]
+    for f in costed:
+        mine = set(pools[f.code])
+        f.same_time_as = sorted(g.code for g in costed if g is not f and mine & set(pools[g.code]))
 
 
 def _evaluate(rule: Rule, ctx: FactContext, fired: set[str], runtime_s: float, out: Outcome) -> Finding | None:

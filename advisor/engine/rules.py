@@ -29,11 +29,12 @@ if TYPE_CHECKING:
     import yaml
 
 CODE = re.compile(r"^[A-Z]+[0-9]{3}$")
+POOL = re.compile(r"^[a-z][a-z0-9_]*$")
 INPUT_KINDS = ("darshan", "ior", "iozone", "fio", "mdtest", "campaign", "snapshot")
 REQUIRED = ("code", "name", "title", "category", "severity", "condition", "message",
             "recommendation", "docs")
 OPTIONAL = ("thresholds", "cost", "evidence", "files", "ranks", "fix", "references", "inputs",
-            "cost_sets_severity", "evidence_kind", "timed_costs", "tests")
+            "cost_sets_severity", "evidence_kind", "timed_costs", "time_pools", "tests")
 FIXTURE_KINDS = ("fires", "silent")  # a rule's `tests`: inputs it must fire on, and must stay silent on
 DOC_PARTS = ("what", "why", "how", "example")
 TEMPLATE_NAMES = {"cost_s", "cost_share", "files", "ranks", "fix", "nprocs", "runtime_s"}
@@ -71,6 +72,9 @@ class Rule:
     # facts of a counted cost that are timings (a difference of two layers' times): when the cost is
     # one of them, that finding rests on timing (its confidence weighs it against the timing noise)
     timed_costs: list[str] = field(default_factory=list)
+    # the seconds its cost is drawn from (e.g. small_writes): findings sharing a pool lose the same
+    # seconds, offered two ways; they are said to overlap and never summed (Diagnosis.lost_s)
+    time_pools: tuple[str, ...] = ()
     source: str = ""  # file:line
     depends_on: set[str] = field(default_factory=set)  # codes used in fired()
     # inputs (repository paths; corpus/... in the shared corpus) it fires on and stays silent on,
@@ -194,6 +198,10 @@ def _rule(node: yaml.Node, where: _Where) -> Rule:
     need("timed_costs", isinstance(timed, list) and all(isinstance(t, str) for t in timed)
          and (not timed or (kind == "counts" and value.get("cost") is not None)),
          "a list of fact names in a counted cost whose values are timings")
+    pools = value.get("time_pools") or []
+    need("time_pools", isinstance(pools, list) and all(isinstance(p, str) and POOL.match(p) for p in pools)
+         and (not pools or value.get("cost") is not None),
+         "a list of snake_case names of the seconds a rule with a cost draws from")
     tests = value.get("tests") or {}
     need("tests", isinstance(tests, dict) and set(tests) <= set(FIXTURE_KINDS)
          and all(isinstance(v, list) and all(isinstance(p, str) and p for p in v) for v in tests.values()),
@@ -230,7 +238,7 @@ def _rule(node: yaml.Node, where: _Where) -> Rule:
         files=parse("files", value.get("files")), ranks=parse("ranks", value.get("ranks")),
         fix=fix, references=refs, inputs=tuple(inputs),
         cost_sets_severity=bool(value.get("cost_sets_severity", True)),
-        evidence_kind=kind or "counts", timed_costs=timed, source=where.at(node),
+        evidence_kind=kind or "counts", timed_costs=timed, time_pools=tuple(pools), source=where.at(node),
         tests={k: tuple(v) for k, v in tests.items()},
     )
     _check_names(rule, at)

@@ -117,6 +117,8 @@ def _finding(f: Finding, verbose: bool, fix_no: int | None = None, assumes: str 
                              (0, 0, 0, 7)))
     if held := f.held_note():
         parts.append(Padding(_text(held, "dim"), (0, 0, 0, 7)))
+    if same := f.same_time_note():
+        parts.append(Padding(_text(same, "dim"), (0, 0, 0, 7)))
     if assumes:
         parts.append(Padding(_text(assumes, "dim"), (0, 0, 0, 7)))
     if f.files:

@@ -182,6 +182,7 @@ def finding_view(f: Finding, rank: int, runtime: float, job_id: str,
         "cost": fmt_secs(cost) if cost else "",
         "cost_share": fmt_pct(cost / runtime) if cost and runtime else "",
         "confidence": f"{f.confidence['level']}: {f.confidence['reason']}" if f.confidence else "",
+        "same_time": f.same_time_note(),
         "evidence": evidence_rows(f.evidence, f.evidence_meta),  # (JSON key, label, value)
         "files": files[:MAX_FILES],
         "more_files": max(0, f.file_count - MAX_FILES),
