@@ -49,6 +49,7 @@ class Variant:
     fix: dict[str, Any] | None
     plan: Plan | None = None
     reason: str = ""  # why it cannot be measured
+    passes: int = 0  # passes per sample, when an earlier measurement of the same plan knows it
 
 
 @dataclass
@@ -111,11 +112,14 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
             np: int | None = None, scale: float | None = None, odirect: bool = False,
             think_time: bool = False, keep: bool = False, source: str = "auto",
             base: Plan | None = None, settings: ReplayConfig | None = None,
-            on_progress: Callable[[str], None] | None = None, reference: Plan | None = None) -> Measurement:
+            on_progress: Callable[[str], None] | None = None, reference: Plan | None = None,
+            passes: list[int] | None = None) -> Measurement:
     """Replay the baseline and each fix (`repeat`: exactly that many rounds and one look; None:
     the sequential test of ``settings``). Without fixes the baseline alone runs. `reference`: a
     plan replayed on the baseline's side instead of `base` (the fixes still apply to `base`):
-    a search races its candidates against its leader rather than against the job."""
+    a search races its candidates against its leader rather than against the job. `passes`:
+    the passes per sample an earlier measurement found for the baseline's side, then for each
+    fix (0 where not known): those variants get no warm-up pass (a search's later rungs)."""
     settings = settings or ReplayConfig()
     try:
         target_path = safety.check_target(target, allow_mount_root=settings.allow_mount_root)
@@ -130,11 +134,15 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
     if base.planned_bytes() > room:
         raise ReplayError(_no_room(target_path, base.planned_bytes(), room))
     variants = [_variant(i, fix, base, target_path, room) for i, fix in enumerate(fixes)]
+    known = list(passes or [])[:len(fixes) + 1]
+    for v, k in zip(variants, known[1:]):
+        v.passes = k
     runnable = [v for v in variants if v.plan is not None]
     history = History.of(target_path, settings.history, settings.history_dir)
     past, workload = history.runs(), base.summary()
     launch = _Launch(reference or base, target_path, repeat, settings, odirect=odirect, think_time=think_time,
-                     keep=keep, prior=drift.prior(settings.reproducibility, past).sd, on_progress=on_progress)
+                     keep=keep, prior=drift.prior(settings.reproducibility, past).sd, on_progress=on_progress,
+                     passes=known[0] if known else 0)
     outcomes = launch.each(runnable) if runnable or not fixes else {}
     first = next(iter(outcomes.values()), None) if outcomes else None
     out = Measurement(fixes=list(fixes), context=dict(context), plan=workload,
@@ -231,7 +239,8 @@ class _Launch:
                              policy=replace(self.policy, reproducibility=self.flags["prior"]) if adaptive else None,
                              budget_s=budget_s if adaptive else math.inf,
                              budget_bytes=self.settings.budget_gib * GiB if adaptive else math.inf,
-                             on_progress=self.flags["on_progress"])
+                             on_progress=self.flags["on_progress"],
+                             passes=[self.flags["passes"], *(v.passes for v in variants)])
         try:
             with safety.Scratch(self.target, keep=self.flags["keep"],
                                 allow_mount_root=self.settings.allow_mount_root) as scratch:

@@ -40,6 +40,7 @@ class LaunchOptions:
     budget_s: float = math.inf
     budget_bytes: float = math.inf
     on_progress: Callable[[str], None] | None = None  # called with each round's progress line
+    passes: list[int] | None = None  # per plan, passes per sample known from an earlier run (0: not): no warm-up
 
     def executor_args(self) -> list[str]:
         args = ["--repeat", str(self.repeat), "--cache", self.cache, "--min-sample-s", repr(self.min_sample_s)]
@@ -52,6 +53,8 @@ class LaunchOptions:
             args += ["--budget-s", repr(self.budget_s)]
         if math.isfinite(self.budget_bytes):
             args += ["--budget-bytes", repr(float(self.budget_bytes))]
+        for known in self.passes if any(self.passes or []) else []:
+            args += ["--passes", str(int(known))]
         if self.odirect:
             args.append("--odirect")
         if self.think_time:

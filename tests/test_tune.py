@@ -327,3 +327,32 @@ def test_a_small_space_starts_with_fewer_candidates():
     r.record({k: (job, [{"time_s": t} for t in ts]) for k, ts in times.items()})
     r.judge()
     assert r.stopped.startswith("candidates alike") and "x2" in r.stopped and r.next_rung() == []
+
+
+def test_a_variant_whose_passes_are_known_gets_no_warm_up(corpus, tmp_path):
+    """A later rung replays the job and the continuing candidates with the pass counts an earlier
+    rung found: no warm-up pass of theirs (their plans are read in untimed instead); one variant
+    is warmed up whatever is known (the shortest pass, a fix before the job), so that the
+    process's first opens are no sample's."""
+    from advisor.config import ReplayConfig
+    from advisor.verify import measure
+
+    profile = load(corpus / SMALL)
+    base = replay_plan(profile, np=2, scale=0.05)
+    fixes = [{"transform": "coalesce", "transfer_size": 1 << 20}]
+    settings = ReplayConfig(min_sample_s=0.05, history=False)
+    first = measure(profile, fixes, tmp_path, repeat=2, base=base, settings=settings)
+    job, fixed = first.replays[0]
+    assert job["warmup_s"] and fixed["warmup_s"] and job["passes"] >= 1 and fixed["passes"] >= 1
+    later = measure(profile, fixes, tmp_path, repeat=2, base=base, settings=settings,
+                    passes=[job["passes"], 0])
+    assert later.replays[0], later.verifications[0].reason
+    job2, fixed2 = later.replays[0]
+    assert job2["warmup_s"] is None and job2["passes"] >= job["passes"] and fixed2["warmup_s"]
+    assert len(job2["runs"]) == len(fixed2["runs"]) == 2 and later.verifications[0].measured
+    both = measure(profile, fixes, tmp_path, repeat=2, base=base, settings=settings,
+                   passes=[job["passes"], fixed["passes"]])
+    assert both.replays[0], both.verifications[0].reason
+    job3, fixed3 = both.replays[0]
+    warmed = job3 if job["passes"] > fixed["passes"] else fixed3
+    assert warmed["warmup_s"] and [job3["warmup_s"], fixed3["warmup_s"]].count(None) == 1

@@ -30,6 +30,7 @@ from advisor.replay_history import History, workload_key
 from advisor.tune import race as racing
 from advisor.tune import space
 from advisor.tune.race import Entry, Race
+from advisor.tune.space import Candidate
 from advisor.verification import Verification, sentence
 from advisor.verify import apply_fixes, history_entry, measure, policy_of, replay_plan, verification_from
 from replay import drift, safety, stats
@@ -157,9 +158,12 @@ class _Rungs:
         """One rung: `todo` beside the job as recorded, or beside the `reference` configuration."""
         started = time.monotonic()
         ref_plan = layout_wishes.prepare(apply_fixes(self.base, reference), self.target) if reference else None
+        known = self.doc.setdefault("passes", {})  # key ('' the job) -> passes per sample in an earlier rung
+        ref_key = Candidate(reference, "").key if reference else ""
         m = measure(self.profile, [e.fixes for e in todo], self.target, repeat=rounds, np=self.options.np,
                     odirect=self.options.odirect, think_time=self.options.think_time, base=self.base,
-                    settings=self.settings, on_progress=self.on_progress, reference=ref_plan)
+                    settings=self.settings, on_progress=self.on_progress, reference=ref_plan,
+                    passes=[known.get(ref_key, 0), *(known.get(e.key, 0) for e in todo)])
         wall = time.monotonic() - started
         self.doc["replay_s"] += wall
         self.doc["last_rung"] = {"wall_s": wall, "variants": len(todo) + 1, "rounds": rounds}
@@ -172,6 +176,7 @@ class _Rungs:
                 e.status, e.why = racing.NOT_VERIFIABLE, v.reason
                 continue
             base, fixed = pair
+            known[ref_key], known[e.key] = base.get("passes") or 0, fixed.get("passes") or 0
             out[e.key] = (_kept(base["runs"]), _kept(fixed["runs"]))
             e_layouts = {"baseline": base.get("layouts"), "fixed": fixed.get("layouts")}
             self.doc.setdefault("layouts", {}).setdefault(e.key, e_layouts)
