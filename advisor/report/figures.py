@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor import metrics
+from advisor import arrays, metrics
 from advisor.facts.ost import MIN_RECORD_BYTES
 from advisor.profile import DXT_READ, DXT_WRITE, JobProfile
 
@@ -143,8 +143,8 @@ def stragglers(times: np.ndarray) -> np.ndarray:
     times = np.asarray(times, dtype=np.float64)
     if len(times) < 2:
         return np.empty(0, dtype=np.int64)
-    med = float(np.median(times))
-    mad = float(np.median(np.abs(times - med)))
+    med = float(arrays.median(times))
+    mad = float(arrays.median(np.abs(times - med)))
     hot = (times > STRAGGLER_RATIO * med) & (times > med + STRAGGLER_MADS * mad) & (times > 0)
     return np.flatnonzero(hot)
 
@@ -192,7 +192,7 @@ def ost_figure(files: list[metrics.FileSummary]) -> dict | None:
     osts = sorted(nbytes)
     bw = {o: nbytes[o] / seconds[o] for o in osts}
     compared = [o for o in osts if o in large]
-    median = float(np.median([bw[o] for o in compared])) if len(compared) >= MIN_COMPARED else 0.0
+    median = float(arrays.median([bw[o] for o in compared])) if len(compared) >= MIN_COMPARED else 0.0
     slow = [o for o in compared if median > 0 and bw[o] < OST_SLOW_RATIO * median]
     return {"ost": osts, "bandwidth": [_r(bw[o]) for o in osts], "bytes": [_r(nbytes[o]) for o in osts],
             "time_s": [_r(seconds[o]) for o in osts], "files": [count[o] for o in osts],
