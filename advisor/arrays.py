@@ -34,11 +34,14 @@ def median(values):
 
 
 def isin(element, test_elements, kind=None) -> np.ndarray:
-    """``np.isin(element, test_elements, kind=kind)`` for arrays of one dtype: numpy's own sort
-    path made distinct first, as numpy does, with :func:`unique` for the tested values."""
-    element = np.asarray(element)
+    """``np.isin(element, test_elements, kind=kind)`` for arrays of one dtype. Numpy compares
+    few tested values one by one (no np.unique: called as is); for more, its sort path is taken
+    here, made distinct first as numpy does, with :func:`unique` for the tested values."""
+    element, tested = np.asarray(element), np.asarray(test_elements)
+    if tested.size < 10 * element.size ** 0.145:  # numpy's own test for its loop
+        return np.isin(element, tested, kind=kind)
     values, inverse = np.unique(element, return_inverse=True)
-    found = np.isin(values, unique(test_elements), assume_unique=True, kind=kind)
+    found = np.isin(values, unique(tested), assume_unique=True, kind=kind)
     return found[inverse.ravel()].reshape(element.shape)
 
 

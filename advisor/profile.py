@@ -219,6 +219,7 @@ class DxtTrace:
 
 @dataclass
 class MountPoint:
+    """A mount point of the job's node and its file system type."""
     path: str
     fstype: str
 

@@ -25,6 +25,7 @@ class TooFewTargets(ValueError):
 
 @dataclass
 class Outliers:
+    """The slow targets and the medians they were judged by."""
     slow: list[int]  # slowest first
     medians: dict[int, float]  # per target with enough rates
     typical: float  # the median of the medians

@@ -25,6 +25,7 @@ BASE = ("POSIX", "STDIO")  # side by side: a file no layer above counted is the 
 
 @dataclass(frozen=True)
 class AppTraffic:
+    """The job's data traffic as the application asked for it."""
     bytes_read: int
     bytes_written: int
     reads: int

@@ -25,6 +25,7 @@ SLOW = param("straggler_factor", 2.0, "a rank slower than the median rank by thi
 
 @dataclass
 class RankTable:
+    """Per-rank bytes and seconds of the job's data I/O."""
     bytes: np.ndarray  # per rank
     seconds: np.ndarray  # per rank: busy span (DXT) or I/O seconds (counters)
     source: str  # "dxt" or "counters"

@@ -175,17 +175,18 @@ def ost_figure(files: list[metrics.FileSummary]) -> dict | None:
     large: set[int] = set()
     for f in sorted(files, key=lambda f: f.bytes < MIN_RECORD_BYTES):  # large files first
         osts = f.layout.ost_ids if f.layout else []
-        if not osts or f.stats.io_time <= 0 or f.bytes <= 0:
+        size, io_time = f.bytes, f.stats.io_time  # properties: read once per file, not per stripe
+        if not osts or io_time <= 0 or size <= 0:
             continue
-        big = f.bytes >= MIN_RECORD_BYTES
+        big, share = size >= MIN_RECORD_BYTES, size / len(osts)
         for ost in osts:
             if ost in large and not big:
                 continue  # an OST with large files is timed by them alone
             if big:
                 large.add(ost)
             # a file waits for its slowest stripe: each of its OSTs is charged the file's time
-            nbytes[ost] = nbytes.get(ost, 0.0) + f.bytes / len(osts)
-            seconds[ost] = seconds.get(ost, 0.0) + f.stats.io_time
+            nbytes[ost] = nbytes.get(ost, 0.0) + share
+            seconds[ost] = seconds.get(ost, 0.0) + io_time
             count[ost] = count.get(ost, 0) + 1
     if len(nbytes) < 2:
         return None
