@@ -30,6 +30,7 @@ CATEGORIES = (
 
 @dataclass
 class Recommendation:
+    """What to change: the advice and the commands that apply it."""
     text: str
     commands: list[str] = field(default_factory=list)
 
@@ -155,6 +156,7 @@ class NotChecked:
 
 @dataclass
 class Diagnosis:
+    """Everything found about one input: its source, job, findings and summary."""
     source: dict[str, Any]  # path, format, parser, log_version, notes
     job: dict[str, Any]  # jobid, nprocs, runtime_s, exe, ...
     findings: list[Finding] = field(default_factory=list)
@@ -289,6 +291,7 @@ def plain(value: Any) -> Any:
         return [v if isinstance(v, _LEAVES) else plain(v) for v in value]
     if isinstance(value, tuple):
         return type(value)(*(plain(v) for v in value)) if hasattr(value, "_fields") else tuple(plain(v) for v in value)
-    if isinstance(value, dict):
-        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, dict):  # leaves kept inline: a call per key and number was most of a fleet job's plain()
+        return {k if isinstance(k, _LEAVES) else plain(k): v if isinstance(v, _LEAVES) else plain(v)
+                for k, v in value.items()}
     return value

@@ -24,6 +24,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from advisor import arrays
 from advisor.profile import SHARED_RANK, JobProfile, LustreLayout, ModuleRecords
 from replay.plan import SIZE_BIN_EDGES, SIZE_BIN_NAMES
 
@@ -254,8 +255,8 @@ def summarize_module(profile: JobProfile, module: str) -> ModuleSummary | None:
     keys, ranks = _file_keys(recs, spec), recs.ranks
     shared = ranks == SHARED_RANK
     out = ModuleSummary(
-        module=module, records=len(recs), files=len(np.unique(keys)),
-        shared_files=len(np.unique(keys[shared])),
+        module=module, records=len(recs), files=len(arrays.unique(keys)),
+        shared_files=len(arrays.unique(keys[shared])),
         bytes_read=int(cols.bytes_read.sum()), bytes_written=int(cols.bytes_written.sum()),
         reads=int(cols.reads.sum()), writes=int(cols.writes.sum()), meta_ops=int(cols.meta_ops.sum()),
         read_time=float(cols.read_time.sum()), write_time=float(cols.write_time.sum()),
@@ -377,7 +378,7 @@ def _summarize(profile: JobProfile) -> ProfileSummary:
         out.rank_time = sum((np.pad(m.rank_time, (0, n - len(m.rank_time))) for m in base), np.zeros(n))
         out.rank_time_imbalance = _imbalance(out.rank_time)
     keys = [_file_keys(profile.records[m], SPECS[m]) for m in out.modules]
-    out.files = len(np.unique(np.concatenate(keys))) if keys else 0
+    out.files = len(arrays.unique(np.concatenate(keys))) if keys else 0
     out.dxt_segments = {m: (len(t) if t.readable else None) for m, t in profile.dxt.items()}
     return out
 
@@ -464,7 +465,7 @@ def _module_files(profile: JobProfile, module: str) -> dict[int, FileModuleStats
     shared = np.bincount(inv, weights=(recs.ranks == SHARED_RANK), minlength=n) > 0
     # distinct (file, rank) pairs as one integer each (np.unique over axis=1 sorts rows, 20x slower)
     ranks = recs.ranks.astype(np.int64) - SHARED_RANK
-    files_of_pairs = np.unique(inv.astype(np.int64) * (int(ranks.max(initial=0)) + 1) + ranks)
+    files_of_pairs = arrays.unique(inv.astype(np.int64) * (int(ranks.max(initial=0)) + 1) + ranks)
     files_of_pairs //= int(ranks.max(initial=0)) + 1
     nranks = np.where(shared, max(profile.job.nprocs, 1), np.bincount(files_of_pairs, minlength=n))
     columns = [*sums, nranks.tolist(), shared.tolist(), *_rank_extremes(recs, spec, inv, n)]

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from advisor import arrays
 from advisor.units import STD_STREAMS  # noqa: F401 (re-exported: facts read it from here)
 
 SHARED_RANK = -1
@@ -218,6 +219,7 @@ class DxtTrace:
 
 @dataclass
 class MountPoint:
+    """A mount point of the job's node and its file system type."""
     path: str
     fstype: str
 
@@ -229,7 +231,7 @@ def shared_mask(rec: ModuleRecords) -> np.ndarray:
     if ids.size:
         uniq, counts = np.unique(ids, return_counts=True)
         multi = uniq[counts > 1]
-        shared |= np.isin(rec.ids, multi)
+        shared |= arrays.isin(rec.ids, multi)
     return shared
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
+from advisor import arrays
 
 FACTOR_PARAM = "slow_ost_factor"  # the site config's [thresholds] key of the factor
 FACTOR = 4.0
@@ -25,6 +25,7 @@ class TooFewTargets(ValueError):
 
 @dataclass
 class Outliers:
+    """The slow targets and the medians they were judged by."""
     slow: list[int]  # slowest first
     medians: dict[int, float]  # per target with enough rates
     typical: float  # the median of the medians
@@ -36,7 +37,7 @@ def slow_targets(rates: Mapping[int, Sequence[float]], factor: float = FACTOR) -
     if len(usable) < MIN_TARGETS:
         raise TooFewTargets(f"fewer than {MIN_TARGETS} targets with {MIN_SAMPLES} or more timed rates each "
                             f"({len(usable)} of {len(rates)})")
-    medians = {t: float(np.median(r)) for t, r in usable.items()}
-    typical = float(np.median(list(medians.values())))
+    medians = {t: float(arrays.median(r)) for t, r in usable.items()}
+    typical = float(arrays.median(list(medians.values())))
     slow = sorted((t for t, m in medians.items() if m * factor < typical), key=medians.get)
     return Outliers(slow=slow, medians=medians, typical=typical)

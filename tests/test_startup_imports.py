@@ -11,8 +11,9 @@ import sys
 # Each is used by a stage or a command a plain `diagnose --json -` does not run: the learned
 # models (scikit-learn), the fleet (pandas, Dask, Arrow), the HTML report, the terminal (rich),
 # the rule files once their checked form is cached (YAML); pydarshan's own package imports pandas.
+# numpy.ma: loaded by numpy's own np.unique, np.isin and np.median of floats (advisor.arrays avoids it).
 HEAVY = ("sklearn", "scipy", "pandas", "matplotlib", "dask", "distributed", "pyarrow", "rich", "yaml",
-         "darshan", "advisor.models", "advisor.report.html", "advisor.report.terminal", "advisor.fleet.run")
+         "darshan", "numpy.ma", "advisor.models", "advisor.report.html", "advisor.report.terminal", "advisor.fleet.run")
 # The readers, facts and views of the other kinds of input (IOR, IOzone, fio, mdtest, campaigns,
 # node snapshots): a Darshan log's diagnosis, from the cached catalogue, imports none of them.
 OTHER_INPUTS = ("advisor.ingest.ior", "advisor.ingest.iozone", "advisor.ingest.fio", "advisor.ingest.mdtest",

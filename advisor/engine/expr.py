@@ -55,6 +55,7 @@ _TOKEN = re.compile(r"""
 
 @dataclass(frozen=True)
 class Token:
+    """A lexical token of a condition."""
     kind: str  # number, string, name, op, end
     text: str
     pos: int
@@ -84,50 +85,59 @@ def _number(text: str) -> float | int:
 
 @dataclass(frozen=True)
 class Node:
+    """A node of a parsed condition (its position, for errors)."""
     pos: int
 
 
 @dataclass(frozen=True)
 class Const(Node):
+    """A literal: number, string, true, false or null."""
     value: Any
 
 
 @dataclass(frozen=True)
 class Name(Node):
+    """A fact or threshold named in a condition."""
     name: str
 
 
 @dataclass(frozen=True)
 class Call(Node):
+    """A call of one of the evaluator's functions."""
     func: str
     args: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Attr(Node):
+    """A field of a value: ``base.name``."""
     base: Node
     name: str
 
 
 @dataclass(frozen=True)
 class Index(Node):
+    """An item of a value: ``base[index]``."""
     base: Node
     index: Node
 
 
 @dataclass(frozen=True)
 class ListExpr(Node):
+    """A list literal."""
     items: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Unary(Node):
+    """``-x`` or ``not x``."""
     op: str  # "-" or "not"
     operand: Node
 
 
 @dataclass(frozen=True)
 class Binary(Node):
+    """An arithmetic operation."""
     op: str
     left: Node
     right: Node
@@ -135,6 +145,7 @@ class Binary(Node):
 
 @dataclass(frozen=True)
 class Compare(Node):
+    """A comparison chain, as Python's: ``a < b <= c``."""
     first: Node
     ops: tuple[str, ...]
     rest: tuple[Node, ...]
@@ -142,6 +153,7 @@ class Compare(Node):
 
 @dataclass(frozen=True)
 class BoolOp(Node):
+    """``and`` / ``or`` over two or more items."""
     op: str  # "and" / "or"
     items: tuple[Node, ...]
 

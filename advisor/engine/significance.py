@@ -88,6 +88,7 @@ DECLARED = Confidence("high", "stated by the input (counters, settings, outputs)
 
 @dataclass(frozen=True)
 class Impact:
+    """What a finding costs: seconds lost, against the run time and the I/O time."""
     cost_s: float
     runtime_s: float
     io_time_s: float | None = None

@@ -46,6 +46,7 @@ class NotApplicable(Missing):
 
 @dataclass(frozen=True)
 class Fact:
+    """A registered fact: its name, unit kind, documentation and how it is computed."""
     name: str
     kind: str  # a unit kind of advisor.units.KINDS; a list-valued fact has its items' kind
     doc: str

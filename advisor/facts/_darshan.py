@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from advisor import arrays
 from advisor.facts import FactContext, Missing, NotApplicable
 from advisor.profile import STD_STREAMS, DxtTrace, ModuleRecords
 
@@ -77,7 +78,7 @@ def data_mask(ctx: FactContext, rec: ModuleRecords) -> np.ndarray:
     not_data = not_data_ids(ctx)
     if not len(not_data):
         return np.ones(len(rec), bool)
-    return ~np.isin(rec.ids, not_data)
+    return ~arrays.isin(rec.ids, not_data)
 
 
 def data_records(ctx: FactContext, module: str) -> ModuleRecords:

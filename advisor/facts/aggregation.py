@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from advisor import arrays
 from advisor.facts import FactContext, Missing, fact, requests
 from advisor.facts._darshan import col, data_files, data_records, dxt, mpiio_write_only_ids, nprocs, records
 from advisor.profile import shared_mask
@@ -98,7 +99,7 @@ def aggregator_count(ctx: FactContext, record_id: int, posix) -> tuple[int, bool
     (aggregators get even file domains), never more than the ranks."""
     try:
         trace = dxt(ctx, "DXT_POSIX")
-        ranks = np.unique(trace.rank[trace.record_id == np.uint64(record_id)])
+        ranks = arrays.unique(trace.rank[trace.record_id == np.uint64(record_id)])
         if len(ranks):
             return len(ranks), True
     except Missing:
@@ -305,7 +306,7 @@ def _register_per_op(op: str) -> None:
           label=f"small {op}s made below collective MPI-IO")
     def below(ctx: FactContext) -> bool:
         t = requests.table(ctx)
-        return all_collective(ctx, np.unique(t.rec.ids[t.small[op] > 0]))
+        return all_collective(ctx, arrays.unique(t.rec.ids[t.small[op] > 0]))
 
     below.__name__ = f"small_{op}s_below_collective"
 
@@ -331,4 +332,4 @@ for _op in ("read", "write"):
       label="misaligned requests made below collective MPI-IO")
 def misaligned_below_collective(ctx: FactContext) -> bool:
     rec = data_records(ctx, "POSIX")
-    return all_collective(ctx, np.unique(rec.ids[col(rec, "FILE_NOT_ALIGNED") > 0]))
+    return all_collective(ctx, arrays.unique(rec.ids[col(rec, "FILE_NOT_ALIGNED") > 0]))

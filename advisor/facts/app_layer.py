@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from advisor import arrays
 from advisor.facts import FactContext, fact
 from advisor.facts._darshan import not_data_ids
 from advisor.facts.layers import LAYERS, NO_FILE, account, layer_files
@@ -24,6 +25,7 @@ BASE = ("POSIX", "STDIO")  # side by side: a file no layer above counted is the 
 
 @dataclass(frozen=True)
 class AppTraffic:
+    """The job's data traffic as the application asked for it."""
     bytes_read: int
     bytes_written: int
     reads: int
@@ -46,14 +48,14 @@ def _traffic(ctx: FactContext) -> AppTraffic:
         # a layer whose records name no file (older H5D) cannot be placed on files: the layer below counts
         if files is None or files.index(NO_FILE) is not None:
             continue
-        fresh = ~np.isin(files.keys, claimed, kind="sort")
+        fresh = ~arrays.isin(files.keys, claimed, kind="sort")
         take = fresh & ((files.bytes > 0) if layer not in BASE else np.ones(len(files.keys), bool))
         if not take.any():
             continue
         sums += [int(getattr(files, f)[take].sum()) for f in ("bytes_read", "bytes_written", "reads", "writes")]
         used.append(layer)
         if layer not in BASE:  # POSIX and STDIO both count a file neither layer above did
-            claimed = np.union1d(claimed, files.keys[take])
+            claimed = arrays.union(claimed, files.keys[take])
     return AppTraffic(*(int(v) for v in sums), tuple(used))
 
 

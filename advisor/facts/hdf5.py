@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from advisor import arrays
 from advisor.facts import FactContext, Missing, fact
 from advisor.facts.access import MISALIGNED_PENALTY  # a straddled stripe's share of a request's time
 from advisor.facts._darshan import col, data_records, maybe, nprocs, owner_files, records, total
@@ -28,7 +29,7 @@ def _datasets(ctx: FactContext):
 def _collective(rec) -> np.ndarray:
     """Per row: its dataset used collective transfers on some rank (the flag is per dataset and rank)."""
     flag = col(rec, "USE_MPIIO_COLLECTIVE") > 0
-    ids = np.unique(rec.ids[flag])
+    ids = arrays.unique(rec.ids[flag])
     return np.isin(rec.ids, ids)
 
 
@@ -70,7 +71,7 @@ def hdf5_indep_share(ctx: FactContext) -> float:
       label="datasets with independent transfers")
 def hdf5_indep_datasets(ctx: FactContext) -> int:
     rec = _datasets(ctx)
-    return len(np.unique(rec.ids[~_collective(rec) & (_ops(rec) > 0)]))
+    return len(arrays.unique(rec.ids[~_collective(rec) & (_ops(rec) > 0)]))
 
 
 @fact("hdf5_indep_files", "path", "HDF5 files holding the datasets with independent transfers, most operations first.",
@@ -170,7 +171,7 @@ def hdf5_file_ids(ctx: FactContext) -> np.ndarray:
         ids.append(files.ids.astype(np.uint64))
     if datasets is not None and len(datasets):
         ids.append(_dataset_files(ctx, datasets))
-    return np.unique(np.concatenate(ids))
+    return arrays.unique(np.concatenate(ids))
 
 
 @fact("misaligned_hdf5", "flag", "The file with the most misaligned requests is an HDF5 file (H5F/H5D records name "
@@ -191,9 +192,9 @@ def hdf5_meta_indep_writes(ctx: FactContext) -> int:
     if mpi is None or datasets is None or not len(datasets):
         return 0
     files = _dataset_files(ctx, datasets)
-    independent = np.unique(files[~_collective(datasets) & (_ops(datasets) > 0)])
-    collective = np.setdiff1d(np.unique(files[_collective(datasets)]), independent)
-    return int(col(mpi, "INDEP_WRITES")[np.isin(mpi.ids, collective)].sum())
+    independent = arrays.unique(files[~_collective(datasets) & (_ops(datasets) > 0)])
+    collective = np.setdiff1d(arrays.unique(files[_collective(datasets)]), independent, assume_unique=True)
+    return int(col(mpi, "INDEP_WRITES")[arrays.isin(mpi.ids, collective)].sum())
 
 
 def _scattered(rec) -> np.ndarray:

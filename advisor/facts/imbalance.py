@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from advisor import arrays
 from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import col, data_files, data_mask, dxt, maybe, nprocs
 from advisor.facts.aggregation import aggregator_count, all_collective, collective_ids
@@ -24,6 +25,7 @@ SLOW = param("straggler_factor", 2.0, "a rank slower than the median rank by thi
 
 @dataclass
 class RankTable:
+    """Per-rank bytes and seconds of the job's data I/O."""
     bytes: np.ndarray  # per rank
     seconds: np.ndarray  # per rank: busy span (DXT) or I/O seconds (counters)
     source: str  # "dxt" or "counters"
@@ -133,7 +135,7 @@ def _byte_span(rank: np.ndarray, length: np.ndarray, start: np.ndarray, end: np.
 def _spread(t: RankTable) -> float:
     """Seconds the slowest rank of a phase takes beyond the median rank."""
     busy = t.seconds[t.seconds > 0]
-    return float(busy.max() - np.median(busy)) if len(busy) > 1 else 0.0
+    return float(busy.max() - arrays.median(busy)) if len(busy) > 1 else 0.0
 
 
 def table(ctx: FactContext) -> RankTable:
@@ -162,14 +164,14 @@ def rank_source(ctx: FactContext) -> str:
       label="straggler ranks")
 def straggler_ranks(ctx: FactContext) -> list[int]:
     active, rates = _rates(ctx)
-    slow = rates < np.median(rates) / ctx.param(SLOW)
+    slow = rates < arrays.median(rates) / ctx.param(SLOW)
     order = np.argsort(rates[slow])
     return [int(r) for r in active[slow][order]]
 
 
 @fact("median_rank_rate", "rate", "I/O rate of the median rank (bytes / busy seconds).", label="median rank's rate")
 def median_rank_rate(ctx: FactContext) -> float:
-    return float(np.median(_rates(ctx)[1]))
+    return float(arrays.median(_rates(ctx)[1]))
 
 
 @fact("slowest_rank_rate", "rate", "I/O rate of the slowest rank.", label="slowest rank's rate")
@@ -188,7 +190,7 @@ def realised_rate(ctx: FactContext) -> float:
       label="rate without stragglers (median rank x ranks)")
 def ideal_rate(ctx: FactContext) -> float:
     active, rates = _rates(ctx)
-    return float(np.median(rates) * len(active))
+    return float(arrays.median(rates) * len(active))
 
 
 @fact("straggler_cost_s", "seconds", "Seconds the job waits for the stragglers: their time beyond the median rank's.",
@@ -199,7 +201,7 @@ def straggler_cost_s(ctx: FactContext) -> float:
     if not slow:
         return 0.0
     active = _active(t)
-    median = float(np.median(t.seconds[active]))
+    median = float(arrays.median(t.seconds[active]))
     return max(0.0, float(t.seconds[slow].max()) - median)
 
 
@@ -217,7 +219,7 @@ def busiest_rank_bytes(ctx: FactContext) -> float:
 @fact("median_rank_bytes", "bytes", "Bytes the median rank moved (of the ranks that moved any).",
       label="median rank's bytes")
 def median_rank_bytes(ctx: FactContext) -> float:
-    return float(np.median(_moved(ctx)))
+    return float(arrays.median(_moved(ctx)))
 
 
 def _moved(ctx: FactContext) -> np.ndarray:
@@ -233,7 +235,7 @@ def _moved(ctx: FactContext) -> np.ndarray:
 def heavy_ranks(ctx: FactContext) -> list[int]:
     t = table(ctx)
     moved = t.bytes
-    median = np.median(moved[moved > 0]) if (moved > 0).any() else 0
+    median = arrays.median(moved[moved > 0]) if (moved > 0).any() else 0
     return [int(r) for r in np.flatnonzero(moved > 2 * median)]
 
 
@@ -260,7 +262,7 @@ def data_imbalance_cost_s(ctx: FactContext) -> float:
     # others, in FLASH's seven collective writes of the grid's tree that rank 0 alone fills) is still
     # inside it, waiting as long: by spans rank 0 was 1.9 s behind the median rank, by calls 0.08 s
     heavy = ctx.get("heavy_ranks") or [int(np.argmax(t.bytes))]
-    return max(0.0, float(t.busy[heavy].max() - np.median(t.busy[active])))
+    return max(0.0, float(t.busy[heavy].max() - arrays.median(t.busy[active])))
 
 
 def _shared_skew(ctx: FactContext, posix_only: bool = False) -> list[dict]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from advisor import arrays
 from advisor.facts import FactContext, Missing, fact
 from advisor.facts._darshan import col, data_files, dxt, maybe, not_lustre, nprocs, records, summary, total
 from advisor.facts.layers import account
@@ -144,7 +145,7 @@ def mpiio_indep_stripe_sharing(ctx: FactContext) -> float:
     # stripes are its own
     keys = np.concatenate([np.stack([ids, op, first]), np.stack([ids, op, last])], axis=1)
     stripes, which = np.unique(keys, axis=1, return_inverse=True)
-    owners = np.unique(np.stack([which.ravel(), np.concatenate([rank, rank])]), axis=1)[0]
+    owners = arrays.unique(np.stack([which.ravel(), np.concatenate([rank, rank])]), axis=1)[0]
     shared = np.bincount(owners, minlength=stripes.shape[1]) > 1
     n = len(rank)
     return float((shared[which.ravel()[:n]] | shared[which.ravel()[n:]]).mean())
@@ -189,7 +190,7 @@ def _aggregators(ctx: FactContext) -> dict[int, str | None]:
     if len(collective) == 0:
         raise Missing("no file was accessed with collective MPI-IO")
     trace = dxt(ctx, "DXT_POSIX")
-    ranks = np.unique(trace.rank[np.isin(trace.record_id, collective)])
+    ranks = arrays.unique(trace.rank[np.isin(trace.record_id, collective)])
     if len(ranks) == 0:
         raise Missing("the DXT trace has no POSIX I/O on the collectively accessed files")
     return {int(r): trace.hostnames.get(int(r)) for r in ranks}

@@ -79,6 +79,7 @@ class FileLayer:
 
 @dataclass
 class FileRow:
+    """One file and the layers that counted its I/O."""
     path: str
     layers: list[FileLayer]
 

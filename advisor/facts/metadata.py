@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from advisor import arrays
 from advisor.facts import FactContext, fact, param
 from advisor.facts._darshan import col, data_files, data_mask, nprocs, records
 from advisor.facts.sanity import rank_bound
@@ -103,7 +104,7 @@ def files_per_rank(ctx: FactContext) -> float:
     own = (rec.ranks >= 0) & ~shared_mask(rec) & data_mask(ctx, rec)
     if not own.any():
         return 0.0
-    ranks = np.unique(rec.ranks[own])
+    ranks = arrays.unique(rec.ranks[own])
     return float(own.sum()) / len(ranks)
 
 

@@ -30,8 +30,9 @@ def _per_ost(ctx: FactContext) -> dict:
         layout = layout_of.get(rid)
         if layout is None or moved[i] < MIN_RECORD_BYTES or seconds[i] <= 0:
             continue
+        rate = moved[i] / seconds[i]  # once per file, not per stripe
         for ost in layout.ost_ids:
-            rates[ost].append(moved[i] / seconds[i])
+            rates[ost].append(rate)
             rows[ost].append(i)
     try:
         outliers = slow_targets(rates, ctx.param(SLOW_OST))

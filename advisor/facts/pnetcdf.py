@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from advisor import arrays
 from advisor.facts import FactContext, fact
 from advisor.facts._darshan import col, nprocs, owner_files, records, top_files
 from advisor.facts.requests import register_small_calls
@@ -104,7 +105,7 @@ def pnetcdf_calls_collective(ctx: FactContext) -> bool:
     ids = [np.zeros(0, np.uint64)] + ([files.ids.astype(np.uint64)] if files is not None else [])
     if var is not None and len(var):
         ids.append(owner_files(ctx, var, "PNETCDF_VAR_FILE_REC_ID"))
-    return collective_below(ctx, np.unique(np.concatenate(ids)).tolist())
+    return collective_below(ctx, arrays.unique(np.concatenate(ids)).tolist())
 
 
 register_small_calls("pnetcdf", "PNETCDF_VAR", "PnetCDF variable reads and writes")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor import metrics
+from advisor import arrays, metrics
 from advisor.facts.ost import MIN_RECORD_BYTES
 from advisor.profile import DXT_READ, DXT_WRITE, JobProfile
 
@@ -143,8 +143,8 @@ def stragglers(times: np.ndarray) -> np.ndarray:
     times = np.asarray(times, dtype=np.float64)
     if len(times) < 2:
         return np.empty(0, dtype=np.int64)
-    med = float(np.median(times))
-    mad = float(np.median(np.abs(times - med)))
+    med = float(arrays.median(times))
+    mad = float(arrays.median(np.abs(times - med)))
     hot = (times > STRAGGLER_RATIO * med) & (times > med + STRAGGLER_MADS * mad) & (times > 0)
     return np.flatnonzero(hot)
 
@@ -175,24 +175,25 @@ def ost_figure(files: list[metrics.FileSummary]) -> dict | None:
     large: set[int] = set()
     for f in sorted(files, key=lambda f: f.bytes < MIN_RECORD_BYTES):  # large files first
         osts = f.layout.ost_ids if f.layout else []
-        if not osts or f.stats.io_time <= 0 or f.bytes <= 0:
+        size, io_time = f.bytes, f.stats.io_time  # properties: read once per file, not per stripe
+        if not osts or io_time <= 0 or size <= 0:
             continue
-        big = f.bytes >= MIN_RECORD_BYTES
+        big, share = size >= MIN_RECORD_BYTES, size / len(osts)
         for ost in osts:
             if ost in large and not big:
                 continue  # an OST with large files is timed by them alone
             if big:
                 large.add(ost)
             # a file waits for its slowest stripe: each of its OSTs is charged the file's time
-            nbytes[ost] = nbytes.get(ost, 0.0) + f.bytes / len(osts)
-            seconds[ost] = seconds.get(ost, 0.0) + f.stats.io_time
+            nbytes[ost] = nbytes.get(ost, 0.0) + share
+            seconds[ost] = seconds.get(ost, 0.0) + io_time
             count[ost] = count.get(ost, 0) + 1
     if len(nbytes) < 2:
         return None
     osts = sorted(nbytes)
     bw = {o: nbytes[o] / seconds[o] for o in osts}
     compared = [o for o in osts if o in large]
-    median = float(np.median([bw[o] for o in compared])) if len(compared) >= MIN_COMPARED else 0.0
+    median = float(arrays.median([bw[o] for o in compared])) if len(compared) >= MIN_COMPARED else 0.0
     slow = [o for o in compared if median > 0 and bw[o] < OST_SLOW_RATIO * median]
     return {"ost": osts, "bandwidth": [_r(bw[o]) for o in osts], "bytes": [_r(nbytes[o]) for o in osts],
             "time_s": [_r(seconds[o]) for o in osts], "files": [count[o] for o in osts],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from advisor import arrays
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace, JobProfile
 from advisor.report.plots import WIDTH, Plot, with_table, x_axis
 from advisor.report.svg import Scale, Svg, axis, text_width
@@ -36,7 +37,7 @@ def timeline_data(profile: JobProfile) -> dict | None:
     trace = max(traces, key=len)
     t1 = max(float(trace.end.max()), float(profile.job.runtime_s or 0.0))
     t1 = t1 if t1 > 0 else 1.0
-    rank_ids = np.unique(trace.rank)
+    rank_ids = arrays.unique(trace.rank)
     nprocs = max(int(profile.job.nprocs or 0), int(rank_ids.max()) + 1)
     group = -(-nprocs // MAX_ROWS)  # ranks per row
     nrows = -(-nprocs // group)

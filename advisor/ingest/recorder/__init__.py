@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from advisor import arrays
 from advisor.errors import InputError
 from advisor.ingest import InputFormat, register
 from advisor.ingest.recorder import calls as C
@@ -162,7 +163,7 @@ def _metadata_calls(trace: RecorderTrace, calls: Calls, res: Resolved, plans: Pl
 def _directories(calls: Calls, res: Resolved, directory: np.ndarray, plans: PlanTable) -> dict:
     """The job's calls on directories (made, removed, stat'ed): metadata of the job, not files."""
     sel = np.flatnonzero(directory)
-    return {"paths": int(np.unique(res.name[sel]).size), "calls": int(sel.size),
+    return {"paths": int(arrays.unique(res.name[sel]).size), "calls": int(sel.size),
             "meta_time_s": float((calls.end[sel] - calls.start[sel]).sum())}
 
 
