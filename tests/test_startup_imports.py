@@ -52,3 +52,19 @@ def test_a_plain_diagnose_loads_no_heavy_library(corpus, tmp_path):
     assert not others, f"a Darshan log's diagnosis imported the code of other inputs: {others}"
     # what it does use is there: the check above cannot pass on a run that did nothing
     assert {"numpy", "advisor.engine", "advisor.report.figures"} <= modules
+
+
+
+def test_a_recorder_trace_loads_no_masked_arrays(tmp_path):
+    """The Recorder reader (in its parsing child) and the HDF5 facts a checkpoint trace reaches use
+    advisor.arrays too: -X importtime, which children inherit, lists every module imported."""
+    from tests.conftest import REPO
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONPROFILEIMPORTTIME": "1"}
+    trace = REPO / "tests" / "data" / "recorder" / "hdf5-ckpt-collmeta"
+    done = subprocess.run([sys.executable, "-m", "advisor", "diagnose", "--json", "-", str(trace)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "advisor.ingest.recorder.records" in imported and json.loads(done.stdout)[0]["findings"]
+    assert "numpy.ma" not in imported

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from advisor import arrays
 from advisor.ingest.recorder.chains import int32_at, walk
 from advisor.ingest.recorder.grammar import GrammarError, expand, parse_all
 
@@ -353,7 +354,7 @@ class RecorderTrace:
         """The lines recorder2text writes for these calls (its reference output)."""
         d = self.meta.decimals
         sig = calls.signatures
-        used = np.unique(calls.terminal).tolist()
+        used = arrays.unique(calls.terminal).tolist()
         form = {}
         for t in used:
             f, args = int(sig.func[t]), sig.args[t]

@@ -12,6 +12,7 @@ import hashlib
 
 import numpy as np
 
+from advisor import arrays
 from advisor.ingest.recorder import calls as C
 from advisor.ingest.recorder.events import VIA_COLLECTIVE, VIA_MPIIO, Calls, Resolved, stable_order
 from advisor.ingest.recorder.plans import COUNTERS, KINDS, MODES, K, PlanTable
@@ -228,7 +229,7 @@ def _accesses(module: str, out: Counters, rec: np.ndarray, kind: np.ndarray, off
         r, sz, off, t = rec[mask], size[mask], offset[mask], dur[mask]
         out.add(moved, r, sz.astype(np.float64))
         bins = np.searchsorted(SIZE_BIN_EDGES, sz, side="left")
-        for b in np.unique(bins).tolist():
+        for b in arrays.unique(bins).tolist():
             out.add(f"SIZE_{word}_{agg}{SIZE_BIN_NAMES[b]}", r[bins == b])
         _slowest(out, word, r, sz, t)
         if module != "MPI-IO" and (off >= 0).any():
