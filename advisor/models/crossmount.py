@@ -74,3 +74,90 @@ def half(family: str) -> str:
 
 __all__ = ["FIT_FAMILIES", "JUDGED_FAMILIES", "PER_FAMILY", "geometry", "half", "order", "pattern", "sample",
            "size_class"]
+
+
+# --- judging (the protocol, committed with the design before any figure of the other mount) ---
+
+def judge_shipped(home: list[dict], other: list[dict]):
+    """The shipped model (every fix of the home mount) predicting the other mount's fixes, with its
+    own interval (out-of-family, home mount): the first figure of an unseen file system. Its
+    workloads are the campaign's own, so what it misses is the mount, not the workload."""
+    import numpy as np
+
+    from advisor.models import speedup
+
+    train, held = speedup.Rows.of(home), speedup.Rows.of(other)
+    estimator = speedup.fit(train)
+    width = speedup.calibrated_width(_finite(speedup.family_scores(train)))
+    return _judged(held, np.ones(len(held), bool), estimator, width, speedup.ranges(train))
+
+
+def mount_scores(home, other, without: str | None = None):
+    """|log10 measured on the other mount - log10 predicted| of every fit-half fix of `other` (Rows),
+    each predicted by a model of the home mount's fixes (Rows) that saw neither its family nor
+    `without`: a new workload's error on a new mount, the distribution a cross-mount interval is for."""
+    import numpy as np
+
+    from advisor.models import speedup
+
+    out = []
+    for family in FIT_FAMILIES:
+        mine = other.family == family
+        if not mine.any():
+            continue
+        keep = (home.family != family) & (home.family != (without or ""))
+        out.append(np.abs(other.y[mine] - speedup.predict(speedup.fit(home.subset(keep)), other.x[mine])))
+    return np.concatenate(out) if out else np.array([])
+
+
+def judge_cross(home: list[dict], other: list[dict], calibration: str = "mount"):
+    """Each judged family of the other mount predicted by a home-mount model that never saw the
+    family, its interval the 80 % conformal quantile of :func:`mount_scores` (the fit half, from
+    models that saw neither the judged family nor their own): a new workload on a new mount, the
+    cross-mount calibration judged on fixes it did not see. ``calibration="home"``: the interval of
+    today's protocol instead (the home mount's out-of-family residuals), for comparison."""
+    from advisor.models import speedup
+
+    h, o = speedup.Rows.of(home), speedup.Rows.of(other)
+    out = []
+    for family in JUDGED_FAMILIES:
+        held = o.family == family
+        if not held.any():
+            continue
+        train = h.subset(h.family != family)
+        width = speedup.calibrated_width(mount_scores(h, o, without=family) if calibration == "mount"
+                                         else _finite(speedup.family_scores(train)))
+        out += _judged(o, held, speedup.fit(train), width, speedup.ranges(train))
+    return out
+
+
+def _judged(rows, held, estimator, width: float, measured: dict):
+    import numpy as np
+
+    from advisor.models import speedup
+
+    out = []
+    pred = speedup.predict(estimator, rows.x[held])
+    for i, p in zip(np.flatnonzero(held), pred):
+        x = dict(zip(speedup.INPUTS, rows.x[i]))
+        why = speedup.outside(measured, x, str(rows.transform[i]))
+        out.append(speedup.Judged(str(rows.family[i]), str(rows.workload[i]), str(rows.transform[i]),
+                                  float(10 ** rows.y[i]), None if why else float(10 ** p),
+                                  None if why else (float(10 ** (p - width)), float(10 ** (p + width))), why))
+    return out
+
+
+def _finite(a):
+    import numpy as np
+
+    return a[np.isfinite(a)]
+
+
+def shift(home: list[dict], other: list[dict]) -> dict[tuple[str, str], float]:
+    """(workload, fix) -> log10 of the speedup measured on the other mount over the home mount's,
+    for every fix measured on both: what the mount alone changes of a fix's speedup."""
+    import math
+
+    measured = {(r["workload"], r["fix"]): float(r["speedup"]) for r in home}
+    return {(r["workload"], r["fix"]): math.log10(float(r["speedup"]) / measured[(r["workload"], r["fix"])])
+            for r in other if (r["workload"], r["fix"]) in measured}
