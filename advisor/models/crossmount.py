@@ -88,26 +88,17 @@ def judge_shipped(home: list[dict], other: list[dict]):
 
     train, held = speedup.Rows.of(home), speedup.Rows.of(other)
     estimator = speedup.fit(train)
-    width = speedup.calibrated_width(_finite(speedup.family_scores(train)))
+    width = speedup.calibrated_width(speedup._finite(speedup.family_scores(train)))
     return _judged(held, np.ones(len(held), bool), estimator, width, speedup.ranges(train))
 
 
 def mount_scores(home, other, without: str | None = None):
-    """|log10 measured on the other mount - log10 predicted| of every fit-half fix of `other` (Rows),
-    each predicted by a model of the home mount's fixes (Rows) that saw neither its family nor
-    `without`: a new workload's error on a new mount, the distribution a cross-mount interval is for."""
-    import numpy as np
-
+    """The cross-mount scores of the fit half only (:func:`advisor.models.speedup.mount_scores`):
+    each fit-half fix of `other` predicted by a home-mount model that saw neither its family nor
+    `without`."""
     from advisor.models import speedup
 
-    out = []
-    for family in FIT_FAMILIES:
-        mine = other.family == family
-        if not mine.any():
-            continue
-        keep = (home.family != family) & (home.family != (without or ""))
-        out.append(np.abs(other.y[mine] - speedup.predict(speedup.fit(home.subset(keep)), other.x[mine])))
-    return np.concatenate(out) if out else np.array([])
+    return speedup.mount_scores(home, other, FIT_FAMILIES, without)
 
 
 def judge_cross(home: list[dict], other: list[dict], calibration: str = "mount"):
@@ -126,7 +117,7 @@ def judge_cross(home: list[dict], other: list[dict], calibration: str = "mount")
             continue
         train = h.subset(h.family != family)
         width = speedup.calibrated_width(mount_scores(h, o, without=family) if calibration == "mount"
-                                         else _finite(speedup.family_scores(train)))
+                                         else speedup._finite(speedup.family_scores(train)))
         out += _judged(o, held, speedup.fit(train), width, speedup.ranges(train))
     return out
 
@@ -145,19 +136,3 @@ def _judged(rows, held, estimator, width: float, measured: dict):
                                   float(10 ** rows.y[i]), None if why else float(10 ** p),
                                   None if why else (float(10 ** (p - width)), float(10 ** (p + width))), why))
     return out
-
-
-def _finite(a):
-    import numpy as np
-
-    return a[np.isfinite(a)]
-
-
-def shift(home: list[dict], other: list[dict]) -> dict[tuple[str, str], float]:
-    """(workload, fix) -> log10 of the speedup measured on the other mount over the home mount's,
-    for every fix measured on both: what the mount alone changes of a fix's speedup."""
-    import math
-
-    measured = {(r["workload"], r["fix"]): float(r["speedup"]) for r in home}
-    return {(r["workload"], r["fix"]): math.log10(float(r["speedup"]) / measured[(r["workload"], r["fix"])])
-            for r in other if (r["workload"], r["fix"]) in measured}
