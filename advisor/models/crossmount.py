@@ -136,3 +136,13 @@ def _judged(rows, held, estimator, width: float, measured: dict):
                                   float(10 ** rows.y[i]), None if why else float(10 ** p),
                                   None if why else (float(10 ** (p - width)), float(10 ** (p + width))), why))
     return out
+
+
+def shift(home: list[dict], other: list[dict]) -> dict[tuple[str, str], float]:
+    """(workload, fix) -> log10 of the speedup measured on the other mount over the home mount's,
+    for every fix measured on both: what the mount alone changes of a fix's speedup."""
+    import math
+
+    measured = {(r["workload"], r["fix"]): float(r["speedup"]) for r in home}
+    return {(r["workload"], r["fix"]): math.log10(float(r["speedup"]) / measured[(r["workload"], r["fix"])])
+            for r in other if (r["workload"], r["fix"]) in measured}
