@@ -289,7 +289,8 @@ def width_for(meta: dict, transform: str, mount: str = "") -> tuple[float, list[
     `mount` ("" : the model's own), or the reasons there is no honest interval: the widest of the
     calibrations that apply (out of family; a transform never measured; another mount)."""
     width, said = float(meta["widen_log10"]), []
-    if transform not in (meta.get("transforms") or meta.get("measured", {}).get("transforms") or [transform]):
+    known = meta.get("transforms") or meta.get("measured", {}).get("transforms") or transform.split("+")
+    if not set(transform.split("+")) <= set(known):  # a combination of measured transforms is measured
         unseen = meta.get("unseen_transform")
         if not unseen:
             return [f"the fix '{transform}' was never measured, and too few transforms were to calibrate "
