@@ -2,7 +2,7 @@
 
     python bench/models.py [--model MODEL] [--target DIR] [--repeat K] [--cases a,b,... | --all]
                            [--save FILE] [--measured FILE] [--data DIR]...
-    python bench/models.py --regenerate [--budget MINUTES] [--data DIR]... [--replays FILE]
+    python bench/models.py --regenerate [--budget MINUTES] [--data DIR]... [--replays FILE] [--held-out-mount FILE]
     python bench/models.py --held-out [--pairs FILE]... [--learning]
     python bench/models.py --held-out-mount OTHER_PAIRS [--pairs FILE]...
 
@@ -71,7 +71,7 @@ holes): the other cases judge the model on workloads its design was not tuned on
 
 
 def regenerate(target: Path, data: list[Path], budget_min: float, replayed: Path | None,
-               measured_fixes: list[Path] | None = None) -> None:
+               measured_fixes: list[Path] | None = None, other_mount: list[Path] | None = None) -> None:
     """Calibrate `target` (resuming the first data directory), then write the shipped default
     model's directory (every data directory's rows, the replayed fixes, the measured fixes of the
     campaign) and train it from it. Without `data`, the shipped calibration rows stay as they are."""
@@ -103,6 +103,12 @@ def regenerate(target: Path, data: list[Path], budget_min: float, replayed: Path
         pairs.write_gz(DEFAULT_DIR / pairs.PAIRS_FILE, rows)
         fixes += (f", {len(rows)} fixes of {len({r['workload'] for r in rows})} workloads measured as --verify "
                   f"measures them ({pairs.PAIRS_FILE})")
+    if other_mount:  # never training rows: they calibrate the interval on another mount
+        pairs.write_gz(DEFAULT_DIR / pairs.OTHER_MOUNT_FILE, [r for path in other_mount for r in pairs.read(path)])
+    if (DEFAULT_DIR / pairs.OTHER_MOUNT_FILE).exists():
+        rows = pairs.read(DEFAULT_DIR / pairs.OTHER_MOUNT_FILE)
+        fixes += (f", {len(rows)} fixes measured on {', '.join(sorted({r['fstype'] for r in rows}))} calibrating "
+                  f"its interval on another mount ({pairs.OTHER_MOUNT_FILE})")
     if replayed:
         comparisons = [Comparison.from_dict(d) for rows in _stored(replayed).values() if isinstance(rows, list)
                        for d in rows]
@@ -364,7 +370,8 @@ def main() -> int:
     ap.add_argument("--learning", action="store_true", help="--held-out: the error as a family is verified")
     ap.add_argument("--held-out-mount", type=Path, action="append", metavar="PAIRS",
                     help="the held-out file system: these fixes measured on another mount, predicted by "
-                         "models of --pairs (advisor.models.crossmount)")
+                         "models of --pairs (advisor.models.crossmount); with --regenerate: shipped as the "
+                         "calibration of the interval on another mount")
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--budget", type=float, default=40.0,
                     help="minutes of calibration for --regenerate (0: train on --data as it is)")
@@ -373,7 +380,7 @@ def main() -> int:
                          "out/calibration-default, or for judging the shipped model's)")
     ap.add_argument("--replays", type=Path, help="--regenerate: ship the replayed fixes of this --save file")
     args = ap.parse_args()
-    if args.held_out_mount:
+    if args.held_out_mount and not args.regenerate:
         held_out_mount(args.pairs or [DEFAULT_DIR / "pairs.csv.gz"], args.held_out_mount)
         return 0
     if args.held_out:
@@ -383,7 +390,7 @@ def main() -> int:
         target = args.target or Path(tmp)
         if args.regenerate:
             regenerate(target, args.data or ([REPO / "out" / "calibration-default"] if args.budget > 0 else []),
-                       args.budget, args.replays, args.pairs)
+                       args.budget, args.replays, args.pairs, args.held_out_mount)
             return 0
         measured = _stored(args.measured) if args.measured else None
         if args.cases or args.all or not measured:
