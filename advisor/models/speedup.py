@@ -289,27 +289,38 @@ def width_for(meta: dict, transform: str, mount: str = "") -> tuple[float, list[
     `mount` ("" : the model's own), or the reasons there is no honest interval: the widest of the
     calibrations that apply (out of family; a transform never measured; another mount)."""
     width, said = float(meta["widen_log10"]), []
+    for calibration, missing, told in _conditions(meta, transform, mount):
+        if not calibration:
+            return [missing]
+        width = max(width, float(calibration["widen_log10"]))
+        said.append(f"{told} (x/{chr(247)}{10 ** calibration['widen_log10']:.2f}{_of(calibration)})")
+    return width, said
+
+
+def _conditions(meta: dict, transform: str, mount: str) -> list[tuple[dict | None, str, str]]:
+    """(calibration, why none, what it is) of each condition the out-of-family interval was not
+    calibrated for that applies to this prediction."""
+    out = []
     known = meta.get("transforms") or meta.get("measured", {}).get("transforms") or transform.split("+")
     if not set(transform.split("+")) <= set(known):  # a combination of measured transforms is measured
-        unseen = meta.get("unseen_transform")
-        if not unseen:
-            return [f"the fix '{transform}' was never measured, and too few transforms were to calibrate "
-                    f"an interval for one never measured"]
-        width = max(width, float(unseen["widen_log10"]))
-        said.append(f"the fix '{transform}' was never measured by this model: its interval is that of fixes "
-                    f"predicted without their own transform (x/{chr(247)}{10 ** unseen['widen_log10']:.2f}, "
-                    f"{len(unseen['transforms'])} transforms)")
+        out.append((meta.get("unseen_transform"),
+                    f"the fix '{transform}' was never measured, and too few transforms were to calibrate an "
+                    f"interval for one never measured",
+                    f"the fix '{transform}' was never measured by this model: its interval is that of fixes "
+                    f"predicted without their own transform"))
     if mount:
-        other = meta.get("other_mount")
-        learned = meta.get("fstype") or "one file system"
-        if not other:
-            return [f"this model measured its fixes on {learned} only: no fix measured on another file system "
-                    f"calibrates an interval for {mount}"]
-        width = max(width, float(other["widen_log10"]))
-        said.append(f"predicted for {mount} from fixes measured on {learned}: its interval is that of "
-                    f"{other['fixes']} fixes measured on {other['fstype']} (x/{chr(247)}"
-                    f"{10 ** other['widen_log10']:.2f}), one other file system, not {mount} itself")
-    return width, said
+        learned, other = meta.get("fstype") or "one file system", meta.get("other_mount") or {}
+        out.append((meta.get("other_mount"),
+                    f"this model measured its fixes on {learned} only: no fix measured on another file system "
+                    f"calibrates an interval for {mount}",
+                    f"predicted for {mount} from fixes measured on {learned}: its interval is that of "
+                    f"{other.get('fixes')} fixes measured on {other.get('fstype')}, one other file system, "
+                    f"not {mount} itself"))
+    return out
+
+
+def _of(calibration: dict) -> str:
+    return f", {len(calibration['transforms'])} transforms" if "transforms" in calibration else ""
 
 
 def _finite(a: np.ndarray) -> np.ndarray:
