@@ -26,6 +26,7 @@ class JobExpectation:
     bytes: float = 0.0
     extrapolation: list[str] = field(default_factory=list)
     mount_warning: str = ""
+    mount: str = ""  # the job's file system(s) when not the model's
     reason: str = ""
 
     @property

@@ -60,6 +60,9 @@ class Prediction:
     extrapolation: list[str] = field(default_factory=list, metadata={"label": "outside the training data",
                                                                      "kind": "text"})
     warning: str = _shown("warning", "text", "")  # e.g. the model learned another file system than the job's
+    # what the interval is calibrated on when not the model's own fixes on its own mount (a fix transform it
+    # never measured, another file system): advisor.models.speedup.width_for
+    interval_basis: str = _shown("interval calibrated for", "text", "")
     model: str = _shown("model", "text", "")  # which model
     reason: str = _shown("no prediction because", "text", "")  # why there is no speedup
     job_io_s: float | None = _shown("job's I/O time", "seconds")  # measured, slowest rank: what a fix can save

@@ -74,6 +74,7 @@ class FixSummary:
     time_saved_s: float | None = None  # of the job as recorded: measured when replayed, else predicted
     saving: str = ""  # "measured" or "predicted": where time_saved_s comes from
     predicted_reason: str = ""  # why the model gave no number ("outside what this model measured (...)")
+    interval_basis: str = ""  # what the interval is calibrated for when not the model's own (speedup.width_for)
     versus_measured: str = ""  # the measured speedup against the predicted interval, in words
 
     @property
@@ -109,6 +110,8 @@ class FixSummary:
         if isinstance(self.predicted_speedup, (int, float)):
             parts.append("predicted " + predicted_text(self.predicted_speedup, self.predicted_interval,
                                                        self.time_saved_s if self.saving != "measured" else None))
+            if self.interval_basis:
+                parts.append(self.interval_basis)
             if self.versus_measured.startswith("measured") and "outside" in self.versus_measured:
                 parts.append(self.versus_measured)
         elif self.predicted_reason:
@@ -217,7 +220,8 @@ def _summary(f: Finding) -> FixSummary:
         predicted_speedup=_number(p.speedup) if p else None,
         predicted_interval=p.interval if p and _pair(p.interval) else None,
         time_saved_s=_number(p.time_saved_s) if p else None, saving=p.saving if p else "",
-        predicted_reason=p.reason if p else "", versus_measured=p.versus_measured if p else "")
+        predicted_reason=p.reason if p else "", versus_measured=p.versus_measured if p else "",
+        interval_basis=p.interval_basis if p else "")
 
 
 def hints_handoff(fix: dict[str, Any] | None, library: str | None) -> str | None:

@@ -2,8 +2,9 @@
 
     python bench/models.py [--model MODEL] [--target DIR] [--repeat K] [--cases a,b,... | --all]
                            [--save FILE] [--measured FILE] [--data DIR]...
-    python bench/models.py --regenerate [--budget MINUTES] [--data DIR]... [--replays FILE]
+    python bench/models.py --regenerate [--budget MINUTES] [--data DIR]... [--replays FILE] [--held-out-mount FILE]
     python bench/models.py --held-out [--pairs FILE]... [--learning]
+    python bench/models.py --held-out-mount OTHER_PAIRS [--pairs FILE]...
 
 The third form is the held-out protocol of the speedup model (docs/models.md section 6),
 written down before any held-out figure was seen and not tuned on one: on the measured fixes
@@ -70,7 +71,7 @@ holes): the other cases judge the model on workloads its design was not tuned on
 
 
 def regenerate(target: Path, data: list[Path], budget_min: float, replayed: Path | None,
-               measured_fixes: list[Path] | None = None) -> None:
+               measured_fixes: list[Path] | None = None, other_mount: list[Path] | None = None) -> None:
     """Calibrate `target` (resuming the first data directory), then write the shipped default
     model's directory (every data directory's rows, the replayed fixes, the measured fixes of the
     campaign) and train it from it. Without `data`, the shipped calibration rows stay as they are."""
@@ -102,6 +103,12 @@ def regenerate(target: Path, data: list[Path], budget_min: float, replayed: Path
         pairs.write_gz(DEFAULT_DIR / pairs.PAIRS_FILE, rows)
         fixes += (f", {len(rows)} fixes of {len({r['workload'] for r in rows})} workloads measured as --verify "
                   f"measures them ({pairs.PAIRS_FILE})")
+    if other_mount:  # never training rows: they calibrate the interval on another mount
+        pairs.write_gz(DEFAULT_DIR / pairs.OTHER_MOUNT_FILE, [r for path in other_mount for r in pairs.read(path)])
+    if (DEFAULT_DIR / pairs.OTHER_MOUNT_FILE).exists():
+        rows = pairs.read(DEFAULT_DIR / pairs.OTHER_MOUNT_FILE)
+        fixes += (f", {len(rows)} fixes measured on {', '.join(sorted({r['fstype'] for r in rows}))} calibrating "
+                  f"its interval on another mount ({pairs.OTHER_MOUNT_FILE})")
     if replayed:
         comparisons = [Comparison.from_dict(d) for rows in _stored(replayed).values() if isinstance(rows, list)
                        for d in rows]
@@ -215,6 +222,59 @@ def held_out_pairs(paths: list[Path], learning: bool) -> None:
         learning_curve(rows)
 
 
+def held_out_mount(paths: list[Path], other_paths: list[Path]) -> None:
+    """The held-out file system (advisor.models.crossmount, docs/models.md "A held-out file
+    system"): the other mount's measured fixes predicted by models of the home mount's."""
+    import numpy as np
+
+    from advisor.models import crossmount, pairs, speedup
+
+    home = [r for p in paths for r in pairs.read(p)]
+    other = [r for p in other_paths for r in pairs.read(p)]
+    load = np.array([speedup.load_of(r) for r in other])
+    print(f"{len(other)} fixes of {len({r['workload'] for r in other})} workloads measured on "
+          f"{sorted({r['fstype'] for r in other})} at load per CPU {np.nanmin(load):.1f}-{np.nanmax(load):.1f} "
+          f"(median {np.nanmedian(load):.1f}); home: {len(home)} fixes on {sorted({r['fstype'] for r in home})}")
+    moved = np.array(list(crossmount.shift(home, other).values()))
+    print(f"the mount alone: |log10 other / home speedup| of the same fix, median {np.median(np.abs(moved)):.3f} "
+          f"(x{10 ** np.median(np.abs(moved)):.2f}), 80 % quantile x{10 ** np.quantile(np.abs(moved), 0.8):.2f}, "
+          f"other faster in {int((moved > 0).sum())} of {len(moved)}")
+    halves = {"all": lambda j: True, "fit half": lambda j: crossmount.half(j.family) == "fit",
+              "judged half": lambda j: crossmount.half(j.family) == "judged"}
+    shipped = crossmount.judge_shipped(home, other)
+    _print_judged("the shipped model (home mount, all its fixes), its own interval", shipped, "transform")
+    for name, keep in halves.items():
+        _say_figures(f"shipped model, {name}", [j for j in shipped if keep(j)])
+    for fam in sorted({j.family for j in shipped}):
+        _say_figures(f"shipped model, {fam}", [j for j in shipped if j.family == fam])
+    for tr in sorted({j.transform for j in shipped}):
+        _say_figures(f"shipped model, {tr}", [j for j in shipped if j.transform == tr])
+    for how, said in (("home", "its family held out, today's interval (home out-of-family residuals)"),
+                      ("mount", "its family held out, the interval of the fit half's cross-mount residuals")):
+        judged = crossmount.judge_cross(home, other, how)
+        _print_judged(f"judged half, {said}", judged, "family")
+        _say_figures(f"judged half, {how} interval", judged)
+        for fam in sorted({j.family for j in judged}):
+            _say_figures(f"judged half, {how} interval, {fam}", [j for j in judged if j.family == fam])
+
+
+def _print_judged(title: str, judged: list, by: str) -> None:
+    print(f"\n{title}")
+    for j in sorted(judged, key=lambda j: (getattr(j, by), j.workload)):
+        pred = f"{j.predicted:.2f}x [{j.interval[0]:.2f}-{j.interval[1]:.2f}]" if j.predicted else "no prediction"
+        err = f"{j.error:.0%}" if j.error is not None else "-"
+        print(f"  {j.family:17} {j.transform:11} {j.measured:7.2f}x {pred:>24} {err:>5}{'' if j.inside else ' !'}"
+              f"  {j.workload}{'  (' + j.outside[0] + ')' if j.outside else ''}")
+
+
+def _say_figures(name: str, judged: list) -> None:
+    from advisor.models import speedup
+
+    f = speedup.figures(judged)
+    print(f"{name}: median error {f['median_error']:.1%} over {f['predicted']} predicted of {f['fixes']}; "
+          f"inside the 80 % interval {f['inside']} of {f['fixes']} = {f['coverage']:.0%}")
+
+
 def learning_curve(rows, steps: tuple[int, ...] = (0, 1, 2, 4)) -> None:
     """Each family's error as k of its own workloads' fixes join the training rows (a site verifying)."""
     import numpy as np
@@ -308,6 +368,10 @@ def main() -> int:
     ap.add_argument("--held-out", action="store_true", help="the speedup model's held-out protocol")
     ap.add_argument("--pairs", type=Path, action="append", help="--held-out: measured fixes (pairs CSV)")
     ap.add_argument("--learning", action="store_true", help="--held-out: the error as a family is verified")
+    ap.add_argument("--held-out-mount", type=Path, action="append", metavar="PAIRS",
+                    help="the held-out file system: these fixes measured on another mount, predicted by "
+                         "models of --pairs (advisor.models.crossmount); with --regenerate: shipped as the "
+                         "calibration of the interval on another mount")
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--budget", type=float, default=40.0,
                     help="minutes of calibration for --regenerate (0: train on --data as it is)")
@@ -316,6 +380,9 @@ def main() -> int:
                          "out/calibration-default, or for judging the shipped model's)")
     ap.add_argument("--replays", type=Path, help="--regenerate: ship the replayed fixes of this --save file")
     args = ap.parse_args()
+    if args.held_out_mount and not args.regenerate:
+        held_out_mount(args.pairs or [DEFAULT_DIR / "pairs.csv.gz"], args.held_out_mount)
+        return 0
     if args.held_out:
         held_out_pairs(args.pairs or [DEFAULT_DIR / "pairs.csv.gz"], args.learning)
         return 0
@@ -323,7 +390,7 @@ def main() -> int:
         target = args.target or Path(tmp)
         if args.regenerate:
             regenerate(target, args.data or ([REPO / "out" / "calibration-default"] if args.budget > 0 else []),
-                       args.budget, args.replays, args.pairs)
+                       args.budget, args.replays, args.pairs, args.held_out_mount)
             return 0
         measured = _stored(args.measured) if args.measured else None
         if args.cases or args.all or not measured:

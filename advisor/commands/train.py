@@ -58,9 +58,18 @@ def _report(model, collected, out: Path) -> None:
     if sm:
         con.print(printable(f"speedup of a fix: learned from {sm['fixes']} measured fixes of {sm['workloads']} "
                             f"workloads in {len(sm['families'])} families ({', '.join(sm['transforms'])}); "
-                            f"80 % interval x/÷{10 ** sm['widen_log10']:.2f} (out-of-family residuals)"),
-                  markup=False, highlight=False)
+                            f"80 % interval x/÷{10 ** sm['widen_log10']:.2f} (out-of-family residuals)"
+                            f"{_beyond(sm)}"), markup=False, highlight=False)
     else:
         con.print("speedup of a fix: the ratio of two predicted bandwidths (no measured fixes among the data, "
                   "or too few: `--verify` adds them)", markup=False, highlight=False, style="dim")
     con.print(printable(f"model written to {out}: {describe(model.meta)}"), markup=False, highlight=False)
+
+
+def _beyond(sm: dict) -> str:
+    """What the speedup model does for a transform it never measured and for another mount."""
+    unseen, other = sm.get("unseen_transform"), sm.get("other_mount")
+    out = (f"; a transform never measured: x/÷{10 ** unseen['widen_log10']:.2f} (leave-transform-out)" if unseen
+           else "; a transform never measured: declined (too few transforms measured)")
+    return out + (f"; another mount: x/÷{10 ** other['widen_log10']:.2f} ({other['fixes']} fixes measured on "
+                  f"{other['fstype']})" if other else "; another mount: declined (no fix measured on another)")

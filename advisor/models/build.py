@@ -55,7 +55,7 @@ def _speedup_model(model: train.Model, collected: Collected) -> None:
     if fstype and other:
         raise InputError("training data", f"measured fixes on {', '.join(other)} beside a calibration of "
                                           f"{fstype}: train one model per mount")
-    built = speedup.build(collected.pairs)
+    built = speedup.build(collected.pairs, collected.other_mount)
     if built is not None:
         model.speedup, model.meta["speedup_model"] = built
 

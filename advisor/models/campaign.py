@@ -354,9 +354,11 @@ def refresh(rows: list[dict], cpus: int) -> list[dict]:
     return out
 
 
-def run(target: Path, out: Path, budget_s: float, per_workload_s: float = 40.0) -> int:
-    """Measure the campaign's workloads on `target`, appending rows to `out` (resumes: workloads
-    already in `out` are skipped); stops after `budget_s`. Returns the rows written."""
+def run(target: Path, out: Path, budget_s: float, per_workload_s: float = 40.0,
+        workloads: list[Workload] | None = None) -> int:
+    """Measure the campaign's workloads (or `workloads`, in their order) on `target`, appending rows
+    to `out` (resumes: workloads already in `out` are skipped); stops after `budget_s`. Returns the
+    rows written."""
     from advisor.config import ReplayConfig
     from advisor.errors import AdvisorError
     from advisor.models import pairs
@@ -367,7 +369,7 @@ def run(target: Path, out: Path, budget_s: float, per_workload_s: float = 40.0) 
     done = {r["workload"] for r in pairs.read(out)} if out.exists() else set()
     settings = ReplayConfig(budget_s=per_workload_s)
     started, written = time.monotonic(), 0
-    for w in order():
+    for w in workloads if workloads is not None else order():
         if w.name in done:
             continue
         if time.monotonic() - started > budget_s:
@@ -405,6 +407,8 @@ if __name__ == "__main__":
     ap.add_argument("--refresh", type=Path, metavar="FILE",
                     help="write --out's rows to FILE as this version describes them (family, descriptors), "
                          "measuring nothing; --target is not used")
+    ap.add_argument("--sample", action="store_true",
+                    help="measure only the held-out file system's sample (advisor.models.crossmount)")
     args = ap.parse_args()
     if args.refresh:
         from advisor.models import pairs
@@ -413,4 +417,7 @@ if __name__ == "__main__":
         pairs.append(args.refresh, fresh)
         print(len(fresh), "rows refreshed")
     else:
-        print(run(args.target, args.out, args.budget * 60, args.per_workload), "rows")
+        from advisor.models import crossmount
+
+        chosen = crossmount.order() if args.sample else None
+        print(run(args.target, args.out, args.budget * 60, args.per_workload, chosen), "rows")

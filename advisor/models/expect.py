@@ -50,6 +50,7 @@ def expectation(model: Model, profile: JobProfile) -> JobExpectation:
     fstypes = {p.fstype for p in parts if p.fstype}
     trained = (model.meta.get("identity") or {}).get("fstype", "")
     if trained and fstypes and trained not in fstypes:
+        exp.mount = ", ".join(sorted(fstypes))
         exp.mount_warning = (f"the job's files are on {', '.join(sorted(fstypes))}, the model learned "
                              f"{trained}: its numbers describe that file system, not the job's")
     exp.bytes = sum(p.bytes for p in parts)

@@ -103,8 +103,10 @@ def interval_widening(model: Model) -> float:
 
 
 def predict_fixes(model: Model, profile: JobProfile, fixes: list[dict], np_: int | None = None,
-                  scale: float | None = None, fstype: str | None = None) -> dict[str, Prediction]:
-    """fix key -> prediction, from the job's replay plan before and after each fix."""
+                  scale: float | None = None, fstype: str | None = None, mount: str = "") -> dict[str, Prediction]:
+    """fix key -> prediction, from the job's replay plan before and after each fix; `mount`: the
+    job's file system when it is not the model's (the model of measured fixes widens its interval
+    by its calibration for another mount, or declines)."""
     from advisor.models.sources.plan import plan_parts
     from advisor.fixes import fix_key
     from advisor.verify import replay_plan
@@ -128,7 +130,7 @@ def predict_fixes(model: Model, profile: JobProfile, fixes: list[dict], np_: int
             continue
         common = {"np": base.nranks, "scale": base.meta.get("scale", 1.0)}
         if model.speedup is not None:  # the two bandwidths would be another model's ratio: left out
-            out[key] = _measured_fix(model, base, fixed, fix, fstype, common)
+            out[key] = _measured_fix(model, base, fixed, fix, fstype, common, mount)
             continue
         fixed_parts = list(plan_parts(fixed, fstype).values())
         if repr(fixed_parts) == repr(base_parts):  # repr: NaN features compare equal
@@ -144,18 +146,22 @@ def predict_fixes(model: Model, profile: JobProfile, fixes: list[dict], np_: int
     return out
 
 
-def _measured_fix(model: Model, base, fixed, fix: dict, fstype: str, common: dict) -> Prediction:
+def _measured_fix(model: Model, base, fixed, fix: dict, fstype: str, common: dict, mount: str = "") -> Prediction:
     """A fix predicted by the model of measured fixes (advisor.models.speedup), or declined with the
-    reason when it lies outside what that model measured."""
+    reason when it lies outside what that model measured. A transform it never measured, or another
+    mount, is said beside the prediction (its interval is calibrated for that: speedup.width_for)."""
     from advisor.models import speedup as learned
     from advisor.models.pairs import plan_features
 
-    got = learned.predict_fix(model.speedup, model.meta.get("speedup_model") or {}, plan_features(base, fstype),
-                              plan_features(fixed, fstype), str(fix.get("transform", "")))
+    meta, transform = model.meta.get("speedup_model") or {}, str(fix.get("transform", ""))
+    got = learned.predict_fix(model.speedup, meta, plan_features(base, fstype), plan_features(fixed, fstype),
+                              transform, mount)
     if isinstance(got, list):
         return Prediction(reason=f"{OUTSIDE} ({'; '.join(got[:3])})", **common)
     ratio, lo, hi = got
-    return Prediction(speedup=_round(ratio), interval=[_round(lo), _round(hi)], **common)
+    _, said = learned.width_for(meta, transform, mount)
+    return Prediction(speedup=_round(ratio), interval=[_round(lo), _round(hi)], extrapolated=bool(said),
+                      interval_basis="; ".join(said), **common)
 
 
 def max_ranks(model: Model) -> int:
@@ -181,7 +187,7 @@ def _fix_predictions(model: Model, profile: JobProfile, diagnosis: Diagnosis, ex
     if not fixes:
         return
     try:
-        predicted = predict_fixes(model, profile, list(fixes.values()))
+        predicted = predict_fixes(model, profile, list(fixes.values()), mount=exp.mount)
     except AdvisorError as exc:
         predicted = {k: Prediction(reason=f"no replay plan: {exc}") for k in fixes}
     label = store.describe(model.meta)

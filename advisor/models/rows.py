@@ -46,6 +46,7 @@ class Collected:
     skipped: list[str] = field(default_factory=list)
     replayed: list = field(default_factory=list)  # advisor.models.replays.ReplayedFix: measured fixes
     pairs: list[dict] = field(default_factory=list)  # advisor.models.pairs rows: fixes measured as verify does
+    other_mount: list[dict] = field(default_factory=list)  # fixes measured on another mount (calibration only)
 
     def add(self, feats: dict[str, float], mib_s: float, group: str, nbytes: float = math.nan) -> None:
         self.rows.append(feats)
@@ -79,6 +80,8 @@ def collect(paths: list[str], with_replays: bool = True) -> Collected:
             for name in PAIRS_NAMES:
                 if (p / name).is_file():
                     _pairs(p / name, out)
+            if (p / pairs.OTHER_MOUNT_FILE).is_file():
+                out.other_mount += pairs.read(p / pairs.OTHER_MOUNT_FILE)
         elif p.is_dir():
             for file in _files(p):
                 if file.name in PAIRS_NAMES:

@@ -16,6 +16,17 @@ A fix outside what the model measured gets no number (:func:`outside`): an input
 training rows' range (with a margin), or a fix that changes nothing the descriptors see and was
 never measured (a stripe layout on a model measured on a local disk).
 
+Two conditions the out-of-family interval was not calibrated for get intervals calibrated on
+their own distribution (:func:`width_for`), the widest that applies:
+
+- a fix *transform* the model never measured (a site's model can lack one): the 80 % conformal
+  quantile of leave-transform-out residuals, every transform weighing the same
+  (:func:`transform_scores`: each transform predicted by a model that never saw it, only the fixes
+  that model would predict); with fewer than :data:`MIN_TRANSFORMS` transforms measured, declined;
+- *another mount* than the one the fixes were measured on: the 80 % conformal quantile of
+  :func:`mount_scores` (fixes measured on another file system, each predicted by a model that saw
+  neither that mount nor the fix's family); a model without such measurements declines there.
+
 The held-out protocol (``bench/models.py --held-out``, docs/models.md section 6), fixed before
 any held-out figure was seen: :func:`leave_out` with ``by="family"`` (every pattern family of
 the campaign held out in turn) and ``by="transform"`` (every fix transform held out in turn).
@@ -50,6 +61,7 @@ MIN_SLACK = {"fraction": 0.05, "log2": 0.5}  # ... and at least this much (share
 STILL = 1e-6  # a change smaller than this is no change
 MIN_FAMILIES = 3  # fewer families say nothing about a new one
 MIN_FIXES = 20  # fewer measured fixes make no speedup model
+MIN_TRANSFORMS = 3  # fewer transforms measured say nothing about a new one
 
 
 def inputs(before: dict[str, float], after: dict[str, float], load_per_cpu: float = QUIET) -> dict[str, float]:
@@ -198,8 +210,10 @@ class Judged:
 
 def leave_out(rows: Rows, by: str = "family") -> list[Judged]:
     """The held-out protocol: every `by` group (``family`` or ``transform``) in turn is predicted by a
-    model fitted on the others, its interval calibrated on the others' out-of-group residuals (each
-    from a model that saw neither that group nor the held-out one)."""
+    model fitted on the others, its interval as production's (:func:`width_for`): calibrated on the
+    others' out-of-family residuals, or for a transform the others never measured on their
+    leave-transform-out residuals (each from a model that saw neither that group nor the held-out
+    one)."""
     groups = getattr(rows, by)
     out = []
     for g in np.unique(groups):
@@ -208,14 +222,17 @@ def leave_out(rows: Rows, by: str = "family") -> list[Judged]:
         if len(np.unique(getattr(train, by))) < 2:
             continue
         estimator = fit(train)
-        width = calibrated_width(family_scores(train, by))
-        measured = ranges(train)
+        meta = {"widen_log10": calibrated_width(_finite(family_scores(train))), "measured": ranges(train),
+                "unseen_transform": unseen_transform(train)}
         pred = predict(estimator, rows.x[held])
         for i, p in zip(np.flatnonzero(held), pred):
             x = dict(zip(INPUTS, rows.x[i]))
-            why = outside(measured, x, str(rows.transform[i]))
+            why = outside(meta["measured"], x, str(rows.transform[i]))
+            width = why or width_for(meta, str(rows.transform[i]))
+            if isinstance(width, list):
+                why = width
             value = None if why else float(10 ** p)
-            band = None if why else (float(10 ** (p - width)), float(10 ** (p + width)))
+            band = None if why else (float(10 ** (p - width[0])), float(10 ** (p + width[0])))
             out.append(Judged(str(rows.family[i]), str(rows.workload[i]), str(rows.transform[i]),
                               float(10 ** rows.y[i]), value, band, why))
     return out
@@ -231,31 +248,138 @@ def figures(judged: list[Judged]) -> dict:
             "coverage": sum(j.inside for j in judged) / len(judged) if judged else math.nan}
 
 
-def build(measured: list[dict]) -> tuple[object, dict] | None:
+def build(measured: list[dict], other_mount: list[dict] | None = None) -> tuple[object, dict] | None:
     """The speedup regressor of every measured fix and its metadata (None with too few to learn):
-    what it measured (ranges, transforms), and its interval calibrated out of family."""
+    what it measured (ranges, transforms), its interval calibrated out of family, for a transform
+    it never measured (:func:`unseen_transform`) and, given fixes measured on another mount, for
+    another mount (:func:`other_mount_calibration`)."""
     rows = Rows.of(measured)
     if len(rows) < MIN_FIXES or len(set(rows.family)) < MIN_FAMILIES:
         return None
-    scores = family_scores(rows)
-    scores = scores[np.isfinite(scores)]
+    scores = _finite(family_scores(rows))
     meta = {"fixes": len(rows), "workloads": len(set(rows.workload)), "families": sorted(set(rows.family)),
             "transforms": sorted(set(rows.transform)), "coverage": conformal.COVERAGE,
             "widen_log10": calibrated_width(scores), "inputs": INPUTS, "measured": ranges(rows),
             "target": "log10 of the speedup verification measured (before / after, paired)",
             "predicted_for": f"a quiet node: {LOAD} {QUIET} (the replay's own ranks on every CPU)",
             "method": "gradient-boosted regressor of what the plan is and what the fix changes of it; "
-                      "the interval the 80 % conformal quantile of out-of-family residuals"}
+                      "the interval the 80 % conformal quantile of out-of-family residuals",
+            "fstype": ", ".join(sorted({r.get("fstype", "") for r in measured} - {""})),
+            "unseen_transform": unseen_transform(rows)}
+    if other_mount:
+        meta["other_mount"] = other_mount_calibration(rows, other_mount)
     return fit(rows), meta
 
 
 def predict_fix(estimator, meta: dict, before: dict[str, float], after: dict[str, float],
-                transform: str) -> tuple[float, float, float] | list[str]:
-    """(speedup, low, high) of one fix, or the reasons it lies outside what the model measured."""
+                transform: str, mount: str = "") -> tuple[float, float, float] | list[str]:
+    """(speedup, low, high) of one fix, or the reasons it lies outside what the model measured.
+    `mount`: the file system predicted for when it is not the one the fixes were measured on."""
     x = inputs(before, after)
     why = outside(meta.get("measured") or {}, x, transform)
-    if why:
-        return why
+    width = why or width_for(meta, transform, mount)
+    if isinstance(width, list):
+        return width
     (log_ratio,) = predict(estimator, np.array([[x[n] for n in meta.get("inputs", INPUTS)]], float))
-    width = float(meta["widen_log10"])
-    return float(10 ** log_ratio), float(10 ** (log_ratio - width)), float(10 ** (log_ratio + width))
+    return float(10 ** log_ratio), float(10 ** (log_ratio - width[0])), float(10 ** (log_ratio + width[0]))
+
+
+def width_for(meta: dict, transform: str, mount: str = "") -> tuple[float, list[str]] | list[str]:
+    """(log10 half-width, what it was calibrated for, in words) of a prediction of `transform` for
+    `mount` ("" : the model's own), or the reasons there is no honest interval: the widest of the
+    calibrations that apply (out of family; a transform never measured; another mount)."""
+    width, said = float(meta["widen_log10"]), []
+    for calibration, missing, told in _conditions(meta, transform, mount):
+        if not calibration:
+            return [missing]
+        width = max(width, float(calibration["widen_log10"]))
+        said.append(f"{told} (x/{chr(247)}{10 ** calibration['widen_log10']:.2f}{_of(calibration)})")
+    return width, said
+
+
+def _conditions(meta: dict, transform: str, mount: str) -> list[tuple[dict | None, str, str]]:
+    """(calibration, why none, what it is) of each condition the out-of-family interval was not
+    calibrated for that applies to this prediction."""
+    out = []
+    known = meta.get("transforms") or meta.get("measured", {}).get("transforms") or transform.split("+")
+    if not set(transform.split("+")) <= set(known):  # a combination of measured transforms is measured
+        out.append((meta.get("unseen_transform"),
+                    f"the fix '{transform}' was never measured, and too few transforms were to calibrate an "
+                    f"interval for one never measured",
+                    f"the fix '{transform}' was never measured by this model: its interval is that of fixes "
+                    f"predicted without their own transform"))
+    if mount:
+        learned, other = meta.get("fstype") or "one file system", meta.get("other_mount") or {}
+        out.append((meta.get("other_mount"),
+                    f"this model measured its fixes on {learned} only: no fix measured on another file system "
+                    f"calibrates an interval for {mount}",
+                    f"predicted for {mount} from fixes measured on {learned}: its interval is that of "
+                    f"{other.get('fixes')} fixes measured on {other.get('fstype')}, one other file system, "
+                    f"not {mount} itself"))
+    return out
+
+
+def _of(calibration: dict) -> str:
+    return f", {len(calibration['transforms'])} transforms" if "transforms" in calibration else ""
+
+
+def _finite(a: np.ndarray) -> np.ndarray:
+    return a[np.isfinite(a)]
+
+
+def transform_scores(rows: Rows) -> dict[str, np.ndarray]:
+    """Transform -> |log10 measured - predicted| of its fixes, each predicted by a model fitted
+    without that transform, over the fixes that model would predict (not outside what it measured:
+    a declined fix gets no interval, so it calibrates none)."""
+    out = {}
+    for t in np.unique(rows.transform):
+        held = rows.transform == t
+        train = rows.subset(~held)
+        if len(train) < 10:
+            continue
+        measured = ranges(train)
+        inside = np.array([not outside(measured, dict(zip(INPUTS, rows.x[i])), str(t)) for i in np.flatnonzero(held)])
+        if inside.any():
+            idx = np.flatnonzero(held)[inside]
+            out[str(t)] = np.abs(rows.y[idx] - predict(fit(train), rows.x[idx]))
+    return out
+
+
+def unseen_transform(rows: Rows) -> dict | None:
+    """The interval's calibration for a transform the model never measured: the 80 % conformal
+    quantile of :func:`transform_scores`, every transform weighing the same (a new transform is one
+    draw of transforms, not of fixes: pooled, the transforms with most fixes would decide), at
+    conformal's finite-sample level of the fewest; None with fewer than MIN_TRANSFORMS transforms."""
+    scores = transform_scores(rows)
+    if len(scores) < MIN_TRANSFORMS:
+        return None
+    fewest = min(len(v) for v in scores.values())
+    level = min(1.0, math.ceil((fewest + 1) * conformal.COVERAGE) / fewest)
+    return {"widen_log10": conformal.weighted_quantile(scores, level), "transforms": sorted(scores),
+            "fixes": int(sum(len(v) for v in scores.values())),
+            "method": "80 % conformal quantile of leave-transform-out |residuals|, each transform weighing the same"}
+
+
+def mount_scores(home: Rows, other: Rows, families=None, without: str | None = None) -> np.ndarray:
+    """|log10 measured on another mount - predicted| of `other`'s fixes (of `families`, default
+    all), each predicted by a model of `home` (one mount's fixes) that saw neither its family nor
+    `without`: a new workload's error on a new mount."""
+    out = []
+    for family in sorted(set(other.family) if families is None else families):
+        mine = other.family == family
+        keep = (home.family != family) & (home.family != (without or ""))
+        if mine.any() and keep.sum() >= MIN_FIXES:
+            out.append(np.abs(other.y[mine] - predict(fit(home.subset(keep)), other.x[mine])))
+    return np.concatenate(out) if out else np.array([])
+
+
+def other_mount_calibration(home: Rows, measured: list[dict]) -> dict | None:
+    """The interval's calibration for another mount, from fixes measured on one (`measured`)."""
+    other = Rows.of(measured)
+    scores = mount_scores(home, other)
+    if not len(scores):
+        return None
+    return {"widen_log10": calibrated_width(scores), "fixes": len(scores),
+            "fstype": ", ".join(sorted({r.get("fstype", "") for r in measured} - {""})),
+            "method": "80 % conformal quantile of |residuals| of fixes measured on another mount, each "
+                      "predicted by a model that saw neither that mount nor the fix's family"}

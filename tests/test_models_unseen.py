@@ -1,0 +1,124 @@
+"""Predictions on conditions the speedup model never measured: a fix transform missing from its
+measured fixes, another file system than the one they were measured on (advisor.models.speedup
+width_for). Real measured fixes throughout: the shipped campaign's, and the held-out file
+system's (GlusterFS, advisor/models/default/other-mount-pairs.csv.gz)."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+
+from advisor import api
+from advisor.findings import Finding
+from advisor.fixes import fix_summaries
+from advisor.models import pairs, speedup
+from advisor.models.predict import DEFAULT_MODEL, OUTSIDE, load, predict_fixes
+from tests.conftest import CORPUS, REPO
+
+SHIPPED = pairs.read(DEFAULT_MODEL.parent / pairs.PAIRS_FILE)
+RANDOM_64K = CORPUS / "generated" / "c_random_shared_64k" / "case.darshan"
+SEQUENTIAL = {"transform": "sequential"}
+DEMO = REPO / "traces" / "ior-small-shared-4k.darshan"
+
+
+def _site_model(rows: list[dict], other_mount: list[dict] | None = None):
+    """The shipped model with its speedup model rebuilt from `rows` (a site's own measured fixes)."""
+    built = speedup.build(rows, other_mount)
+    assert built is not None
+    model = copy.copy(load("default"))
+    model.meta = dict(model.meta, speedup_model=built[1])
+    model.speedup = built[0]
+    return model
+
+
+def test_a_transform_never_measured_gets_the_leave_transform_out_interval_and_says_so(corpus):
+    """A site's model without any `sequential` fix: the fix is predicted with the interval of fixes
+    each predicted by a model without their own transform (every transform weighing the same), not
+    the out-of-family one, and every report says so beside the number."""
+    model = _site_model([r for r in SHIPPED if r["transform"] != "sequential"])
+    meta = model.meta["speedup_model"]
+    unseen = meta["unseen_transform"]
+    assert "sequential" not in meta["transforms"] and "sequential" not in unseen["transforms"]
+    assert unseen["widen_log10"] > meta["widen_log10"]  # a new transform is predicted worse than a new family
+    (p,) = predict_fixes(model, api.load(RANDOM_64K), [SEQUENTIAL]).values()
+    assert p.speedup and p.extrapolated
+    assert math.isclose(math.log10(p.interval[1] / p.interval[0]) / 2, unseen["widen_log10"], rel_tol=0.01)
+    assert p.interval_basis.startswith("the fix 'sequential' was never measured by this model")
+    line = fix_summaries([Finding("IO003", "access", "warn", "t", "m", fix=SEQUENTIAL, prediction=p)])[0].outcome()
+    assert "never measured by this model" in line
+    # a transform it measured keeps the out-of-family interval, with nothing said
+    (c,) = predict_fixes(model, api.load(RANDOM_64K), [{"transform": "coalesce", "transfer_size": 4 << 20}]).values()
+    assert c.speedup and not c.interval_basis
+    assert math.isclose(math.log10(c.interval[1] / c.interval[0]) / 2, meta["widen_log10"], rel_tol=0.01)
+
+
+def test_with_too_few_transforms_measured_a_new_one_is_declined(corpus):
+    """Two transforms say nothing about a third: declined with the reason, never a number."""
+    model = _site_model([r for r in SHIPPED if r["transform"] in ("coalesce", "collective")])
+    assert model.meta["speedup_model"]["unseen_transform"] is None
+    (p,) = predict_fixes(model, api.load(RANDOM_64K), [SEQUENTIAL]).values()
+    assert p.speedup is None and p.reason.startswith(OUTSIDE) and "too few transforms" in p.reason
+
+
+def test_leave_transform_out_calibrates_on_the_other_transforms_only():
+    """The held-out protocol uses production's rule: a held-out transform's interval is the
+    leave-transform-out calibration of the *other* transforms (nested), every transform alike."""
+    rows = speedup.Rows.of(SHIPPED)
+    scores = speedup.transform_scores(rows.subset(rows.transform != "sequential"))
+    assert "sequential" not in scores and len(scores) >= speedup.MIN_TRANSFORMS
+    assert all(np.all(v >= 0) and len(v) for v in scores.values())
+    # the declined fixes calibrate nothing: `collective` alone changes collective_fraction
+    assert "collective" not in scores
+
+
+OTHER = pairs.read(DEFAULT_MODEL.parent / pairs.OTHER_MOUNT_FILE)
+LUSTRE_JOB = CORPUS / "darshan-logs" / "darshan_logs" / "apmpi_apxc" / "mpi-io-test.darshan"
+COALESCE = {"transform": "coalesce", "transfer_size": 4 << 20}
+
+
+def test_the_held_out_file_systems_fixes_are_the_frozen_sample_measured_on_glusterfs():
+    from advisor.models import crossmount
+
+    sampled = {w.name for w in crossmount.order()}
+    assert {r["fstype"] for r in OTHER} == {"fuse.glusterfs"}
+    assert {r["workload"] for r in OTHER} <= sampled
+    assert {r["family"] for r in OTHER} == set(crossmount.FIT_FAMILIES) | set(crossmount.JUDGED_FAMILIES)
+    assert all(float(r["speedup"]) > 0 and int(r["pairs"]) >= 2 and float(r["load1"]) > 0 for r in OTHER)
+    home = {(r["workload"], r["fix"]) for r in SHIPPED}
+    assert {r["workload"] for r in OTHER} <= {w for w, _ in home}
+    # the same fixes measured on both mounts (125 of 130: five the ext4 campaign did not measure)
+    assert sum((r["workload"], r["fix"]) in home for r in OTHER) >= 0.95 * len(OTHER)
+
+
+def test_another_mount_gets_the_cross_mount_interval_and_says_so(corpus):
+    """A job on Lustre predicted by the model of fixes measured on ext4: the interval is the cross-mount
+    calibration's (fixes measured on GlusterFS, each by a model that saw neither that mount nor its
+    family), at least the home out-of-family one, and the prediction says which mount it learned."""
+    model = load("default")
+    meta = model.meta["speedup_model"]
+    other = meta["other_mount"]
+    assert other["fstype"] == "fuse.glusterfs" and other["fixes"] == len(OTHER)
+    profile = api.load(LUSTRE_JOB)
+    (p,) = predict_fixes(model, profile, [COALESCE], mount="lustre").values()
+    assert p.speedup and p.extrapolated
+    half = math.log10(p.interval[1] / p.interval[0]) / 2
+    assert math.isclose(half, max(meta["widen_log10"], other["widen_log10"]), rel_tol=0.01)
+    assert "predicted for lustre from fixes measured on ext4" in p.interval_basis
+    (home,) = predict_fixes(model, profile, [COALESCE]).values()  # as if on the model's own mount
+    assert home.speedup == p.speedup and not home.interval_basis
+    # a model whose fixes were all measured on one mount declines another, with the reason
+    alone = _site_model(SHIPPED)
+    (q,) = predict_fixes(alone, profile, [COALESCE], mount="lustre").values()
+    assert q.speedup is None and q.reason.startswith(OUTSIDE) and "no fix measured on another file system" in q.reason
+
+
+def test_diagnose_says_the_job_is_on_another_file_system_than_the_fixes_were_measured_on(corpus):
+    from advisor.models.expect import expectation
+
+    model = load("default")
+    exp = expectation(model, api.load(LUSTRE_JOB))
+    assert exp.mount == "lustre" and exp.mount_warning
+    demo = expectation(model, api.load(DEMO))  # the demo trace was recorded on ext4: the model's own
+    assert demo.mount == ""
