@@ -27,7 +27,8 @@ rung:
 
 The search ends when nothing new would join (the best then gets ``FINAL_PAIRS`` pairs beside the
 job unless its verdict is decided already, or ``CHAIN_ROUNDS`` beside its reference when those
-can decide its chain: :func:`chain_can_settle`), or when the time budget would be exceeded by one
+can decide its chain: :func:`chain_can_settle`, or the reference's own pairs beside the job when
+those decide it for less: :func:`reference_pairs`), or when the time budget would be exceeded by one
 more rung (the caller's check). Everything here is bookkeeping on measured times: no replay, no I/O.
 """
 
