@@ -22,6 +22,7 @@ from advisor.tune.search import predict, starting_order
 from advisor.verify import replay_plan
 
 SMALL = "generated/b_small_io_shared_4k/case.darshan"  # 2 ranks, 4 KiB writes to a shared file
+FSYNC = "generated/n_fsync_per_write_Y_4k/case.darshan"  # 4 KiB writes, an fsync after each
 CONFIG = """[replay]
 min_sample_s = 0.2
 max_pairs = 10
@@ -356,3 +357,44 @@ def test_a_variant_whose_passes_are_known_gets_no_warm_up(corpus, tmp_path):
     job3, fixed3 = both.replays[0]
     warmed = job3 if job["passes"] > fixed["passes"] else fixed3
     assert warmed["warmup_s"] and [job3["warmup_s"], fixed3["warmup_s"]].count(None) == 1
+
+
+def test_a_chained_best_gets_its_leaders_pairs_beside_the_job_when_they_cost_less(corpus, tmp_path):
+    """Real replays: a leader with 2 pairs beside the job (an interval too wide to chain through)
+    and a faster best measured beside it only. Two more pairs of the leader beside the job, by
+    its measured spread, decide the chain: they cost fewer job samples than the best's 5 final
+    pairs (the job is the slow side of every pair), so the leader gets them; the chained
+    verdict is then decided and overlaps a verification of the best beside the job."""
+    from advisor.config import ReplayConfig
+    from advisor.tune.search import Options, _Rungs, _verdicts
+    from advisor.verify import measure
+
+    profile = load(corpus / FSYNC)
+    base = replay_plan(profile, np=2, scale=0.2)
+    settings = ReplayConfig(min_sample_s=0.02, history=False)  # a sample near one pass: the job's the longest
+    doc = {"replay_s": 0.0, "context": {}}
+    rungs = _Rungs(profile, base, tmp_path, settings, Options(np=2), doc, None)
+    lead = race.Entry(fixes=[{"transform": "fsync", "mode": "at-close"}], origin="setting",
+                      status=race.RACING)
+    best = race.Entry(fixes=[{"transform": "fsync", "mode": "at-close"},
+                                    {"transform": "coalesce", "transfer_size": 1 << 20}], origin="setting",
+                      status=race.RACING)
+    entries = {e.key: e for e in (lead, best)}
+    r = race.Race(entries, list(entries), nranks=base.nranks, rung=1)
+    r.record(rungs.run([lead], 2))  # the job and the leader: 2 pairs
+    r.ref = lead.key
+    r.record(rungs.run([best], race.CHAIN_ROUNDS, lead.fixes))  # the best beside the leader only: its chain rounds
+    lead.status = race.SET_ASIDE
+    assert r.leader() is best and best.pairs == 0 and not race.settled(entries, best)
+    assert race.chain_can_settle(entries, best) == ""  # the leader's own interval keeps the chain open
+    todo = r.next_rung()
+    assert todo == [lead] and r.ref == "" and r.rounds == race.ROUNDS, (lead.direct(), best.against())
+    job_s, lead_s, best_s = race.sample_s(lead, "base"), race.sample_s(lead), race.sample_s(best)
+    assert job_s > lead_s and job_s > best_s  # the job is the slow side of every pair
+    assert r.rounds * (job_s + lead_s) < race.FINAL_PAIRS * (job_s + best_s)
+    r.record(rungs.run(todo, r.rounds))
+    assert lead.pairs == 4 and best.pairs == 0 and race.settled(entries, best) and r.next_rung() == []
+    v = _verdicts(r, base, tmp_path, settings, doc)[best.key]
+    assert v.verdict == "improved" and "chained" in v.reason and v.ci95[0] <= v.speedup <= v.ci95[1]
+    direct = measure(profile, best.fixes, tmp_path, repeat=3, base=base, settings=settings).verifications[0]
+    assert direct.ci95[0] <= v.ci95[1] and v.ci95[0] <= direct.ci95[1]

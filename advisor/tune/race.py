@@ -27,7 +27,8 @@ rung:
 
 The search ends when nothing new would join (the best then gets ``FINAL_PAIRS`` pairs beside the
 job unless its verdict is decided already, or ``CHAIN_ROUNDS`` beside its reference when those
-can decide its chain: :func:`chain_can_settle`), or when the time budget would be exceeded by one
+can decide its chain: :func:`chain_can_settle`, or the reference's own pairs beside the job when
+those decide it for less: :func:`reference_pairs`), or when the time budget would be exceeded by one
 more rung (the caller's check). Everything here is bookkeeping on measured times: no replay, no I/O.
 """
 
@@ -231,6 +232,43 @@ def chain_can_settle(entries: dict[str, Entry], e: Entry) -> str:
     return ref if reachable and len(xs) < CHAIN_ROUNDS else ""
 
 
+def sample_s(e: Entry, side: str = "fixed") -> float | None:
+    """The mean measured time of one of `e`'s samples (its whole sample, every pass; `side`
+    "base" for its reference's samples beside the job: the job's own); None before any."""
+    times = [float(s.get("sample_s") or s["time_s"] * (s.get("passes") or 1))
+             for r in e.rungs if side == "fixed" or not r.get("ref") for s in r[side]]
+    return float(np.mean(times)) if times else None
+
+
+def reference_pairs(entries: dict[str, Entry], e: Entry) -> tuple[str, int]:
+    """(reference key, rounds) when more pairs of the reference `e` ran beside, beside the job,
+    would decide `e`'s chained verdict and cost less replay than `e`'s own final pairs beside the
+    job (('', 0) when not): the reference's interval against the job is what keeps the chain
+    open, and narrowing it costs as many job samples as narrowing `e`'s own, so the count of
+    pairs decides, priced by the measured sample times. The projection keeps the reference's
+    mean and spread, the run-to-run floor and `e`'s ratio to it as measured; the reference gets
+    pairs up to ``FINAL_PAIRS`` in all, once (then the final pairs are `e`'s own)."""
+    chain = _chain(entries, e)
+    if e.pairs or chain is None:
+        return "", 0
+    ref, ref_log, _, xs = chain
+    lead, policy = entries[ref], stats.Policy()
+    rd = lead.direct()
+    n0, sd = len(rd), float(np.std(rd, ddof=1))
+    ratio_half = chain_interval(0.0, 0.0, xs)[2]
+    band, centre, own = math.log1p(policy.margin), ref_log + float(np.mean(xs)), FINAL_PAIRS - e.pairs
+    job, t_ref, t_e = sample_s(lead, "base"), sample_s(lead), sample_s(e)
+    if not (job and t_ref and t_e) or not math.isfinite(sd) or abs(centre) <= band:
+        return "", 0
+    for rounds in range(ROUNDS, FINAL_PAIRS - n0 + 1):  # the reference's pairs up to a verification's first look
+        n = n0 + rounds
+        half = math.hypot(stats.t_quantile(1 - policy.look_alpha() / 2, n - 1) * sd / math.sqrt(n), policy.floor())
+        if abs(centre) - math.hypot(half, ratio_half) > band:
+            cheaper = rounds * (job + t_ref) < own * (job + t_e)
+            return (ref, rounds) if cheaper else ("", 0)
+    return "", 0
+
+
 def out_of_reach(e: Entry) -> bool:
     """Whether `e`'s pairs beside the job (at least ``FIRST_ROUNDS``) leave its verdict undecided
     and projected to stay so at ``FINAL_PAIRS`` (the sequential test's estimate of the pairs a
@@ -306,6 +344,10 @@ class Race:
         if via:  # more rounds beside its reference decide the chain: the job is not sampled again
             self.ref, self.rounds = via, max(ROUNDS, CHAIN_ROUNDS - len(lead.against()[via]))
             return [lead]
+        ref, rounds = reference_pairs(self.entries, lead)
+        if ref:  # its reference's pairs beside the job decide the chain for fewer seconds of replay
+            self.ref, self.rounds = "", rounds
+            return [self.entries[ref]]
         # nothing new: the leader's last pairs beside the job, in one replay job (each costs a launch)
         self.ref, self.rounds = "", max(ROUNDS, FINAL_PAIRS - lead.pairs)
         return [lead]
