@@ -87,9 +87,8 @@ def judge_shipped(home: list[dict], other: list[dict]):
     from advisor.models import speedup
 
     train, held = speedup.Rows.of(home), speedup.Rows.of(other)
-    estimator = speedup.fit(train)
-    width = speedup.calibrated_width(speedup._finite(speedup.family_scores(train)))
-    return _judged(held, np.ones(len(held), bool), estimator, width, speedup.ranges(train))
+    return speedup.judge(held, np.ones(len(held), bool), speedup.fit(train), speedup.ranges(train),
+                         speedup.out_of_family_width(train))
 
 
 def mount_scores(home, other, without: str | None = None):
@@ -116,25 +115,9 @@ def judge_cross(home: list[dict], other: list[dict], calibration: str = "mount")
         if not held.any():
             continue
         train = h.subset(h.family != family)
-        width = speedup.calibrated_width(mount_scores(h, o, without=family) if calibration == "mount"
-                                         else speedup._finite(speedup.family_scores(train)))
-        out += _judged(o, held, speedup.fit(train), width, speedup.ranges(train))
-    return out
-
-
-def _judged(rows, held, estimator, width: float, measured: dict):
-    import numpy as np
-
-    from advisor.models import speedup
-
-    out = []
-    pred = speedup.predict(estimator, rows.x[held])
-    for i, p in zip(np.flatnonzero(held), pred):
-        x = dict(zip(speedup.INPUTS, rows.x[i]))
-        why = speedup.outside(measured, x, str(rows.transform[i]))
-        out.append(speedup.Judged(str(rows.family[i]), str(rows.workload[i]), str(rows.transform[i]),
-                                  float(10 ** rows.y[i]), None if why else float(10 ** p),
-                                  None if why else (float(10 ** (p - width)), float(10 ** (p + width))), why))
+        width = (speedup.calibrated_width(mount_scores(h, o, without=family)) if calibration == "mount"
+                 else speedup.out_of_family_width(train))
+        out += speedup.judge(o, held, speedup.fit(train), speedup.ranges(train), width)
     return out
 
 

@@ -35,7 +35,9 @@ the campaign held out in turn) and ``by="transform"`` (every fix transform held 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -168,6 +170,11 @@ def _said(name: str) -> str:
     return f"{feature} {'change' if side == 'd' else ''}".strip()
 
 
+def out_of_family_width(rows: Rows) -> float:
+    """log10 half-width of the 80 % interval of a model of `rows` on a family it never saw."""
+    return calibrated_width(_finite(family_scores(rows)))
+
+
 def calibrated_width(scores: np.ndarray) -> float:
     """log10 half-width of the 80 % interval from out-of-family |residuals|."""
     return conformal.quantile(np.abs(scores)) if len(scores) else math.inf
@@ -221,20 +228,28 @@ def leave_out(rows: Rows, by: str = "family") -> list[Judged]:
         train = rows.subset(~held)
         if len(np.unique(getattr(train, by))) < 2:
             continue
-        estimator = fit(train)
-        meta = {"widen_log10": calibrated_width(_finite(family_scores(train))), "measured": ranges(train),
+        meta = {"widen_log10": out_of_family_width(train), "measured": ranges(train),
                 "unseen_transform": unseen_transform(train)}
-        pred = predict(estimator, rows.x[held])
-        for i, p in zip(np.flatnonzero(held), pred):
-            x = dict(zip(INPUTS, rows.x[i]))
-            why = outside(meta["measured"], x, str(rows.transform[i]))
-            width = why or width_for(meta, str(rows.transform[i]))
-            if isinstance(width, list):
-                why = width
-            value = None if why else float(10 ** p)
-            band = None if why else (float(10 ** (p - width[0])), float(10 ** (p + width[0])))
-            out.append(Judged(str(rows.family[i]), str(rows.workload[i]), str(rows.transform[i]),
-                              float(10 ** rows.y[i]), value, band, why))
+        out += judge(rows, held, fit(train), meta["measured"], partial(width_for, meta))
+    return out
+
+
+def judge(rows: Rows, held: np.ndarray, estimator, measured: dict,
+          width: float | Callable[[str], tuple[float, list[str]] | list[str]]) -> list[Judged]:
+    """The `held` rows predicted by `estimator` (a model that never saw them), each with its interval:
+    `width` a log10 half-width, or a transform's :func:`width_for` answer; no prediction for a fix
+    outside what the model measured, nor where no interval is honest."""
+    out = []
+    for i, p in zip(np.flatnonzero(held), predict(estimator, rows.x[held])):
+        transform = str(rows.transform[i])
+        why = outside(measured, dict(zip(INPUTS, rows.x[i])), transform)
+        half = None
+        if not why:
+            answer = width(transform) if callable(width) else (width, [])
+            why, half = (answer, None) if isinstance(answer, list) else ([], answer[0])
+        out.append(Judged(str(rows.family[i]), str(rows.workload[i]), transform, float(10 ** rows.y[i]),
+                          None if half is None else float(10 ** p),
+                          None if half is None else (float(10 ** (p - half)), float(10 ** (p + half))), why))
     return out
 
 
@@ -256,10 +271,9 @@ def build(measured: list[dict], other_mount: list[dict] | None = None) -> tuple[
     rows = Rows.of(measured)
     if len(rows) < MIN_FIXES or len(set(rows.family)) < MIN_FAMILIES:
         return None
-    scores = _finite(family_scores(rows))
     meta = {"fixes": len(rows), "workloads": len(set(rows.workload)), "families": sorted(set(rows.family)),
             "transforms": sorted(set(rows.transform)), "coverage": conformal.COVERAGE,
-            "widen_log10": calibrated_width(scores), "inputs": INPUTS, "measured": ranges(rows),
+            "widen_log10": out_of_family_width(rows), "inputs": INPUTS, "measured": ranges(rows),
             "target": "log10 of the speedup verification measured (before / after, paired)",
             "predicted_for": f"a quiet node: {LOAD} {QUIET} (the replay's own ranks on every CPU)",
             "method": "gradient-boosted regressor of what the plan is and what the fix changes of it; "
