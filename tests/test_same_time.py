@@ -67,10 +67,16 @@ def test_every_reporter_says_it(segments):
     assert "the same seconds as IO003, MPI002" in render_html([segments])
 
 
-def test_a_pool_needs_a_cost(tmp_path):
-    rules = (REPO / "rules" / "requests.yaml").read_text()
-    entry = rules.split("\n- code: ")[1]
+@pytest.mark.parametrize("edit", [
+    ("time_pools: [small_writes]", "time_pools: [Small-Writes]"),  # not a snake_case name
+    ("  cost: small_write_cost_s\n", ""),  # a pool of seconds without a cost drawn from it
+])
+def test_a_pool_is_a_name_of_a_costed_rule(tmp_path, edit):
+    entry = "- code: " + (REPO / "rules" / "requests.yaml").read_text().split("\n- code: ")[1]
+    assert edit[0] in entry
     bad = tmp_path / "r.yaml"
-    bad.write_text("- code: " + entry.replace("time_pools: [small_writes]", "time_pools: [Small-Writes]"))
+    bad.write_text(entry.replace(*edit))
     with pytest.raises(ConfigError, match="time_pools"):
         load_file(bad)
+    bad.write_text(entry)
+    assert [r.time_pools for r in load_file(bad)] == [("small_writes",)]  # the entry as shipped loads
