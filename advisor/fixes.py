@@ -241,6 +241,42 @@ def hints_handoff(fix: dict[str, Any] | None, library: str | None) -> str | None
     return None
 
 
+# what a finding's advice names when it proposes MPI-IO hints (ROMIO's, Cray MPICH's, PnetCDF's)
+HINT_WORDS = ("MPI_Info_set(", "ROMIO_HINTS", "PNETCDF_HINTS", "cb_nodes", "cb_buffer_size", "striping_unit",
+              "striping_factor", "romio_")
+# HDF5 properties a Darshan log does not record (it has H5F_USE_MPIIO, H5D_USE_MPIIO_COLLECTIVE and the
+# chunk sizes, so H5Pset_fapl_mpio, H5Pset_dxpl_mpio and H5Pset_chunk are read from it)
+UNRECORDED_H5P = ("H5Pset_all_coll_metadata_ops", "H5Pset_coll_metadata_write", "H5Pset_meta_block_size",
+                  "H5Pset_alignment", "H5Pset_chunk_cache", "H5Pset_libver_bounds")
+UNTRACED_H5P = ("H5Pset_chunk_cache", "H5Pset_libver_bounds")  # nor does a Recorder 2.5 trace
+
+
+def unchecked(text: str, commands: list[str], fix: dict[str, Any] | None, hints_passed: int | None,
+              properties_recorded: bool | None) -> str | None:
+    """What the input could not check about the settings a finding's advice (`text`, `commands`, `fix`)
+    proposes: whether the job already makes them. `hints_passed` is the fact mpiio_hints_passed (info
+    objects handed to MPI-IO; -1: the input cannot tell), `properties_recorded` the fact
+    hdf5_properties_recorded. None when there is nothing the input left unchecked."""
+    said = []
+    hints = (fix or {}).get("transform") == "hints" or any(h in c for c in [text, *commands] for h in HINT_WORDS)
+    if hints and hints_passed and hints_passed < 0:
+        said.append("A Recorder trace does not record MPI-IO hints (it prints the info object as a pointer), so "
+                    "whether the job already sets these is not checked: set only those it does not.")
+    elif hints and hints_passed:
+        said.append(f"The job hands MPI-IO an info object ({hints_passed:,} times, MPIIO_HINTS) and Darshan does "
+                    "not record which hints it holds, so whether the job already sets these is not checked: set "
+                    "only those it does not.")
+    unseen = UNTRACED_H5P if properties_recorded else UNRECORDED_H5P
+    names = [p for p in unseen if any(p + "(" in c for c in commands)]
+    if names:
+        calls = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+        said.append(f"Recorder 2.5 does not trace {calls}, so whether the job already calls them is not checked: "
+                    "add them only where it does not." if properties_recorded else
+                    f"Darshan records no HDF5 property list, so whether the job already calls {calls} is not "
+                    "checked: add only the calls it does not make.")
+    return " ".join(said) or None
+
+
 def describe(fix: dict[str, Any]) -> str:
     """A fix dict in words: {"transform": "coalesce", "transfer_size": 4194304} ->
     'coalesce requests to 4 MiB'."""

@@ -22,7 +22,7 @@ from advisor.engine.significance import DECLARED, Confidence, Impact, Limits, gr
 from advisor.facts import (Assumption, Fact, FactContext, Missing, NotApplicable, describe, is_param, known,
                            meta_of)
 from advisor.facts.fix_cost import recovered_s
-from advisor.fixes import hints_handoff
+from advisor.fixes import hints_handoff, unchecked
 from advisor.formatting import fmt_num
 from advisor.findings import Finding, NotChecked, Recommendation
 
@@ -151,9 +151,7 @@ def _finding(rule: Rule, scope: _RuleScope, ev: Evaluator, runtime_s: float) -> 
         ranks_total=len(ranks) if len(ranks) > MAX_LISTED else None,
         cost_s=round(cost_s, 6),
         recovered_s=round(recovered_s(scope.ctx, cost_s, fix), 6) if fix and cost_s > 0 else None,
-        recommendation=Recommendation(
-            text=render.render(rule.recommendation["text"], values),
-            commands=_with_handoff(_commands(rule, values), scope, fix)),
+        recommendation=_recommendation(rule, values, scope, fix),
         fix=fix, references=list(rule.references), confidence=confidence.to_dict(),
     )
 
@@ -167,6 +165,17 @@ def _commands(rule: Rule, values: dict[str, Any]) -> list[str]:
     """The rule's commands as rendered; one whose condition left it blank does not apply here."""
     rendered = (render.render(c, values) for c in rule.recommendation["commands"])
     return [c for c in rendered if c.strip()]
+
+
+def _recommendation(rule: Rule, values: dict[str, Any], scope: _RuleScope,
+                    fix: dict[str, Any] | None) -> Recommendation:
+    """The rule's advice as rendered, saying what the input could not check: settings (MPI-IO hints, HDF5
+    properties) the job may already make."""
+    commands = _with_handoff(_commands(rule, values), scope, fix)
+    text = render.render(rule.recommendation["text"], values)
+    ctx = scope.ctx
+    said = unchecked(text, commands, fix, ctx.value("mpiio_hints_passed"), ctx.value("hdf5_properties_recorded"))
+    return Recommendation(text=f"{text} {said}" if said else text, commands=commands)
 
 
 def _with_handoff(commands: list[str], scope: _RuleScope, fix: dict[str, Any] | None) -> list[str]:

@@ -129,6 +129,14 @@ def hdf5_coll_metadata_set(ctx: FactContext) -> bool:
     return any(hdf5.get(f, 0) for f in ("H5Pset_all_coll_metadata_ops", "H5Pset_coll_metadata_write"))
 
 
+@fact("hdf5_properties_recorded", "flag", "The input records the job's HDF5 property calls (a Recorder trace of "
+      "the HDF5 layer: H5Pset_* calls are traced, H5Pset_libver_bounds and H5Pset_chunk_cache excepted); a "
+      "Darshan log does not, so whether the job already sets what a fix proposes is not checked there.",
+      label="HDF5 property calls recorded")
+def hdf5_properties_recorded(ctx: FactContext) -> bool:
+    return bool(ctx.profile.extras.get("recorder", {}).get("calls", {}).get("HDF5"))
+
+
 @fact("hdf5_meta_share", "fraction", "Share of the HDF5 time (metadata + dataset reads and writes) spent in "
       "metadata.", label="share of HDF5 time in metadata")
 def hdf5_meta_share(ctx: FactContext) -> float:

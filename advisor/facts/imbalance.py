@@ -17,6 +17,7 @@ from advisor import arrays
 from advisor.facts import FactContext, Missing, fact, param
 from advisor.facts._darshan import col, data_files, data_mask, dxt, maybe, nprocs
 from advisor.facts.aggregation import aggregator_count, all_collective, collective_ids
+from advisor.facts.requests import table as request_sizes
 from advisor.profile import DXT_READ, DXT_WRITE, DxtTrace
 
 SPAN_TRIM = 0.01  # a rank's phase span leaves out the requests of its first and last 1 % of bytes
@@ -370,6 +371,26 @@ def shared_imbalance_files(ctx: FactContext) -> list[str]:
 def shared_imbalance_collective(ctx: FactContext) -> bool:
     skew = ctx.memo("shared_skew", lambda: _shared_skew(ctx))
     return all_collective(ctx, [d["record_id"] for d in skew if d["excess_s"] > 0])
+
+
+@fact("shared_imbalance_requests_large", "flag", "Every shared file of shared_imbalance_files was moved with POSIX "
+      "requests none of which is small (small_request_bytes) or off the file's alignment (POSIX_FILE_NOT_ALIGNED 0): "
+      "the large aligned requests collective buffering's aggregators would make, so collective calls would not "
+      "change them; with even bytes per rank the slowest rank is a node or OST to find.",
+      label="imbalanced files' requests already large and aligned")
+def shared_imbalance_requests_large(ctx: FactContext) -> bool:
+    ids = [d["record_id"] for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx)) if d["excess_s"] > 0]
+    if not ids:
+        return False
+    try:
+        small = request_sizes(ctx)
+    except Missing:
+        return False
+    rows = arrays.isin(small.rec.ids, np.array(ids, np.uint64))
+    if not rows.any():
+        return False
+    requests = small.small["read"][rows].sum() + small.small["write"][rows].sum()
+    return bool(requests == 0 and (col(small.rec, "FILE_NOT_ALIGNED")[rows] == 0).all())
 
 
 @fact("shared_bytes_imbalance", "fraction", "Worst shared file: (slowest - fastest rank bytes) / slowest rank bytes.",

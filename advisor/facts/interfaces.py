@@ -6,7 +6,7 @@ import numpy as np
 
 from advisor import arrays
 from advisor.facts import FactContext, Missing, fact
-from advisor.facts._darshan import col, data_files, dxt, maybe, not_lustre, nprocs, records, summary, total
+from advisor.facts._darshan import col, data_files, data_mask, dxt, maybe, not_lustre, nprocs, records, summary, total
 from advisor.facts.layers import account
 from advisor.facts.sanity import bounded
 from advisor.profile import shared_mask
@@ -43,6 +43,17 @@ def stdio_files(ctx: FactContext) -> list[str]:
 @fact("uses_mpiio", "flag", "The job has MPI-IO records.", label="uses MPI-IO")
 def uses_mpiio(ctx: FactContext) -> bool:
     return maybe(ctx, "MPI-IO") is not None
+
+
+@fact("mpiio_hints_passed", "count", "Times the job handed MPI-IO an info object (MPIIO_HINTS: MPI_File_open with "
+      "an info other than MPI_INFO_NULL, or MPI_File_set_info) on its data files; Darshan does not record which "
+      "hints (IOR passes an empty one). -1: the input cannot tell (a Recorder trace prints the info as a pointer "
+      "and holds no MPI_Info_set calls).", label="info objects passed to MPI-IO")
+def mpiio_hints_passed(ctx: FactContext) -> int:
+    if ctx.profile.source.format == "recorder":
+        return -1 if maybe(ctx, "MPI-IO") is not None else 0
+    rec = maybe(ctx, "MPI-IO")
+    return 0 if rec is None else int(col(rec, "HINTS")[data_mask(ctx, rec)].sum())
 
 
 
