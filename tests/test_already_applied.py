@@ -70,3 +70,14 @@ def test_a_trace_that_shows_the_properties_is_not_told_to_set_them():
     assert not any("coll_metadata" in c for c in f.recommendation.commands)
     assert "Darshan" not in f.recommendation.text
     assert "Recorder 2.5 does not trace H5Pset_libver_bounds" in f.recommendation.text
+
+
+def test_no_file_view_advice_to_a_job_that_sets_views():
+    """E3SM-IO: PnetCDF sets a file view for each of its 110,592 collective calls (MPIIO_VIEWS):
+    MPI007 does not tell it to describe its pattern with one; its hints (PnetCDF passes an info at
+    each open) are proposed with the sentence saying Darshan cannot tell which it already sets."""
+    f = _finding(LOGS / "e3sm_io_heatmaps_and_dxt" / "e3sm_io_heatmap_only.darshan", "MPI007")
+    assert f.evidence["mpiio_views_set"] == 110592
+    assert not any("MPI_File_set_view" in c for c in f.recommendation.commands)
+    assert "already sets file views (110,592 MPI_File_set_view calls, PnetCDF's)" in f.recommendation.text
+    assert "MPIIO_HINTS" in f.recommendation.text

@@ -57,6 +57,14 @@ def mpiio_hints_passed(ctx: FactContext) -> int:
 
 
 
+@fact("mpiio_views_set", "count", "MPI_File_set_view calls on the job's data files (MPIIO_VIEWS; a Recorder trace "
+      "counts the calls): the job, or the library it calls (PnetCDF sets one per collective call), already "
+      "describes its access pattern to MPI-IO.", label="file views set")
+def mpiio_views_set(ctx: FactContext) -> int:
+    rec = maybe(ctx, "MPI-IO")
+    return 0 if rec is None else int(col(rec, "VIEWS")[data_mask(ctx, rec)].sum())
+
+
 @fact("posix_shared_bytes_without_mpiio", "bytes",
       "Bytes moved with plain POSIX on files several ranks share and MPI-IO never opened.",
       label="shared-file bytes through plain POSIX")
