@@ -369,8 +369,12 @@ def shared_imbalance_files(ctx: FactContext) -> list[str]:
       "collective MPI-IO: switching to collective calls would change nothing, the aggregation is what to tune.",
       label="imbalanced files already collective")
 def shared_imbalance_collective(ctx: FactContext) -> bool:
-    skew = ctx.memo("shared_skew", lambda: _shared_skew(ctx))
-    return all_collective(ctx, [d["record_id"] for d in skew if d["excess_s"] > 0])
+    return all_collective(ctx, _imbalanced_ids(ctx))
+
+
+def _imbalanced_ids(ctx: FactContext) -> list[int]:
+    """Record ids of the shared files whose slowest rank spent time beyond the mean."""
+    return [d["record_id"] for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx)) if d["excess_s"] > 0]
 
 
 @fact("shared_imbalance_requests_large", "flag", "Every shared file of shared_imbalance_files was moved with POSIX "
@@ -379,7 +383,7 @@ def shared_imbalance_collective(ctx: FactContext) -> bool:
       "change them; with even bytes per rank the slowest rank is a node or OST to find.",
       label="imbalanced files' requests already large and aligned")
 def shared_imbalance_requests_large(ctx: FactContext) -> bool:
-    ids = [d["record_id"] for d in ctx.memo("shared_skew", lambda: _shared_skew(ctx)) if d["excess_s"] > 0]
+    ids = _imbalanced_ids(ctx)
     if not ids:
         return False
     try:
