@@ -106,7 +106,16 @@ def weighted_quantile(scores: dict[str, np.ndarray], level: float) -> float:
     weights = np.concatenate([np.full(len(s), 1.0 / len(s)) for s in scores.values()])
     order = np.argsort(values, kind="stable")
     cum = np.cumsum(weights[order]) / weights.sum()
-    return float(values[order][min(np.searchsorted(cum, level), len(values) - 1)])
+    # a cumulative sum of 1/n falls an ulp short of k/n: without the tolerance one group's quantile
+    # would be the (k+1)-th smallest, not :func:`quantile`'s k-th
+    return float(values[order][min(np.searchsorted(cum, level - 1e-9), len(values) - 1)])
+
+
+def group_quantile(scores: dict[str, np.ndarray]) -> float:
+    """The 80 % quantile of all scores, every group weighing the same (a new case is one draw of
+    groups, not of scores), at conformal's finite-sample level of the group with fewest scores."""
+    fewest = min(len(s) for s in scores.values())
+    return weighted_quantile(scores, min(1.0, math.ceil((fewest + 1) * COVERAGE) / fewest))
 
 
 def calibrate(groups: np.ndarray, nbytes: np.ndarray, y: np.ndarray, bands: tuple) -> dict | None:
@@ -115,9 +124,7 @@ def calibrate(groups: np.ndarray, nbytes: np.ndarray, y: np.ndarray, bands: tupl
     if not scores:
         return None
     n = sum(len(s) for s in scores.values())
-    fewest = min(len(s) for s in scores.values())
-    level = min(1.0, math.ceil((fewest + 1) * COVERAGE) / fewest)  # conformal's finite-sample level
-    q = weighted_quantile(scores, level)
+    q = group_quantile(scores)
     return {"coverage": COVERAGE, "widen_log10": q, "pairs": n,
             "by_factor": {f: {"pairs": len(s), "q_log10": float(np.quantile(s, COVERAGE))}
                           for f, s in scores.items()},
