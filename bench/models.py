@@ -49,6 +49,7 @@ then advisor/models/default/ gets the rows of every --data directory, the replay
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import gzip
 import json
 import os
@@ -103,12 +104,15 @@ def regenerate(target: Path, data: list[Path], budget_min: float, replayed: Path
         pairs.write_gz(DEFAULT_DIR / pairs.PAIRS_FILE, rows)
         fixes += (f", {len(rows)} fixes of {len({r['workload'] for r in rows})} workloads measured as --verify "
                   f"measures them ({pairs.PAIRS_FILE})")
-    if other_mount:  # never training rows: they calibrate the interval on another mount
-        pairs.write_gz(DEFAULT_DIR / pairs.OTHER_MOUNT_FILE, [r for path in other_mount for r in pairs.read(path)])
-    if (DEFAULT_DIR / pairs.OTHER_MOUNT_FILE).exists():
-        rows = pairs.read(DEFAULT_DIR / pairs.OTHER_MOUNT_FILE)
+    for path in other_mount or []:  # never training rows: they calibrate the interval on another mount
+        name = path.name if path.name.endswith(".gz") else path.name + ".gz"
+        if not fnmatch.fnmatch(name, pairs.OTHER_MOUNT_GLOB):
+            sys.exit(f"{path}: a file of fixes measured on another mount is named {pairs.OTHER_MOUNT_GLOB}")
+        pairs.write_gz(DEFAULT_DIR / name, pairs.read(path))
+    for path in pairs.other_mount_files(DEFAULT_DIR):
+        rows = pairs.read(path)
         fixes += (f", {len(rows)} fixes measured on {', '.join(sorted({r['fstype'] for r in rows}))} calibrating "
-                  f"its interval on another mount ({pairs.OTHER_MOUNT_FILE})")
+                  f"its interval on another mount ({path.name})")
     if replayed:
         comparisons = [Comparison.from_dict(d) for rows in _stored(replayed).values() if isinstance(rows, list)
                        for d in rows]
