@@ -24,8 +24,10 @@ their own distribution (:func:`width_for`), the widest that applies:
   (:func:`transform_scores`: each transform predicted by a model that never saw it, only the fixes
   that model would predict); with fewer than :data:`MIN_TRANSFORMS` transforms measured, declined;
 - *another mount* than the one the fixes were measured on: the 80 % conformal quantile of
-  :func:`mount_scores` (fixes measured on another file system, each predicted by a model that saw
-  neither that mount nor the fix's family); a model without such measurements declines there.
+  :func:`mount_residuals` (fixes measured on other file systems, each predicted by a model that saw
+  neither that mount nor the fix's family, every mount weighing the same), by :data:`MOUNT_RULE`: one
+  width per fix transform with enough such fixes (the rule that held leave-one-mount-out, GlusterFS
+  and CephFS, docs/models.md); a model without such measurements declines there.
 
 The held-out protocol (``bench/models.py --held-out``, docs/models.md section 6), fixed before
 any held-out figure was seen: :func:`leave_out` with ``by="family"`` (every pattern family of
@@ -409,7 +411,7 @@ fixes measured on other mounts (:func:`mount_calibration`), every mount weighing
 the same, never narrower than the pooled one; ``shifted`` the prediction moved by the other mounts'
 median residual of its transform (at least :data:`MIN_MOUNT_FIXES`), the pooled width of the
 residuals so moved. Judged leave-one-mount-out (:mod:`advisor.models.crossmount`)."""
-MOUNT_RULE = "pooled"
+MOUNT_RULE = "by-transform"
 """The rule production uses (:func:`other_mount_calibration`)."""
 MIN_MOUNT_FIXES = 10  # fewer fixes of a transform on other mounts calibrate no width or shift of its own
 
