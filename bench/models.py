@@ -4,7 +4,7 @@
                            [--save FILE] [--measured FILE] [--data DIR]...
     python bench/models.py --regenerate [--budget MINUTES] [--data DIR]... [--replays FILE] [--held-out-mount FILE]
     python bench/models.py --held-out [--pairs FILE]... [--learning]
-    python bench/models.py --held-out-mount OTHER_PAIRS [--pairs FILE]...
+    python bench/models.py --held-out-mount OTHER_PAIRS [--held-out-mount OTHER_PAIRS]... [--pairs FILE]...
 
 The third form is the held-out protocol of the speedup model (docs/models.md section 6),
 written down before any held-out figure was seen and not tuned on one: on the measured fixes
@@ -49,6 +49,7 @@ then advisor/models/default/ gets the rows of every --data directory, the replay
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import gzip
 import json
 import os
@@ -103,12 +104,15 @@ def regenerate(target: Path, data: list[Path], budget_min: float, replayed: Path
         pairs.write_gz(DEFAULT_DIR / pairs.PAIRS_FILE, rows)
         fixes += (f", {len(rows)} fixes of {len({r['workload'] for r in rows})} workloads measured as --verify "
                   f"measures them ({pairs.PAIRS_FILE})")
-    if other_mount:  # never training rows: they calibrate the interval on another mount
-        pairs.write_gz(DEFAULT_DIR / pairs.OTHER_MOUNT_FILE, [r for path in other_mount for r in pairs.read(path)])
-    if (DEFAULT_DIR / pairs.OTHER_MOUNT_FILE).exists():
-        rows = pairs.read(DEFAULT_DIR / pairs.OTHER_MOUNT_FILE)
+    for path in other_mount or []:  # never training rows: they calibrate the interval on another mount
+        name = path.name if path.name.endswith(".gz") else path.name + ".gz"
+        if not fnmatch.fnmatch(name, pairs.OTHER_MOUNT_GLOB):
+            sys.exit(f"{path}: a file of fixes measured on another mount is named {pairs.OTHER_MOUNT_GLOB}")
+        pairs.write_gz(DEFAULT_DIR / name, pairs.read(path))
+    for path in pairs.other_mount_files(DEFAULT_DIR):
+        rows = pairs.read(path)
         fixes += (f", {len(rows)} fixes measured on {', '.join(sorted({r['fstype'] for r in rows}))} calibrating "
-                  f"its interval on another mount ({pairs.OTHER_MOUNT_FILE})")
+                  f"its interval on another mount ({path.name})")
     if replayed:
         comparisons = [Comparison.from_dict(d) for rows in _stored(replayed).values() if isinstance(rows, list)
                        for d in rows]
@@ -223,32 +227,42 @@ def held_out_pairs(paths: list[Path], learning: bool) -> None:
 
 
 def held_out_mount(paths: list[Path], other_paths: list[Path]) -> None:
-    """The held-out file system (advisor.models.crossmount, docs/models.md "A held-out file
-    system"): the other mount's measured fixes predicted by models of the home mount's."""
-    import numpy as np
-
-    from advisor.models import crossmount, pairs, speedup
+    """The held-out file systems (advisor.models.crossmount, docs/models.md "A held-out file
+    system"): each other mount's measured fixes predicted by models of the home mount's; with
+    several, each judged by the interval calibrated on the others (leave-one-mount-out)."""
+    from advisor.models import crossmount, pairs
 
     home = [r for p in paths for r in pairs.read(p)]
     other = [r for p in other_paths for r in pairs.read(p)]
+    by_mount = crossmount.mounts(other)
+    for rows in by_mount.values():
+        one_mount(home, rows)
+    names = list(by_mount)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            _say_shift(f"{b} vs {a}", by_mount[a], by_mount[b])
+    if len(by_mount) > 1:
+        leave_one_mount_out(home, other)
+
+
+def one_mount(home: list[dict], other: list[dict]) -> None:
+    """One other mount's figures: what the mount moves, the shipped model, its fit/judged halves."""
+    import numpy as np
+
+    from advisor.models import crossmount, speedup
+
     load = np.array([speedup.load_of(r) for r in other])
-    print(f"{len(other)} fixes of {len({r['workload'] for r in other})} workloads measured on "
+    print(f"\n=== {len(other)} fixes of {len({r['workload'] for r in other})} workloads measured on "
           f"{sorted({r['fstype'] for r in other})} at load per CPU {np.nanmin(load):.1f}-{np.nanmax(load):.1f} "
           f"(median {np.nanmedian(load):.1f}); home: {len(home)} fixes on {sorted({r['fstype'] for r in home})}")
-    moved = np.array(list(crossmount.shift(home, other).values()))
-    print(f"the mount alone: |log10 other / home speedup| of the same fix, median {np.median(np.abs(moved)):.3f} "
-          f"(x{10 ** np.median(np.abs(moved)):.2f}), 80 % quantile x{10 ** np.quantile(np.abs(moved), 0.8):.2f}, "
-          f"other faster in {int((moved > 0).sum())} of {len(moved)}")
+    _say_shift("the mount alone (vs home)", home, other)
     halves = {"all": lambda j: True, "fit half": lambda j: crossmount.half(j.family) == "fit",
               "judged half": lambda j: crossmount.half(j.family) == "judged"}
     shipped = crossmount.judge_shipped(home, other)
     _print_judged("the shipped model (home mount, all its fixes), its own interval", shipped, "transform")
     for name, keep in halves.items():
         _say_figures(f"shipped model, {name}", [j for j in shipped if keep(j)])
-    for fam in sorted({j.family for j in shipped}):
-        _say_figures(f"shipped model, {fam}", [j for j in shipped if j.family == fam])
-    for tr in sorted({j.transform for j in shipped}):
-        _say_figures(f"shipped model, {tr}", [j for j in shipped if j.transform == tr])
+    _say_groups("shipped model", shipped)
     for how, said in (("home", "its family held out, today's interval (home out-of-family residuals)"),
                       ("mount", "its family held out, the interval of the fit half's cross-mount residuals")):
         judged = crossmount.judge_cross(home, other, how)
@@ -256,6 +270,49 @@ def held_out_mount(paths: list[Path], other_paths: list[Path]) -> None:
         _say_figures(f"judged half, {how} interval", judged)
         for fam in sorted({j.family for j in judged}):
             _say_figures(f"judged half, {how} interval, {fam}", [j for j in judged if j.family == fam])
+
+
+def leave_one_mount_out(home: list[dict], other: list[dict]) -> None:
+    """Every other mount judged by each rule of the interval calibrated on the other mounts only."""
+    import numpy as np
+
+    from advisor.models import crossmount
+
+    for shipped, said in ((True, "the shipped model, calibrated on every fix of the other mounts"),
+                          (False, "each family held out, calibrated on the other mounts' other families")):
+        judged = crossmount.leave_one_mount_out(home, other, shipped=shipped)
+        print(f"\nleave-one-mount-out: {said}")
+        for (rule, mount), js in sorted(judged.items()):
+            halves = [np.log10(j.interval[1] / j.interval[0]) / 2 for j in js if j.interval]
+            _say_figures(f"  {rule:18} judged on {mount:15} (median x/{chr(247)}{10 ** np.median(halves):.2f})", js)
+            if rule in ("pooled", "shifted"):
+                _say_groups(f"    {rule} on {mount}", js, by=("transform",))
+        if not shipped:
+            print(f"rule chosen (crossmount.choose): {crossmount.choose(judged)}")
+
+
+def _say_shift(name: str, a: list[dict], b: list[dict]) -> None:
+    """How much the mount moves the same fix's speedup (b over a), overall and by transform."""
+    import numpy as np
+
+    from advisor.models import crossmount
+
+    moved = crossmount.shift(a, b)
+    if not moved:
+        return
+    v = np.array(list(moved.values()))
+    print(f"{name}: |log10 speedup ratio| of the same fix, median x{10 ** np.median(np.abs(v)):.2f}, 80 % "
+          f"quantile x{10 ** np.quantile(np.abs(v), 0.8):.2f}, larger in {int((v > 0).sum())} of {len(v)}; by "
+          f"transform (median ratio): " + ", ".join(
+              f"{t} x{10 ** np.median([x for (w, f), x in moved.items() if json.loads(f)['transform'] == t]):.2f}"
+              f" ({sum(json.loads(f)['transform'] == t for _, f in moved)})"
+              for t in sorted({json.loads(f)["transform"] for _, f in moved})))
+
+
+def _say_groups(name: str, judged: list, by=("family", "transform")) -> None:
+    for attr in by:
+        for g in sorted({getattr(j, attr) for j in judged}):
+            _say_figures(f"{name}, {g}", [j for j in judged if getattr(j, attr) == g])
 
 
 def _print_judged(title: str, judged: list, by: str) -> None:

@@ -1,7 +1,8 @@
 """Predictions on conditions the speedup model never measured: a fix transform missing from its
 measured fixes, another file system than the one they were measured on (advisor.models.speedup
 width_for). Real measured fixes throughout: the shipped campaign's, and the held-out file
-system's (GlusterFS, advisor/models/default/other-mount-pairs.csv.gz)."""
+systems' (GlusterFS, advisor/models/default/other-mount-pairs.csv.gz; CephFS,
+other-mount-pairs-cephfs.csv.gz)."""
 
 from __future__ import annotations
 
@@ -92,20 +93,57 @@ def test_the_held_out_file_systems_fixes_are_the_frozen_sample_measured_on_glust
     assert sum((r["workload"], r["fix"]) in home for r in OTHER) >= 0.95 * len(OTHER)
 
 
+CEPH = pairs.read(DEFAULT_MODEL.parent / "other-mount-pairs-cephfs.csv.gz")
+
+
+def test_the_second_held_out_file_system_is_the_same_sample_measured_on_cephfs():
+    """The same frozen sample, the same 130 (workload, fix) as on GlusterFS, each with its load."""
+    assert {r["fstype"] for r in CEPH} == {"fuse.ceph-fuse"}
+    assert {(r["workload"], r["fix"]) for r in CEPH} == {(r["workload"], r["fix"]) for r in OTHER}
+    assert all(float(r["speedup"]) > 0 and int(r["pairs"]) >= 2 and float(r["load1"]) > 0 for r in CEPH)
+    assert [str(f) for f in pairs.other_mount_files(DEFAULT_MODEL.parent)] == sorted(
+        str(DEFAULT_MODEL.parent / n) for n in (pairs.OTHER_MOUNT_FILE, "other-mount-pairs-cephfs.csv.gz"))
+
+
+def test_leave_one_mount_out_judges_each_mount_by_the_other_mounts_calibration_only():
+    """Each mount judged with production's rule calibrated on the other mount alone: every interval is
+    the other mount's (never the judged one's), and it holds both ways (the figures of docs/models.md)."""
+    from advisor.models import crossmount
+
+    judged = crossmount.leave_one_mount_out(SHIPPED, OTHER + CEPH, rules=[speedup.MOUNT_RULE], shipped=True)
+    home = speedup.Rows.of(SHIPPED)
+    own = speedup.out_of_family_width(home)
+    for judged_mount, calibrating in (("fuse.ceph-fuse", OTHER), ("fuse.glusterfs", CEPH)):
+        cal = speedup.other_mount_calibration(home, calibrating)
+        js = judged[(speedup.MOUNT_RULE, judged_mount)]
+        assert len(js) == 130
+        for j in js:
+            half = math.log10(j.interval[1] / j.interval[0]) / 2
+            assert math.isclose(half, max(own, speedup.mount_width(cal, j.transform)), rel_tol=1e-9)
+        assert speedup.figures(js)["coverage"] >= 0.8
+
+
 def test_another_mount_gets_the_cross_mount_interval_and_says_so(corpus):
     """A job on Lustre predicted by the model of fixes measured on ext4: the interval is the cross-mount
-    calibration's (fixes measured on GlusterFS, each by a model that saw neither that mount nor its
-    family), at least the home out-of-family one, and the prediction says which mount it learned."""
+    calibration's for its fix transform (fixes measured on GlusterFS and CephFS, each by a model that
+    saw neither that mount nor its family, the two mounts weighing the same), at least the home
+    out-of-family one, and the prediction says which mounts it learned."""
     model = load("default")
     meta = model.meta["speedup_model"]
     other = meta["other_mount"]
-    assert other["fstype"] == "fuse.glusterfs" and other["fixes"] == len(OTHER)
+    assert other["fstype"] == "fuse.ceph-fuse, fuse.glusterfs" and other["fixes"] == len(OTHER) + len(CEPH)
+    assert other["rule"] == speedup.MOUNT_RULE and other["mounts"] == 2
+    # a width of its own for every transform with enough fixes on the other mounts; collective wider
+    assert set(other["by_transform"]) == {"aggregate", "align", "coalesce", "collective", "fsync", "layout",
+                                          "sequential"}
+    assert other["by_transform"]["collective"] > other["widen_log10"] > other["by_transform"]["coalesce"]
     profile = api.load(LUSTRE_JOB)
     (p,) = predict_fixes(model, profile, [COALESCE], mount="lustre").values()
     assert p.speedup and p.extrapolated
     half = math.log10(p.interval[1] / p.interval[0]) / 2
-    assert math.isclose(half, max(meta["widen_log10"], other["widen_log10"]), rel_tol=0.01)
+    assert math.isclose(half, max(meta["widen_log10"], other["by_transform"]["coalesce"]), rel_tol=0.01)
     assert "predicted for lustre from fixes measured on ext4" in p.interval_basis
+    assert "2 other file systems" in p.interval_basis
     (home,) = predict_fixes(model, profile, [COALESCE]).values()  # as if on the model's own mount
     assert home.speedup == p.speedup and not home.interval_basis
     # a model whose fixes were all measured on one mount declines another, with the reason

@@ -100,13 +100,24 @@ def quantile(scores: np.ndarray, coverage: float = COVERAGE) -> float:
     return float(s[k - 1])
 
 
-def weighted_quantile(scores: dict[str, np.ndarray], level: float) -> float:
-    """The `level` quantile of all scores, each factor's scores weighing 1 in all."""
+def weighted_quantile(scores: dict[str, np.ndarray], level: float, slack: float = 0.0) -> float:
+    """The `level` quantile of all scores, each factor's scores weighing 1 in all (`slack`: how far
+    below `level` a cumulative weight still counts as reaching it)."""
     values = np.concatenate(list(scores.values()))
     weights = np.concatenate([np.full(len(s), 1.0 / len(s)) for s in scores.values()])
     order = np.argsort(values, kind="stable")
     cum = np.cumsum(weights[order]) / weights.sum()
-    return float(values[order][min(np.searchsorted(cum, level), len(values) - 1)])
+    return float(values[order][min(np.searchsorted(cum, level - slack), len(values) - 1)])
+
+
+def group_quantile(scores: dict[str, np.ndarray]) -> float:
+    """The 80 % quantile of all scores, every group weighing the same (a new case is one draw of
+    groups, not of scores), at conformal's finite-sample level of the group with fewest scores."""
+    fewest = min(len(s) for s in scores.values())
+    # a cumulative sum of 1/n falls an ulp short of k/n: without the slack the (k+1)-th smallest of
+    # one group, not :func:`quantile`'s k-th (the calibration of the bandwidth model keeps none: it
+    # was shipped so)
+    return weighted_quantile(scores, min(1.0, math.ceil((fewest + 1) * COVERAGE) / fewest), 1e-9)
 
 
 def calibrate(groups: np.ndarray, nbytes: np.ndarray, y: np.ndarray, bands: tuple) -> dict | None:

@@ -129,3 +129,92 @@ def shift(home: list[dict], other: list[dict]) -> dict[tuple[str, str], float]:
     measured = {(r["workload"], r["fix"]): float(r["speedup"]) for r in home}
     return {(r["workload"], r["fix"]): math.log10(float(r["speedup"]) / measured[(r["workload"], r["fix"])])
             for r in other if (r["workload"], r["fix"]) in measured}
+
+
+# --- leave-one-mount-out (committed before any figure of the second other mount, CephFS) ---
+
+def mounts(other: list[dict]) -> dict[str, list[dict]]:
+    """fstype -> its fixes (other mounts' measurements, each row naming its file system)."""
+    out: dict[str, list[dict]] = {}
+    for r in other:
+        out.setdefault(r.get("fstype", ""), []).append(r)
+    return dict(sorted(out.items()))
+
+
+def leave_one_mount_out(home: list[dict], other: list[dict], rules=None, shipped: bool = False) -> dict:
+    """(rule, judged mount) -> its fixes judged (:class:`advisor.models.speedup.Judged`): every mount of
+    `other` in turn predicted by home-mount models, the interval (and, by the rule, the point) of
+    production for another mount (:func:`advisor.models.speedup.width_for`) calibrated by `rule` on
+    the *other* mounts' fixes only (:func:`advisor.models.speedup.mount_calibration`). Each judged
+    family is predicted by a model that never saw it, calibrated on the other mounts' fixes of the
+    other families (a new workload on a new mount); ``shipped``: the model of every home fix,
+    calibrated on every fix of the other mounts (production's case: a campaign workload)."""
+    from functools import partial
+
+    import numpy as np
+
+    from advisor.models import speedup
+
+    h, by_mount = speedup.Rows.of(home), {m: speedup.Rows.of(rows) for m, rows in mounts(other).items()}
+    home_width: dict = {}
+    out: dict = {}
+    for judged, o in by_mount.items():
+        rest = {m: r for m, r in by_mount.items() if m != judged}
+        for family in [None] if shipped else sorted(set(o.family)):
+            held = np.ones(len(o), bool) if family is None else o.family == family
+            train = h if family is None else h.subset(h.family != family)
+            if family not in home_width:
+                home_width[family] = speedup.out_of_family_width(train)
+            residuals = {m: (_residuals(h, r, family), r.transform) for m, r in rest.items()}
+            estimator, measured = speedup.fit(train), speedup.ranges(train)
+            for rule in rules or speedup.MOUNT_RULES:
+                cal = speedup.mount_calibration(residuals, rule)
+                meta = {"widen_log10": home_width[family], "other_mount": cal, "transforms": measured["transforms"]}
+                out.setdefault((rule, judged), []).extend(
+                    speedup.judge(o, held, estimator, measured, partial(speedup.width_for, meta, mount=judged),
+                                  partial(speedup.mount_shift, cal)))
+    return out
+
+
+def _residuals(home, other, family: str | None):
+    """Signed cross-mount residuals of `other`'s fixes outside `family`, each by a home model that saw
+    neither its own family nor `family`."""
+    from advisor.models import speedup
+
+    if family is None:
+        return speedup.mount_residuals(home, other)
+    return speedup.mount_residuals(home, other, sorted(set(other.family) - {family}), without=family)
+
+
+def choose(judged: dict) -> str:
+    """The rule production ships, decided on :func:`leave_one_mount_out` (families held out) by a choice
+    written down before any figure of the second mount: among the rules whose interval holds on every
+    judged mount (at least 80 % of all its fixes inside, a declined fix a miss) and, for a rule that
+    moves the prediction, whose median error is no larger than the pooled rule's on every judged mount,
+    the one with the narrowest median interval over all judged fixes; if none holds, the one whose
+    worst mount's share inside is largest."""
+    import numpy as np
+
+    from advisor.models import conformal, speedup
+
+    rules = sorted({rule for rule, _ in judged})
+    judged_mounts = sorted({m for _, m in judged})
+
+    def figure(rule, mount):
+        return speedup.figures(judged[(rule, mount)])
+
+    def holds(rule):
+        ok = all(figure(rule, m)["coverage"] >= conformal.COVERAGE for m in judged_mounts)
+        if rule == "shifted":
+            ok = ok and all(figure(rule, m)["median_error"] <= figure("pooled", m)["median_error"]
+                            for m in judged_mounts)
+        return ok
+
+    def width(rule):
+        return float(np.median([np.log10(j.interval[1] / j.interval[0]) / 2 for m in judged_mounts
+                                for j in judged[(rule, m)] if j.interval]))
+
+    held = [r for r in rules if holds(r)]
+    if held:
+        return min(held, key=lambda r: (width(r), rules.index(r)))
+    return max(rules, key=lambda r: min(figure(r, m)["coverage"] for m in judged_mounts))

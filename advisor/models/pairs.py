@@ -31,6 +31,13 @@ SITE_PAIRS_FILE = "pairs.csv"  # rows a site's verifications append to
 OTHER_MOUNT_FILE = "other-mount-pairs.csv.gz"
 """Fixes measured on another mount than the data directory's: never training rows, they calibrate
 the interval of predictions for another mount (:func:`advisor.models.speedup.other_mount_calibration`)."""
+OTHER_MOUNT_GLOB = "other-mount-pairs*.csv.gz"
+"""Every such file of a data directory (one a mount: ``other-mount-pairs-cephfs.csv.gz`` beside the first)."""
+
+
+def other_mount_files(directory: Path) -> list[Path]:
+    """The files of fixes measured on other mounts in a data directory."""
+    return sorted(Path(directory).glob(OTHER_MOUNT_GLOB))
 PAIRS_VERSION = 3  # 2: what reaches the file system (log2_fs_request_pages), cpus; 3: log2_rank_phase_mib
 
 DESCRIPTORS = ("log2_call_pages", "log2_calls_per_mib", "small_call_share", "log2_pieces_per_call",

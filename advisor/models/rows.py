@@ -80,8 +80,8 @@ def collect(paths: list[str], with_replays: bool = True) -> Collected:
             for name in PAIRS_NAMES:
                 if (p / name).is_file():
                     _pairs(p / name, out)
-            if (p / pairs.OTHER_MOUNT_FILE).is_file():
-                out.other_mount += pairs.read(p / pairs.OTHER_MOUNT_FILE)
+            for other in pairs.other_mount_files(p):
+                out.other_mount += pairs.read(other)
         elif p.is_dir():
             for file in _files(p):
                 if file.name in PAIRS_NAMES:

@@ -24,8 +24,10 @@ their own distribution (:func:`width_for`), the widest that applies:
   (:func:`transform_scores`: each transform predicted by a model that never saw it, only the fixes
   that model would predict); with fewer than :data:`MIN_TRANSFORMS` transforms measured, declined;
 - *another mount* than the one the fixes were measured on: the 80 % conformal quantile of
-  :func:`mount_scores` (fixes measured on another file system, each predicted by a model that saw
-  neither that mount nor the fix's family); a model without such measurements declines there.
+  :func:`mount_residuals` (fixes measured on other file systems, each predicted by a model that saw
+  neither that mount nor the fix's family, every mount weighing the same), by :data:`MOUNT_RULE`: one
+  width per fix transform with enough such fixes (the rule that held leave-one-mount-out, GlusterFS
+  and CephFS, docs/models.md); a model without such measurements declines there.
 
 The held-out protocol (``bench/models.py --held-out``, docs/models.md section 6), fixed before
 any held-out figure was seen: :func:`leave_out` with ``by="family"`` (every pattern family of
@@ -235,13 +237,16 @@ def leave_out(rows: Rows, by: str = "family") -> list[Judged]:
 
 
 def judge(rows: Rows, held: np.ndarray, estimator, measured: dict,
-          width: float | Callable[[str], tuple[float, list[str]] | list[str]]) -> list[Judged]:
+          width: float | Callable[[str], tuple[float, list[str]] | list[str]],
+          shift: Callable[[str], float] | None = None) -> list[Judged]:
     """The `held` rows predicted by `estimator` (a model that never saw them), each with its interval:
-    `width` a log10 half-width, or a transform's :func:`width_for` answer; no prediction for a fix
-    outside what the model measured, nor where no interval is honest."""
+    `width` a log10 half-width, or a transform's :func:`width_for` answer; `shift`: a transform's log10
+    move of the prediction (another mount's); no prediction for a fix outside what the model measured,
+    nor where no interval is honest."""
     out = []
     for i, p in zip(np.flatnonzero(held), predict(estimator, rows.x[held])):
         transform = str(rows.transform[i])
+        p = p + (shift(transform) if shift else 0.0)
         why = outside(measured, dict(zip(INPUTS, rows.x[i])), transform)
         half = None
         if not why:
@@ -295,6 +300,8 @@ def predict_fix(estimator, meta: dict, before: dict[str, float], after: dict[str
     if isinstance(width, list):
         return width
     (log_ratio,) = predict(estimator, np.array([[x[n] for n in meta.get("inputs", INPUTS)]], float))
+    if mount and meta.get("other_mount"):
+        log_ratio += mount_shift(meta["other_mount"], transform)
     return float(10 ** log_ratio), float(10 ** (log_ratio - width[0])), float(10 ** (log_ratio + width[0]))
 
 
@@ -303,38 +310,44 @@ def width_for(meta: dict, transform: str, mount: str = "") -> tuple[float, list[
     `mount` ("" : the model's own), or the reasons there is no honest interval: the widest of the
     calibrations that apply (out of family; a transform never measured; another mount)."""
     width, said = float(meta["widen_log10"]), []
-    for calibration, missing, told in _conditions(meta, transform, mount):
-        if not calibration:
+    for half, missing, told in _conditions(meta, transform, mount):
+        if half is None:
             return [missing]
-        width = max(width, float(calibration["widen_log10"]))
-        said.append(f"{told} (x/{chr(247)}{10 ** calibration['widen_log10']:.2f}{_of(calibration)})")
+        width = max(width, half)
+        said.append(told)
     return width, said
 
 
-def _conditions(meta: dict, transform: str, mount: str) -> list[tuple[dict | None, str, str]]:
-    """(calibration, why none, what it is) of each condition the out-of-family interval was not
-    calibrated for that applies to this prediction."""
+def _conditions(meta: dict, transform: str, mount: str) -> list[tuple[float | None, str, str]]:
+    """(log10 half-width or None, why none, what it is) of each condition the out-of-family interval
+    was not calibrated for that applies to this prediction."""
     out = []
     known = meta.get("transforms") or meta.get("measured", {}).get("transforms") or transform.split("+")
     if not set(transform.split("+")) <= set(known):  # a combination of measured transforms is measured
-        out.append((meta.get("unseen_transform"),
+        unseen = meta.get("unseen_transform")
+        half = None if not unseen else float(unseen["widen_log10"])
+        out.append((half,
                     f"the fix '{transform}' was never measured, and too few transforms were to calibrate an "
                     f"interval for one never measured",
                     f"the fix '{transform}' was never measured by this model: its interval is that of fixes "
-                    f"predicted without their own transform"))
+                    f"predicted without their own transform ({_times(half)}, "
+                    f"{len((unseen or {}).get('transforms', []))} transforms)"))
     if mount:
-        learned, other = meta.get("fstype") or "one file system", meta.get("other_mount") or {}
-        out.append((meta.get("other_mount"),
+        learned, other = meta.get("fstype") or "one file system", meta.get("other_mount")
+        half = None if not other else mount_width(other, transform)
+        mounts = (other or {}).get("mounts", 1)
+        drawn = "one other file system" if mounts == 1 else f"{mounts} other file systems"
+        out.append((half,
                     f"this model measured its fixes on {learned} only: no fix measured on another file system "
                     f"calibrates an interval for {mount}",
                     f"predicted for {mount} from fixes measured on {learned}: its interval is that of "
-                    f"{other.get('fixes')} fixes measured on {other.get('fstype')}, one other file system, "
-                    f"not {mount} itself"))
+                    f"{(other or {}).get('fixes')} fixes measured on {(other or {}).get('fstype')}, {drawn}, "
+                    f"not {mount} itself ({_times(half)})"))
     return out
 
 
-def _of(calibration: dict) -> str:
-    return f", {len(calibration['transforms'])} transforms" if "transforms" in calibration else ""
+def _times(half: float | None) -> str:
+    return f"x/{chr(247)}{10 ** half:.2f}" if half is not None else ""
 
 
 def _finite(a: np.ndarray) -> np.ndarray:
@@ -367,33 +380,95 @@ def unseen_transform(rows: Rows) -> dict | None:
     scores = transform_scores(rows)
     if len(scores) < MIN_TRANSFORMS:
         return None
-    fewest = min(len(v) for v in scores.values())
-    level = min(1.0, math.ceil((fewest + 1) * conformal.COVERAGE) / fewest)
-    return {"widen_log10": conformal.weighted_quantile(scores, level), "transforms": sorted(scores),
+    return {"widen_log10": conformal.group_quantile(scores), "transforms": sorted(scores),
             "fixes": int(sum(len(v) for v in scores.values())),
             "method": "80 % conformal quantile of leave-transform-out |residuals|, each transform weighing the same"}
 
 
-def mount_scores(home: Rows, other: Rows, families=None, without: str | None = None) -> np.ndarray:
-    """|log10 measured on another mount - predicted| of `other`'s fixes (of `families`, default
-    all), each predicted by a model of `home` (one mount's fixes) that saw neither its family nor
-    `without`: a new workload's error on a new mount."""
-    out = []
+def mount_residuals(home: Rows, other: Rows, families=None, without: str | None = None) -> np.ndarray:
+    """log10 measured on another mount - predicted, for each of `other`'s fixes (of `families`, default
+    all; NaN for the others), each predicted by a model of `home` (one mount's fixes) that saw neither
+    its family nor `without`: a new workload's error on a new mount."""
+    out = np.full(len(other), math.nan)
     for family in sorted(set(other.family) if families is None else families):
         mine = other.family == family
         keep = (home.family != family) & (home.family != (without or ""))
         if mine.any() and keep.sum() >= MIN_FIXES:
-            out.append(np.abs(other.y[mine] - predict(fit(home.subset(keep)), other.x[mine])))
-    return np.concatenate(out) if out else np.array([])
+            out[mine] = other.y[mine] - predict(fit(home.subset(keep)), other.x[mine])
+    return out
 
 
-def other_mount_calibration(home: Rows, measured: list[dict]) -> dict | None:
-    """The interval's calibration for another mount, from fixes measured on one (`measured`)."""
-    other = Rows.of(measured)
-    scores = mount_scores(home, other)
-    if not len(scores):
+def mount_scores(home: Rows, other: Rows, families=None, without: str | None = None) -> np.ndarray:
+    """|:func:`mount_residuals`| of the fixes predicted."""
+    return np.abs(_finite(mount_residuals(home, other, families, without)))
+
+
+MOUNT_RULES = ("pooled", "by-transform", "by-transform-floor", "shifted")
+"""Candidate rules of the interval on a mount the fixes were not measured on, from the residuals of
+fixes measured on other mounts (:func:`mount_calibration`), every mount weighing the same:
+``pooled`` one width for every fix; ``by-transform`` a width per transform with at least
+:data:`MIN_MOUNT_FIXES` fixes measured on other mounts (the pooled one otherwise); ``by-transform-floor``
+the same, never narrower than the pooled one; ``shifted`` the prediction moved by the other mounts'
+median residual of its transform (at least :data:`MIN_MOUNT_FIXES`), the pooled width of the
+residuals so moved. Judged leave-one-mount-out (:mod:`advisor.models.crossmount`)."""
+MOUNT_RULE = "by-transform"
+"""The rule production uses (:func:`other_mount_calibration`)."""
+MIN_MOUNT_FIXES = 10  # fewer fixes of a transform on other mounts calibrate no width or shift of its own
+
+
+def mount_calibration(residuals: dict[str, tuple[np.ndarray, np.ndarray]], rule: str = MOUNT_RULE) -> dict | None:
+    """The interval's calibration for a mount never measured, from mount -> (signed residuals, their
+    transforms) of fixes measured on other mounts (:func:`mount_residuals`; NaN: not predicted), by
+    `rule` (:data:`MOUNT_RULES`); None without any residual."""
+    if rule not in MOUNT_RULES:
+        raise ValueError(f"{rule}: not one of {', '.join(MOUNT_RULES)}")
+    found = {m: (r[np.isfinite(r)], t[np.isfinite(r)]) for m, (r, t) in residuals.items() if np.isfinite(r).any()}
+    if not found:
         return None
-    return {"widen_log10": calibrated_width(scores), "fixes": len(scores),
-            "fstype": ", ".join(sorted({r.get("fstype", "") for r in measured} - {""})),
-            "method": "80 % conformal quantile of |residuals| of fixes measured on another mount, each "
-                      "predicted by a model that saw neither that mount nor the fix's family"}
+    transforms = sorted({str(t) for _, ts in found.values() for t in ts})
+    shift = {}
+    if rule == "shifted":
+        for t in transforms:
+            medians = [float(np.median(r[ts == t])) for r, ts in found.values() if (ts == t).any()]
+            if sum(int((ts == t).sum()) for _, ts in found.values()) >= MIN_MOUNT_FIXES:
+                shift[t] = float(np.mean(medians))
+        found = {m: (r - np.array([shift.get(str(t), 0.0) for t in ts]), ts) for m, (r, ts) in found.items()}
+    out = {"widen_log10": conformal.group_quantile({m: np.abs(r) for m, (r, _) in found.items()}),
+           "fixes": int(sum(len(r) for r, _ in found.values())), "rule": rule}
+    if rule.startswith("by-transform"):
+        out["by_transform"] = {}
+        for t in transforms:
+            scores = {m: np.abs(r[ts == t]) for m, (r, ts) in found.items() if (ts == t).any()}
+            if sum(len(v) for v in scores.values()) >= MIN_MOUNT_FIXES:
+                width = conformal.group_quantile(scores)
+                out["by_transform"][t] = max(width, out["widen_log10"]) if rule.endswith("floor") else width
+    if shift:
+        out["shift"] = shift
+    return out
+
+
+def mount_width(calibration: dict, transform: str) -> float:
+    """log10 half-width of a prediction of `transform` on a mount never measured."""
+    return float((calibration.get("by_transform") or {}).get(transform, calibration["widen_log10"]))
+
+
+def mount_shift(calibration: dict, transform: str) -> float:
+    """log10 by which a prediction of `transform` on a mount never measured is moved (0: not moved)."""
+    return float((calibration.get("shift") or {}).get(transform, 0.0))
+
+
+def other_mount_calibration(home: Rows, measured: list[dict], rule: str = MOUNT_RULE) -> dict | None:
+    """The interval's calibration for another mount, from fixes measured on other mounts (`measured`,
+    their file system in ``fstype``): each predicted by a model that saw neither that mount nor the
+    fix's family, every mount weighing the same."""
+    mounts = sorted({r.get("fstype", "") for r in measured})
+    residuals = {}
+    for m in mounts:
+        other = Rows.of([r for r in measured if r.get("fstype", "") == m])
+        residuals[m] = (mount_residuals(home, other), other.transform)
+    out = mount_calibration(residuals, rule)
+    if out is None:
+        return None
+    return dict(out, fstype=", ".join(m for m in mounts if m), mounts=len(mounts),
+                method="80 % conformal quantile of |residuals| of fixes measured on other mounts, each predicted by "
+                       "a model that saw neither that mount nor the fix's family, every mount weighing the same")
