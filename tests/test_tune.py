@@ -330,7 +330,15 @@ def test_a_small_space_starts_with_fewer_candidates():
     times = {todo[0].key: (0.06, 0.08, 0.18), todo[1].key: (0.17, 0.14, 0.15)}
     r.record({k: (job, [{"time_s": t} for t in ts]) for k, ts in times.items()})
     r.judge()
-    assert r.stopped.startswith("candidates alike") and "x2" in r.stopped and r.next_rung() == []
+    assert r.stopped.startswith("candidates alike") and "x2" in r.stopped
+    # its best undecided by its 3 pairs (about 3.7x, an interval down to 1x) and projected to decide
+    # within the verification's pairs: it gets them (once), the other candidates nothing
+    best = r.leader()
+    assert not race.settled(entries, best) and r.next_rung() == [best] and r.settling
+    assert r.ref == "" and race.ROUNDS <= r.rounds <= race.FINAL_PAIRS - 3
+    r.record({best.key: (job[:2], [{"time_s": 0.1}, {"time_s": 0.09}])})
+    r.judge()
+    assert r.stopped.startswith("candidates alike") and r.next_rung() == [] and best.pairs == 5
 
 
 def test_a_variant_whose_passes_are_known_gets_no_warm_up(corpus, tmp_path):

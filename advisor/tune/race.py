@@ -62,6 +62,7 @@ CHAIN = 1.5  # a leader this much faster than the job is the reference of later 
 CHAIN_FAR = 6.0  # ... once its verdict no longer needs pairs beside the job, or it is this much faster
 CHAIN_ROUNDS = 5  # rounds beside its reference a chained best may get instead of a final rung beside the job
 MIN_FLAT = 4  # pairs beside the job before a leader can be called indistinguishable from it
+ALIKE_STOP = "candidates alike"  # the stop reason's start: the best may still get pairs (Race._settle)
 FAR = 2.0  # the model's interval top this many times below the measured leader: not replayed
 
 
@@ -174,7 +175,9 @@ def chain_interval(ref_log: float, ref_half: float, ratios: list[float]) -> tupl
     """(centre, low, high) of ln(speedup against the job) of a candidate measured beside a
     reference: the reference's ln speedup (95 % half-width `ref_half`) plus the mean of the
     candidate's ln ratios to it. Different rounds, independent samples: the half-widths add in
-    quadrature, the ratio's a Student-t one of its rounds."""
+    quadrature, the ratio's a Student-t one of its rounds (Banerjee's interval for a sum of
+    independent means, each with its own Student-t half-width: at least 95 % coverage whatever
+    their spreads; tests/test_tune.py checks it for chains of 1-3 links of 2-5 rounds)."""
     n = len(ratios)
     half_rel = stats.t_quantile(0.975, n - 1) * float(np.std(ratios, ddof=1)) / math.sqrt(n)
     centre = ref_log + float(np.mean(ratios))
@@ -185,7 +188,8 @@ def chain_interval(ref_log: float, ref_half: float, ratios: list[float]) -> tupl
 def settled(entries: dict[str, Entry], e: Entry) -> bool:
     """Whether `e`'s verdict against the job is decided (improved or regressed at the
     verification's default margin and run-to-run floor) by its pairs beside the job, or else by
-    its chain through the reference it ran beside most: then the job is not measured again."""
+    its chain through the reference it ran beside most (through as many links as lead to pairs
+    beside the job: :func:`estimate`): then the job is not measured again."""
     policy = stats.Policy()
     d = e.direct()
     if len(d) >= ROUNDS:
@@ -199,21 +203,42 @@ def settled(entries: dict[str, Entry], e: Entry) -> bool:
     return lo > band or hi < -band
 
 
-def _chain(entries: dict[str, Entry], e: Entry) -> tuple[str, float, float, list[float]] | None:
+def _chain(entries: dict[str, Entry], e: Entry,
+           seen: tuple[str, ...] = ()) -> tuple[str, float, float, list[float]] | None:
     """(reference key, its ln speedup against the job, that estimate's 95 % half-width, `e`'s ln
-    ratios to it) of the reference `e` ran beside most (2 rounds at least; the reference with 2
-    pairs beside the job and a finite interval); None without one."""
+    ratios to it) of the reference `e` ran beside most (2 rounds at least); None without one. The
+    reference's estimate is its pairs beside the job (2 at least, a finite interval), or else its
+    own chain, link by link (:func:`estimate`)."""
     groups = [(ref, xs) for ref, xs in e.against().items() if ref and len(xs) >= 2]
     if not groups:
         return None
     ref, xs = max(groups, key=lambda g: len(g[1]))
-    rd = entries[ref].direct()
-    if len(rd) < 2:
+    known = estimate(entries, ref, seen=(*seen, e.key))
+    return None if known is None else (ref, known[0], known[1], xs)
+
+
+def estimate(entries: dict[str, Entry], key: str, seen: tuple[str, ...] = ()) -> tuple[float, float] | None:
+    """(ln speedup against the job, 95 % half-width) of candidate `key`: of its pairs beside the
+    job (the verification's sequential interval, 2 pairs at least), else through the reference
+    it ran beside most, as many links as it takes (each link's rounds are their own replay job:
+    independent samples). The half-widths of the links' own Student-t intervals add in quadrature,
+    Banerjee's rule for a sum of independent means: conservative whatever the links' spreads and
+    counts (:func:`chain_interval`). None without pairs beside the job at the chain's end."""
+    e = entries.get(key)
+    if e is None or key in seen:  # a cycle of references chains nothing
         return None
-    lo_ref, hi_ref = stats.sequential(rd, stats.Policy(), final=True).ci
-    if not 0 < lo_ref < hi_ref < math.inf:
+    rd = e.direct()
+    if len(rd) >= 2:
+        lo, hi = stats.sequential(rd, stats.Policy(), final=True).ci
+        if 0 < lo < hi < math.inf:
+            return float(np.mean(rd)), math.log(hi / lo) / 2
         return None
-    return ref, float(np.mean(rd)), math.log(hi_ref / lo_ref) / 2, xs
+    chain = _chain(entries, e, seen)
+    if chain is None:
+        return None
+    _, ref_log, ref_half, xs = chain
+    centre, lo, _ = chain_interval(ref_log, ref_half, xs)
+    return centre, centre - lo
 
 
 def chain_can_settle(entries: dict[str, Entry], e: Entry) -> str:
@@ -254,6 +279,8 @@ def reference_pairs(entries: dict[str, Entry], e: Entry) -> tuple[str, int]:
     ref, ref_log, _, xs = chain
     lead, policy = entries[ref], stats.Policy()
     rd = lead.direct()
+    if len(rd) < 2:  # a middle link of a longer chain: the job is not its reference
+        return "", 0
     n0, sd = len(rd), float(np.std(rd, ddof=1))
     ratio_half = chain_interval(0.0, 0.0, xs)[2]
     band, centre, own = math.log1p(policy.margin), ref_log + float(np.mean(xs)), FINAL_PAIRS - e.pairs
@@ -303,9 +330,11 @@ class Race:
     """The candidates of one search and what they measured; `order`: keys, the model's best first."""
 
     def __init__(self, entries: dict[str, Entry], order: list[str], nranks: int, rung: int = 0,
-                 stopped: str = ""):
+                 stopped: str = "", max_pairs: int = FINAL_PAIRS):
         self.entries, self.order, self.nranks, self.rung = entries, order, nranks, rung
         self.stopped = stopped  # why the search stopped early ('' while it goes on)
+        self.max_pairs = max_pairs  # the verification's last look: an undecided best's pairs go up to it
+        self.settling = False  # the next rung only settles the best's verdict (the search is over)
         self.rounds = ROUNDS  # of the next rung (set by next_rung)
         self.ref = ""  # the next rung's reference: a candidate's key, or '' for the job as recorded
         self._scores: dict[str, float] | None = None
@@ -325,8 +354,9 @@ class Race:
     def next_rung(self) -> list[Entry]:
         """The candidates the next rung measures ([] when the search is done), marked racing;
         ``self.ref`` and ``self.rounds`` say against what and how many rounds."""
+        self.settling = False
         if self.stopped:
-            return []
+            return self._settle(self.leader()) if self.stopped.startswith(ALIKE_STOP) else []
         fresh = self._joining()
         for e in fresh:
             e.status = RACING
@@ -339,7 +369,7 @@ class Race:
         if fresh or (self.ref and others):
             return sorted(others, key=lambda e: -self.score(e) if e.measured else math.inf)
         if lead is None or not self._needs_job(lead):
-            return []
+            return self._settle(lead)
         via = chain_can_settle(self.entries, lead)
         if via:  # more rounds beside its reference decide the chain: the job is not sampled again
             self.ref, self.rounds = via, max(ROUNDS, CHAIN_ROUNDS - len(lead.against()[via]))
@@ -356,6 +386,21 @@ class Race:
         """Whether the leader's verdict still needs pairs beside the job: not decided, fewer than
         ``FINAL_PAIRS``, and not projected to stay undecided at that many."""
         return not (settled(self.entries, lead) or lead.pairs >= FINAL_PAIRS or out_of_reach(lead))
+
+    def _settle(self, best: Entry | None) -> list[Entry]:
+        """The search is over, its best's verdict undecided by its pairs beside the job: that best,
+        for as many more pairs as the sequential test projects a decision needs, when those stay
+        within the verification's ``max_pairs`` ([] when not, or decided, or chained). What a
+        verification of it would go on measuring; the budget is the caller's check
+        (``self.settling``: a rung the budget refuses ends the search as it stood)."""
+        d = best.direct() if best is not None else []
+        if len(d) < FIRST_ROUNDS or any(r.get("settle") for r in best.rungs) or settled(self.entries, best):
+            return []  # once: a projection from the pairs so far, not a loop of launches
+        test = stats.sequential(d, stats.Policy(max_pairs=self.max_pairs), final=True)
+        if test.decided or test.more_pairs is None or test.more_pairs > self.max_pairs:
+            return []
+        self.ref, self.rounds, self.settling = "", max(ROUNDS, test.more_pairs - len(d)), True
+        return [best]
 
     def _races_leader(self, lead: Entry) -> bool:
         """Whether the next rung's reference is the leader rather than the job: the leader is
@@ -450,7 +495,7 @@ class Race:
         sample a dict with its ``time_s`` per pass), against ``self.ref``."""
         for key, (base, fixed) in measured.items():
             self.entries[key].rungs.append({"rung": self.rung, "ref": self.ref, "base": list(base),
-                                            "fixed": list(fixed)})
+                                            "fixed": list(fixed), **({"settle": True} if self.settling else {})})
         if self.ref and measured:  # the reference's own samples: 0 in every round, for comparisons
             base = next(iter(measured.values()))[0]
             self.entries[self.ref].rungs.append({"rung": self.rung, "ref": self.ref, "base": list(base),
@@ -476,7 +521,7 @@ class Race:
             e.status = SET_ASIDE
             e.why = (f"set aside by halving: {math.exp(self.score(lead) - self.score(e)):.2f}x "
                      f"behind {lead.label()}, not separated")
-        self.stopped = nothing_to_tune(lead, self._hopeful(lead)) or self._alike(lead)
+        self.stopped = self.stopped or nothing_to_tune(lead, self._hopeful(lead)) or self._alike(lead)
 
     def _alike(self, lead: Entry) -> str:
         """Why the search stops after its first rung with the candidates alike ('' when it goes
@@ -493,7 +538,7 @@ class Race:
         if any(self.score(lead) - self.score(e) > math.log(bound) for e in measured) or self._hopeful(lead):
             return ""
         rest = len(self._untried())
-        return (f"candidates alike: the {len(measured)} measured are within x{bound:g} of {lead.label()} and not "
+        return (f"{ALIKE_STOP}: the {len(measured)} measured are within x{bound:g} of {lead.label()} and not "
                 f"separated from it, and the model expects none of the {rest} others to be {FAR:g}x faster")
 
     def finish(self) -> Entry | None:
@@ -521,10 +566,10 @@ class Race:
 
     def to_dict(self) -> dict[str, Any]:
         return {"rung": self.rung, "order": self.order, "nranks": self.nranks, "stopped": self.stopped,
-                "entries": [e.to_dict() for e in self.entries.values()]}
+                "max_pairs": self.max_pairs, "entries": [e.to_dict() for e in self.entries.values()]}
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> Race:
         entries = [Entry(**e) for e in doc["entries"]]
         return cls({e.key: e for e in entries}, list(doc["order"]), int(doc["nranks"]), int(doc["rung"]),
-                   str(doc.get("stopped") or ""))
+                   str(doc.get("stopped") or ""), int(doc.get("max_pairs") or FINAL_PAIRS))

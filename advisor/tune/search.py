@@ -68,7 +68,8 @@ def tune(profile: JobProfile, proposed: list[tuple], target: Path,
         for key, (speedup, interval, reason) in predictions.items():
             entries[key].predicted, entries[key].predicted_interval, entries[key].predicted_reason = \
                 speedup, interval, reason
-        doc = {"race": Race(entries, starting_order(entries), base.nranks).to_dict(), "replay_s": 0.0,
+        doc = {"race": Race(entries, starting_order(entries), base.nranks, max_pairs=settings.max_pairs).to_dict(),
+               "replay_s": 0.0,
                "context": {}, "stop_reason": ""}
     if doc["stop_reason"] == "time budget":  # resumed, perhaps with a larger budget
         doc["stop_reason"] = ""
@@ -78,8 +79,8 @@ def tune(profile: JobProfile, proposed: list[tuple], target: Path,
         todo = the_race.next_rung()
         if not todo:
             doc["stop_reason"] = the_race.stopped or "search done"
-        elif not rungs.affordable(len(todo), the_race.rounds):
-            doc["stop_reason"] = "time budget"
+        elif not rungs.affordable(len(todo), the_race.rounds):  # a best's settling pairs: the search was over
+            doc["stop_reason"] = (the_race.stopped or "search done") if the_race.settling else "time budget"
         else:
             reference = the_race.entries[the_race.ref].fixes if the_race.ref else None
             the_race.record(rungs.run(todo, the_race.rounds, reference))
