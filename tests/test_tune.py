@@ -136,10 +136,10 @@ def test_tune_finds_a_coalesce_size_and_resumes(corpus, tmp_path):
     best = t["best"]
     assert [f["transform"] for f in best["fixes"]] == ["coalesce"]
     # 4 KiB writes coalesced: the job as recorded is far slower than any coalesced size here
-    # one rung of 3 pairs: under load (a CI's other tests) its interval can stay open; the best is
-    # then said inconclusive, never slower, and its interval still reaches a gain
-    assert best["verdict"] in ("improved", "inconclusive") and best["speedup"] > 1.05 and best["ci95"][1] > 1.05
-    assert best["verdict"] == "inconclusive" or (best["ci95"][0] > 1.05 and best["speedup"] >= best["ci95"][0])
+    # under load (a CI's other tests) one rung's 3 pairs can leave it undecided: the search then
+    # spends its budget on the best (the pairs the sequential test projects), not on stopping
+    assert best["verdict"] == "improved", (best, t["stop_reason"])
+    assert best["ci95"][0] > 1.05 and best["speedup"] >= best["ci95"][0]
     assert best["apply"] and "-t " in best["apply"][0]
     statuses = {c["status"] for c in t["candidates"]}
     assert statuses <= {"best", "runner-up", "ruled-out", "set-aside", "untried", "pruned", "identical"}
