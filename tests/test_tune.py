@@ -15,7 +15,7 @@ import numpy as np
 from advisor.api import load
 from advisor.commands.tune import proposals
 from advisor.config import ModelConfig
-from advisor.tune import race, space
+from advisor.tune import chain, race, space
 from advisor.report.tune import search_plot
 from advisor.tune.result import apply_lines
 from advisor.tune.search import predict, starting_order
@@ -402,7 +402,7 @@ def test_a_chained_best_gets_its_leaders_pairs_beside_the_job_when_they_cost_les
     # as many rounds as the leader's measured spread projects (2 or more), never past FINAL_PAIRS
     assert todo == [lead] and r.ref == "" and race.ROUNDS <= r.rounds <= race.FINAL_PAIRS - lead.pairs, \
         (r.rounds, lead.direct(), best.against())
-    job_s, lead_s, best_s = race.sample_s(lead, "base"), race.sample_s(lead), race.sample_s(best)
+    job_s, lead_s, best_s = chain.sample_s(lead, "base"), chain.sample_s(lead), chain.sample_s(best)
     assert job_s > lead_s and job_s > best_s  # the job is the slow side of every pair
     assert r.rounds * (job_s + lead_s) < race.FINAL_PAIRS * (job_s + best_s)
     r.record(rungs.run(todo, r.rounds))

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from advisor.api import load
-from advisor.tune import race
+from advisor.tune import chain, race
 from advisor.verify import replay_plan
 from replay import stats
 
@@ -35,7 +35,7 @@ def test_a_chains_interval_covers_at_least_95_percent_whatever_its_links():
             first = links[0][i]
             centre, half = float(first.mean()), float(_t_half(first[None])[0])
             for x in links[1:]:
-                centre, lo, _ = race.chain_interval(centre, half, list(x[i]))
+                centre, lo, _ = chain.chain_interval(centre, half, list(x[i]))
                 half = centre - lo
             covered += abs(centre) <= half
         assert covered / draws >= 0.94, (counts, spreads, covered / draws)
@@ -66,13 +66,13 @@ def test_a_best_two_links_from_the_job_is_decided_through_both(corpus, tmp_path)
     r.record(rungs.run([middle], race.FIRST_ROUNDS, first.fixes))
     r.ref = middle.key
     r.record(rungs.run([last], race.FIRST_ROUNDS, middle.fixes))
-    assert last.pairs == middle.pairs == 0 and race.estimate(entries, first.key) is not None
+    assert last.pairs == middle.pairs == 0 and chain.estimate(entries, first.key) is not None
     # one link alone does not reach the job: the middle one has no pairs beside it
-    assert race._chain(entries, last)[0] == middle.key and len(middle.direct()) == 0
-    centre, half = race.estimate(entries, last.key)
+    assert chain._chain(entries, last)[0] == middle.key and len(middle.direct()) == 0
+    centre, half = chain.estimate(entries, last.key)
     assert race.settled(entries, last), (first.direct(), middle.against(), last.against(), centre, half)
     # the chain's half-width holds every link's: wider than the first link's alone
-    assert half > race.estimate(entries, first.key)[1]
+    assert half > chain.estimate(entries, first.key)[1]
     v = _verdicts(r, base, tmp_path, settings, doc)[last.key]
     assert v.verdict == "improved" and "chained" in v.reason and v.ci95[0] <= v.speedup <= v.ci95[1]
     assert math.isclose(math.log(v.speedup), centre, abs_tol=0.05)

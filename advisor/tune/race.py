@@ -5,7 +5,8 @@ Candidates are measured in *rungs*: one replay job of a reference and a few cand
 a fixed repeat). The reference is the job as recorded until a leader is ``CHAIN`` times faster
 and either ``CHAIN_FAR`` times or decided by its pairs beside the job; then it is the leader (a
 job far slower than its fixes is not sampled every rung), and speedups against the job chain
-through it (:func:`scores`, :func:`chain_interval`). A leader still needing pairs beside the job
+through it, link by link to the first candidate with pairs beside the job (:func:`scores`,
+:func:`estimate`, :func:`chain_interval`). A leader still needing pairs beside the job
 gets them beside the candidates joining, in the same replay job. Within a round every
 candidate ran beside the same reference sample, so two candidates compare round by round
 (``ln(time_a / time_b)``), whatever slowed the machine during that round cancelling. After each
@@ -28,8 +29,10 @@ rung:
 The search ends when nothing new would join (the best then gets ``FINAL_PAIRS`` pairs beside the
 job unless its verdict is decided already, or ``CHAIN_ROUNDS`` beside its reference when those
 can decide its chain: :func:`chain_can_settle`, or the reference's own pairs beside the job when
-those decide it for less: :func:`reference_pairs`), or when the time budget would be exceeded by one
-more rung (the caller's check). Everything here is bookkeeping on measured times: no replay, no I/O.
+those decide it for less: :func:`reference_pairs`; a best its pairs beside the job leave undecided
+then gets, once, the pairs the sequential test projects, up to the verification's ``max_pairs``:
+:meth:`Race._settle`), or when the time budget would be exceeded by one more rung (the caller's
+check). Everything here is bookkeeping on measured times: no replay, no I/O.
 """
 
 from __future__ import annotations
@@ -42,25 +45,22 @@ import numpy as np
 
 from advisor.report.tune import (BEST, IDENTICAL, NOT_VERIFIABLE, PRUNED, RACING, RULED_OUT, RUNNER_UP,
                                  SET_ASIDE, UNTRIED)  # the statuses, as the result names them
+from advisor.tune.chain import CHAIN_ROUNDS, FINAL_PAIRS, ROUNDS, chain_can_settle, reference_pairs, settled
 from advisor.tune.space import Candidate, combined, neighbours
 from replay import stats
 
-ROUNDS = 2  # paired rounds per rung: each rung is one replay job
 FIRST_ROUNDS = 3  # ... the first: 3 pairs beside the job often decide a large speedup's verdict
 WIDTH = 2  # candidates joining a rung besides those still racing (the first rung: FIRST)
 FIRST = 3  # the first rung: every proposal, filled up to this with the model's best settings
 SMALL_SPACE = 6  # a space of at most this many configurations ...
 FIRST_SMALL = 2  # ... starts with fewer: its grid decides them all in a handful of rounds, and the
 # first rung (a warm-up and 3 rounds per variant, the job's among them) is most of what tune may spend
-FINAL_PAIRS = 5  # the best's pairs beside the job at the end when its verdict is not decided before
-# (a verification's first look: 3 pairs of a large speedup decide, 3 of a noisy 3x read 0.05x-263x)
 MAX_RUNGS = 8  # the Bonferroni count of the drop test (a longer search only drops less readily)
 ALPHA = 0.05
 ALIKE = 1.25  # a candidate not separated from the best and within x1.25 of it is a runner-up
 MIN_SHARED = 3  # pairs two candidates must share before one can rule the other out
 CHAIN = 1.5  # a leader this much faster than the job is the reference of later rungs ...
 CHAIN_FAR = 6.0  # ... once its verdict no longer needs pairs beside the job, or it is this much faster
-CHAIN_ROUNDS = 5  # rounds beside its reference a chained best may get instead of a final rung beside the job
 MIN_FLAT = 4  # pairs beside the job before a leader can be called indistinguishable from it
 ALIKE_STOP = "candidates alike"  # the stop reason's start: the best may still get pairs (Race._settle)
 FAR = 2.0  # the model's interval top this many times below the measured leader: not replayed
@@ -169,131 +169,6 @@ def scores(entries: dict[str, Entry]) -> dict[str, float]:
             new[k] = float(np.mean(values)) if values else score.get(k, -math.inf)
         score = new
     return score
-
-
-def chain_interval(ref_log: float, ref_half: float, ratios: list[float]) -> tuple[float, float, float]:
-    """(centre, low, high) of ln(speedup against the job) of a candidate measured beside a
-    reference: the reference's ln speedup (95 % half-width `ref_half`) plus the mean of the
-    candidate's ln ratios to it. Different rounds, independent samples: the half-widths add in
-    quadrature, the ratio's a Student-t one of its rounds (Banerjee's interval for a sum of
-    independent means, each with its own Student-t half-width: at least 95 % coverage whatever
-    their spreads; tests/test_tune.py checks it for chains of 1-3 links of 2-5 rounds)."""
-    n = len(ratios)
-    half_rel = stats.t_quantile(0.975, n - 1) * float(np.std(ratios, ddof=1)) / math.sqrt(n)
-    centre = ref_log + float(np.mean(ratios))
-    half = math.hypot(ref_half, half_rel)
-    return centre, centre - half, centre + half
-
-
-def settled(entries: dict[str, Entry], e: Entry) -> bool:
-    """Whether `e`'s verdict against the job is decided (improved or regressed at the
-    verification's default margin and run-to-run floor) by its pairs beside the job, or else by
-    its chain through the reference it ran beside most (through as many links as lead to pairs
-    beside the job: :func:`estimate`): then the job is not measured again."""
-    policy = stats.Policy()
-    d = e.direct()
-    if len(d) >= ROUNDS:
-        return stats.sequential(d, policy, final=True).verdict in (stats.IMPROVED, stats.REGRESSED)
-    chain = _chain(entries, e)
-    if chain is None:
-        return False
-    _, ref_log, ref_half, xs = chain
-    _, lo, hi = chain_interval(ref_log, ref_half, xs)
-    band = math.log1p(policy.margin)
-    return lo > band or hi < -band
-
-
-def _chain(entries: dict[str, Entry], e: Entry,
-           seen: tuple[str, ...] = ()) -> tuple[str, float, float, list[float]] | None:
-    """(reference key, its ln speedup against the job, that estimate's 95 % half-width, `e`'s ln
-    ratios to it) of the reference `e` ran beside most (2 rounds at least); None without one. The
-    reference's estimate is its pairs beside the job (2 at least, a finite interval), or else its
-    own chain, link by link (:func:`estimate`)."""
-    groups = [(ref, xs) for ref, xs in e.against().items() if ref and len(xs) >= 2]
-    if not groups:
-        return None
-    ref, xs = max(groups, key=lambda g: len(g[1]))
-    known = estimate(entries, ref, seen=(*seen, e.key))
-    return None if known is None else (ref, known[0], known[1], xs)
-
-
-def estimate(entries: dict[str, Entry], key: str, seen: tuple[str, ...] = ()) -> tuple[float, float] | None:
-    """(ln speedup against the job, 95 % half-width) of candidate `key`: of its pairs beside the
-    job (the verification's sequential interval, 2 pairs at least), else through the reference
-    it ran beside most, as many links as it takes (each link's rounds are their own replay job:
-    independent samples). The half-widths of the links' own Student-t intervals add in quadrature,
-    Banerjee's rule for a sum of independent means: conservative whatever the links' spreads and
-    counts (:func:`chain_interval`). None without pairs beside the job at the chain's end."""
-    e = entries.get(key)
-    if e is None or key in seen:  # a cycle of references chains nothing
-        return None
-    rd = e.direct()
-    if len(rd) >= 2:
-        lo, hi = stats.sequential(rd, stats.Policy(), final=True).ci
-        if 0 < lo < hi < math.inf:
-            return float(np.mean(rd)), math.log(hi / lo) / 2
-        return None
-    chain = _chain(entries, e, seen)
-    if chain is None:
-        return None
-    _, ref_log, ref_half, xs = chain
-    centre, lo, _ = chain_interval(ref_log, ref_half, xs)
-    return centre, centre - lo
-
-
-def chain_can_settle(entries: dict[str, Entry], e: Entry) -> str:
-    """The reference through which more rounds could decide `e`'s chained verdict ('' when none):
-    `e` has no pairs beside the job and fewer than ``CHAIN_ROUNDS`` beside its reference, and the
-    reference's own interval against the job, moved by `e`'s mean ratio to it, already clears
-    the margin (the ratio's half-width is what more rounds narrow). Rounds between two fast
-    configurations cost a fraction of the job's own samples (fsync after every write: 14-84x)."""
-    chain = _chain(entries, e)
-    if e.pairs or chain is None:
-        return ""
-    ref, ref_log, ref_half, xs = chain
-    band = math.log1p(stats.Policy().margin)
-    centre = ref_log + float(np.mean(xs))
-    reachable = centre - ref_half > band or centre + ref_half < -band
-    return ref if reachable and len(xs) < CHAIN_ROUNDS else ""
-
-
-def sample_s(e: Entry, side: str = "fixed") -> float | None:
-    """The mean measured time of one of `e`'s samples (its whole sample, every pass; `side`
-    "base" for its reference's samples beside the job: the job's own); None before any."""
-    times = [float(s.get("sample_s") or s["time_s"] * (s.get("passes") or 1))
-             for r in e.rungs if side == "fixed" or not r.get("ref") for s in r[side]]
-    return float(np.mean(times)) if times else None
-
-
-def reference_pairs(entries: dict[str, Entry], e: Entry) -> tuple[str, int]:
-    """(reference key, rounds) when more pairs of the reference `e` ran beside, beside the job,
-    would decide `e`'s chained verdict and cost less replay than `e`'s own final pairs beside the
-    job (('', 0) when not): the reference's interval against the job is what keeps the chain
-    open, and narrowing it costs as many job samples as narrowing `e`'s own, so the count of
-    pairs decides, priced by the measured sample times. The projection keeps the reference's
-    mean and spread, the run-to-run floor and `e`'s ratio to it as measured; the reference gets
-    pairs up to ``FINAL_PAIRS`` in all, once (then the final pairs are `e`'s own)."""
-    chain = _chain(entries, e)
-    if e.pairs or chain is None:
-        return "", 0
-    ref, ref_log, _, xs = chain
-    lead, policy = entries[ref], stats.Policy()
-    rd = lead.direct()
-    if len(rd) < 2:  # a middle link of a longer chain: the job is not its reference
-        return "", 0
-    n0, sd = len(rd), float(np.std(rd, ddof=1))
-    ratio_half = chain_interval(0.0, 0.0, xs)[2]
-    band, centre, own = math.log1p(policy.margin), ref_log + float(np.mean(xs)), FINAL_PAIRS - e.pairs
-    job, t_ref, t_e = sample_s(lead, "base"), sample_s(lead), sample_s(e)
-    if not (job and t_ref and t_e) or not math.isfinite(sd) or abs(centre) <= band:
-        return "", 0
-    for rounds in range(ROUNDS, FINAL_PAIRS - n0 + 1):  # the reference's pairs up to a verification's first look
-        n = n0 + rounds
-        half = math.hypot(stats.t_quantile(1 - policy.look_alpha() / 2, n - 1) * sd / math.sqrt(n), policy.floor())
-        if abs(centre) - math.hypot(half, ratio_half) > band:
-            cheaper = rounds * (job + t_ref) < own * (job + t_e)
-            return (ref, rounds) if cheaper else ("", 0)
-    return "", 0
 
 
 def out_of_reach(e: Entry) -> bool:

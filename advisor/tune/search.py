@@ -29,6 +29,7 @@ from advisor.profile import JobProfile
 from advisor.replay_history import History, workload_key
 from advisor.tune import race as racing
 from advisor.tune import space
+from advisor.tune.chain import chain_interval
 from advisor.tune.race import Entry, Race
 from advisor.tune.space import Candidate
 from advisor.verification import Verification, sentence
@@ -256,7 +257,7 @@ def chained(the_race: Race, e: Entry, known: dict[str, Verification], margin: fl
     if rv is None or not rv.measured or not rv.ci95:
         return None
     n, mean = len(xs), float(np.mean(xs))
-    logs = racing.chain_interval(math.log(rv.speedup), (math.log(rv.ci95[1]) - math.log(rv.ci95[0])) / 2, xs)
+    logs = chain_interval(math.log(rv.speedup), (math.log(rv.ci95[1]) - math.log(rv.ci95[0])) / 2, xs)
     speedup, lo, hi = (float(f"{math.exp(x):.4g}") for x in logs)
     top, bottom = 1 + margin, 1 / (1 + margin)
     verdict = (stats.IMPROVED if lo > top else stats.REGRESSED if hi < bottom
