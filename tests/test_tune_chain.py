@@ -22,7 +22,7 @@ def _t_half(x: np.ndarray) -> np.ndarray:
 
 
 def test_a_chains_interval_covers_at_least_95_percent_whatever_its_links():
-    """The links' Student-t half-widths added in quadrature (race.chain_interval, link by link):
+    """The links' Student-t half-widths added in quadrature (chain.chain_interval, link by link):
     at least 95 % coverage of the true sum for 1-3 links of 2-5 rounds, equal or very unequal
     spreads (Banerjee's rule; a Welch-type interval would undercover with 2-round links)."""
     rng = np.random.default_rng(26)
