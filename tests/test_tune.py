@@ -310,8 +310,8 @@ def test_a_chained_best_is_decided_beside_its_reference_when_that_can_decide_it(
     r = race.Race(entries, list(entries), nranks=2, rung=2)
     r.judge()  # halving sets the old leader aside: nothing races beside the best
     assert r.leader() is best and lead.status == race.SET_ASIDE and not race.settled(entries, best)
-    assert race.chain_can_settle(entries, best) == lead.key
-    assert r.next_rung() == [best] and r.ref == lead.key and r.rounds == race.CHAIN_ROUNDS - 2
+    assert race.chain_can_settle(entries, best) == (best.key, lead.key, chain.CHAIN_ROUNDS - 2)
+    assert r.next_rung() == [best] and r.ref == lead.key and r.rounds == chain.CHAIN_ROUNDS - 2
 
 
 def test_a_small_space_starts_with_fewer_candidates():
@@ -394,10 +394,10 @@ def test_a_chained_best_gets_its_leaders_pairs_beside_the_job_when_they_cost_les
     r = race.Race(entries, list(entries), nranks=base.nranks, rung=1)
     r.record(rungs.run([lead], 2))  # the job and the leader: 2 pairs
     r.ref = lead.key
-    r.record(rungs.run([best], race.CHAIN_ROUNDS, lead.fixes))  # the best beside the leader only: its chain rounds
+    r.record(rungs.run([best], chain.CHAIN_ROUNDS, lead.fixes))  # the best beside the leader only: its chain rounds
     lead.status = race.SET_ASIDE
     assert r.leader() is best and best.pairs == 0 and not race.settled(entries, best)
-    assert race.chain_can_settle(entries, best) == ""  # the leader's own interval keeps the chain open
+    assert race.chain_can_settle(entries, best)[1] == ""  # the leader's own interval keeps the chain open
     todo = r.next_rung()
     # as many rounds as the leader's measured spread projects (2 or more), never past FINAL_PAIRS
     assert todo == [lead] and r.ref == "" and race.ROUNDS <= r.rounds <= race.FINAL_PAIRS - lead.pairs, \

@@ -93,20 +93,58 @@ def estimate(entries: dict[str, Entry], key: str, seen: tuple[str, ...] = ()) ->
     return centre, centre - lo
 
 
-def chain_can_settle(entries: dict[str, Entry], e: Entry) -> str:
-    """The reference through which more rounds could decide `e`'s chained verdict ('' when none):
-    `e` has no pairs beside the job and fewer than ``CHAIN_ROUNDS`` beside its reference, and the
-    reference's own interval against the job, moved by `e`'s mean ratio to it, already clears
-    the margin (the ratio's half-width is what more rounds narrow). Rounds between two fast
-    configurations cost a fraction of the job's own samples (fsync after every write: 14-84x)."""
-    chain = _chain(entries, e)
-    if e.pairs or chain is None:
-        return ""
-    ref, ref_log, ref_half, xs = chain
+def links(entries: dict[str, Entry], e: Entry) -> list[tuple[str, str, list[float]]]:
+    """`e`'s chain to the job, link by link: [(candidate key, its reference's key, its ln ratios
+    to it)], from `e` to the first reference with pairs beside the job ([] without a chain)."""
+    out, cur = [], e
+    while len(cur.direct()) < 2:
+        groups = [(ref, xs) for ref, xs in cur.against().items() if ref and len(xs) >= 2]
+        if not groups:
+            return []
+        ref, xs = max(groups, key=lambda g: len(g[1]))
+        if ref == e.key or any(ref == c for c, _, _ in out):
+            return []
+        out.append((cur.key, ref, xs))
+        cur = entries[ref]
+    return out
+
+
+def _t_half(xs: list[float], n: int | None = None) -> float:
+    """The 95 % Student-t half-width of the mean of `xs`, or of `n` rounds of their spread."""
+    n = n or len(xs)
+    return stats.t_quantile(0.975, n - 1) * float(np.std(xs, ddof=1)) / math.sqrt(n)
+
+
+def chain_can_settle(entries: dict[str, Entry], e: Entry) -> tuple[str, str, int]:
+    """(candidate, its reference, rounds) when ``CHAIN_ROUNDS`` rounds of one link of `e`'s chain
+    would decide `e`'s chained verdict, projected with that link's spread as measured and the
+    other links as they are, for less replay than `e`'s final pairs beside the job (('', '', 0)
+    when none): the cheapest such link by the measured sample times of its two configurations.
+    Rounds between two fast configurations cost a fraction of the job's own samples (fsync after
+    every write: 14-84x); a middle link of 2 rounds (a Student-t quantile of 12.7) is often what
+    keeps a chain of two links open."""
+    chain = links(entries, e)
+    base = estimate(entries, chain[-1][1]) if chain and not e.pairs else None
+    if base is None:
+        return "", "", 0
     band = math.log1p(stats.Policy().margin)
-    centre = ref_log + float(np.mean(xs))
-    reachable = centre - ref_half > band or centre + ref_half < -band
-    return ref if reachable and len(xs) < CHAIN_ROUNDS else ""
+    centre = base[0] + sum(float(np.mean(xs)) for _, _, xs in chain)
+    halves = [_t_half(xs) for _, _, xs in chain]
+    job, t_e = sample_s(entries[chain[-1][1]], "base"), sample_s(e)
+    own = FINAL_PAIRS * ((job or math.inf) + (t_e or math.inf))
+    best: tuple[float, str, str, int] | None = None
+    for i, (cand, ref, xs) in enumerate(chain):
+        if len(xs) >= CHAIN_ROUNDS:
+            continue
+        projected = [_t_half(xs, CHAIN_ROUNDS) if j == i else h for j, h in enumerate(halves)]
+        half = math.hypot(base[1], *projected)
+        if abs(centre) - half <= band:
+            continue
+        rounds = max(ROUNDS, CHAIN_ROUNDS - len(xs))
+        cost = rounds * ((sample_s(entries[cand]) or math.inf) + (sample_s(entries[ref]) or math.inf))
+        if cost < own and (best is None or cost < best[0]):
+            best = (cost, cand, ref, rounds)
+    return best[1:] if best else ("", "", 0)
 
 
 def sample_s(e: Entry, side: str = "fixed") -> float | None:

@@ -45,7 +45,7 @@ import numpy as np
 
 from advisor.report.tune import (BEST, IDENTICAL, NOT_VERIFIABLE, PRUNED, RACING, RULED_OUT, RUNNER_UP,
                                  SET_ASIDE, UNTRIED)  # the statuses, as the result names them
-from advisor.tune.chain import CHAIN_ROUNDS, FINAL_PAIRS, ROUNDS, chain_can_settle, reference_pairs, settled
+from advisor.tune.chain import FINAL_PAIRS, ROUNDS, chain_can_settle, reference_pairs, settled
 from advisor.tune.space import Candidate, combined, neighbours
 from replay import stats
 
@@ -245,10 +245,10 @@ class Race:
             return sorted(others, key=lambda e: -self.score(e) if e.measured else math.inf)
         if lead is None or not self._needs_job(lead):
             return self._settle(lead)
-        via = chain_can_settle(self.entries, lead)
-        if via:  # more rounds beside its reference decide the chain: the job is not sampled again
-            self.ref, self.rounds = via, max(ROUNDS, CHAIN_ROUNDS - len(lead.against()[via]))
-            return [lead]
+        cand, via, rounds = chain_can_settle(self.entries, lead)
+        if via:  # more rounds of one link decide the chain: the job is not sampled again
+            self.ref, self.rounds = via, rounds
+            return [self.entries[cand]]
         ref, rounds = reference_pairs(self.entries, lead)
         if ref:  # its reference's pairs beside the job decide the chain for fewer seconds of replay
             self.ref, self.rounds = "", rounds
