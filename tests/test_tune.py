@@ -15,7 +15,7 @@ import numpy as np
 from advisor.api import load
 from advisor.commands.tune import proposals
 from advisor.config import ModelConfig
-from advisor.tune import race, space
+from advisor.tune import chain, race, space
 from advisor.report.tune import search_plot
 from advisor.tune.result import apply_lines
 from advisor.tune.search import predict, starting_order
@@ -136,10 +136,10 @@ def test_tune_finds_a_coalesce_size_and_resumes(corpus, tmp_path):
     best = t["best"]
     assert [f["transform"] for f in best["fixes"]] == ["coalesce"]
     # 4 KiB writes coalesced: the job as recorded is far slower than any coalesced size here
-    # one rung of 3 pairs: under load (a CI's other tests) its interval can stay open; the best is
-    # then said inconclusive, never slower, and its interval still reaches a gain
-    assert best["verdict"] in ("improved", "inconclusive") and best["speedup"] > 1.05 and best["ci95"][1] > 1.05
-    assert best["verdict"] == "inconclusive" or (best["ci95"][0] > 1.05 and best["speedup"] >= best["ci95"][0])
+    # under load (a CI's other tests) one rung's 3 pairs can leave it undecided: the search then
+    # spends its budget on the best (the pairs the sequential test projects), not on stopping
+    assert best["verdict"] == "improved", (best, t["stop_reason"])
+    assert best["ci95"][0] > 1.05 and best["speedup"] >= best["ci95"][0]
     assert best["apply"] and "-t " in best["apply"][0]
     statuses = {c["status"] for c in t["candidates"]}
     assert statuses <= {"best", "runner-up", "ruled-out", "set-aside", "untried", "pruned", "identical"}
@@ -310,8 +310,8 @@ def test_a_chained_best_is_decided_beside_its_reference_when_that_can_decide_it(
     r = race.Race(entries, list(entries), nranks=2, rung=2)
     r.judge()  # halving sets the old leader aside: nothing races beside the best
     assert r.leader() is best and lead.status == race.SET_ASIDE and not race.settled(entries, best)
-    assert race.chain_can_settle(entries, best) == lead.key
-    assert r.next_rung() == [best] and r.ref == lead.key and r.rounds == race.CHAIN_ROUNDS - 2
+    assert race.chain_can_settle(entries, best) == (best.key, lead.key, chain.CHAIN_ROUNDS - 2)
+    assert r.next_rung() == [best] and r.ref == lead.key and r.rounds == chain.CHAIN_ROUNDS - 2
 
 
 def test_a_small_space_starts_with_fewer_candidates():
@@ -330,7 +330,15 @@ def test_a_small_space_starts_with_fewer_candidates():
     times = {todo[0].key: (0.06, 0.08, 0.18), todo[1].key: (0.17, 0.14, 0.15)}
     r.record({k: (job, [{"time_s": t} for t in ts]) for k, ts in times.items()})
     r.judge()
-    assert r.stopped.startswith("candidates alike") and "x2" in r.stopped and r.next_rung() == []
+    assert r.stopped.startswith("candidates alike") and "x2" in r.stopped
+    # its best undecided by its 3 pairs (about 3.7x, an interval down to 1x) and projected to decide
+    # within the verification's pairs: it gets them (once), the other candidates nothing
+    best = r.leader()
+    assert not race.settled(entries, best) and r.next_rung() == [best] and r.settling
+    assert r.ref == "" and race.ROUNDS <= r.rounds <= race.FINAL_PAIRS - 3
+    r.record({best.key: (job[:2], [{"time_s": 0.1}, {"time_s": 0.09}])})
+    r.judge()
+    assert r.stopped.startswith("candidates alike") and r.next_rung() == [] and best.pairs == 5
 
 
 def test_a_variant_whose_passes_are_known_gets_no_warm_up(corpus, tmp_path):
@@ -386,15 +394,15 @@ def test_a_chained_best_gets_its_leaders_pairs_beside_the_job_when_they_cost_les
     r = race.Race(entries, list(entries), nranks=base.nranks, rung=1)
     r.record(rungs.run([lead], 2))  # the job and the leader: 2 pairs
     r.ref = lead.key
-    r.record(rungs.run([best], race.CHAIN_ROUNDS, lead.fixes))  # the best beside the leader only: its chain rounds
+    r.record(rungs.run([best], chain.CHAIN_ROUNDS, lead.fixes))  # the best beside the leader only: its chain rounds
     lead.status = race.SET_ASIDE
     assert r.leader() is best and best.pairs == 0 and not race.settled(entries, best)
-    assert race.chain_can_settle(entries, best) == ""  # the leader's own interval keeps the chain open
+    assert race.chain_can_settle(entries, best)[1] == ""  # the leader's own interval keeps the chain open
     todo = r.next_rung()
     # as many rounds as the leader's measured spread projects (2 or more), never past FINAL_PAIRS
     assert todo == [lead] and r.ref == "" and race.ROUNDS <= r.rounds <= race.FINAL_PAIRS - lead.pairs, \
         (r.rounds, lead.direct(), best.against())
-    job_s, lead_s, best_s = race.sample_s(lead, "base"), race.sample_s(lead), race.sample_s(best)
+    job_s, lead_s, best_s = chain.sample_s(lead, "base"), chain.sample_s(lead), chain.sample_s(best)
     assert job_s > lead_s and job_s > best_s  # the job is the slow side of every pair
     assert r.rounds * (job_s + lead_s) < race.FINAL_PAIRS * (job_s + best_s)
     r.record(rungs.run(todo, r.rounds))

@@ -5,7 +5,8 @@ Candidates are measured in *rungs*: one replay job of a reference and a few cand
 a fixed repeat). The reference is the job as recorded until a leader is ``CHAIN`` times faster
 and either ``CHAIN_FAR`` times or decided by its pairs beside the job; then it is the leader (a
 job far slower than its fixes is not sampled every rung), and speedups against the job chain
-through it (:func:`scores`, :func:`chain_interval`). A leader still needing pairs beside the job
+through it, link by link to the first candidate with pairs beside the job (:func:`scores`,
+:func:`estimate`, :func:`chain_interval`). A leader still needing pairs beside the job
 gets them beside the candidates joining, in the same replay job. Within a round every
 candidate ran beside the same reference sample, so two candidates compare round by round
 (``ln(time_a / time_b)``), whatever slowed the machine during that round cancelling. After each
@@ -28,8 +29,10 @@ rung:
 The search ends when nothing new would join (the best then gets ``FINAL_PAIRS`` pairs beside the
 job unless its verdict is decided already, or ``CHAIN_ROUNDS`` beside its reference when those
 can decide its chain: :func:`chain_can_settle`, or the reference's own pairs beside the job when
-those decide it for less: :func:`reference_pairs`), or when the time budget would be exceeded by one
-more rung (the caller's check). Everything here is bookkeeping on measured times: no replay, no I/O.
+those decide it for less: :func:`reference_pairs`; a best its pairs beside the job leave undecided
+then gets, once, the pairs the sequential test projects, up to the verification's ``max_pairs``:
+:meth:`Race._settle`), or when the time budget would be exceeded by one more rung (the caller's
+check). Everything here is bookkeeping on measured times: no replay, no I/O.
 """
 
 from __future__ import annotations
@@ -42,26 +45,24 @@ import numpy as np
 
 from advisor.report.tune import (BEST, IDENTICAL, NOT_VERIFIABLE, PRUNED, RACING, RULED_OUT, RUNNER_UP,
                                  SET_ASIDE, UNTRIED)  # the statuses, as the result names them
+from advisor.tune.chain import FINAL_PAIRS, ROUNDS, chain_can_settle, reference_pairs, settled
 from advisor.tune.space import Candidate, combined, neighbours
 from replay import stats
 
-ROUNDS = 2  # paired rounds per rung: each rung is one replay job
 FIRST_ROUNDS = 3  # ... the first: 3 pairs beside the job often decide a large speedup's verdict
 WIDTH = 2  # candidates joining a rung besides those still racing (the first rung: FIRST)
 FIRST = 3  # the first rung: every proposal, filled up to this with the model's best settings
 SMALL_SPACE = 6  # a space of at most this many configurations ...
 FIRST_SMALL = 2  # ... starts with fewer: its grid decides them all in a handful of rounds, and the
 # first rung (a warm-up and 3 rounds per variant, the job's among them) is most of what tune may spend
-FINAL_PAIRS = 5  # the best's pairs beside the job at the end when its verdict is not decided before
-# (a verification's first look: 3 pairs of a large speedup decide, 3 of a noisy 3x read 0.05x-263x)
 MAX_RUNGS = 8  # the Bonferroni count of the drop test (a longer search only drops less readily)
 ALPHA = 0.05
 ALIKE = 1.25  # a candidate not separated from the best and within x1.25 of it is a runner-up
 MIN_SHARED = 3  # pairs two candidates must share before one can rule the other out
 CHAIN = 1.5  # a leader this much faster than the job is the reference of later rungs ...
 CHAIN_FAR = 6.0  # ... once its verdict no longer needs pairs beside the job, or it is this much faster
-CHAIN_ROUNDS = 5  # rounds beside its reference a chained best may get instead of a final rung beside the job
 MIN_FLAT = 4  # pairs beside the job before a leader can be called indistinguishable from it
+ALIKE_STOP = "candidates alike"  # the stop reason's start: the best may still get pairs (Race._settle)
 FAR = 2.0  # the model's interval top this many times below the measured leader: not replayed
 
 
@@ -170,105 +171,6 @@ def scores(entries: dict[str, Entry]) -> dict[str, float]:
     return score
 
 
-def chain_interval(ref_log: float, ref_half: float, ratios: list[float]) -> tuple[float, float, float]:
-    """(centre, low, high) of ln(speedup against the job) of a candidate measured beside a
-    reference: the reference's ln speedup (95 % half-width `ref_half`) plus the mean of the
-    candidate's ln ratios to it. Different rounds, independent samples: the half-widths add in
-    quadrature, the ratio's a Student-t one of its rounds."""
-    n = len(ratios)
-    half_rel = stats.t_quantile(0.975, n - 1) * float(np.std(ratios, ddof=1)) / math.sqrt(n)
-    centre = ref_log + float(np.mean(ratios))
-    half = math.hypot(ref_half, half_rel)
-    return centre, centre - half, centre + half
-
-
-def settled(entries: dict[str, Entry], e: Entry) -> bool:
-    """Whether `e`'s verdict against the job is decided (improved or regressed at the
-    verification's default margin and run-to-run floor) by its pairs beside the job, or else by
-    its chain through the reference it ran beside most: then the job is not measured again."""
-    policy = stats.Policy()
-    d = e.direct()
-    if len(d) >= ROUNDS:
-        return stats.sequential(d, policy, final=True).verdict in (stats.IMPROVED, stats.REGRESSED)
-    chain = _chain(entries, e)
-    if chain is None:
-        return False
-    _, ref_log, ref_half, xs = chain
-    _, lo, hi = chain_interval(ref_log, ref_half, xs)
-    band = math.log1p(policy.margin)
-    return lo > band or hi < -band
-
-
-def _chain(entries: dict[str, Entry], e: Entry) -> tuple[str, float, float, list[float]] | None:
-    """(reference key, its ln speedup against the job, that estimate's 95 % half-width, `e`'s ln
-    ratios to it) of the reference `e` ran beside most (2 rounds at least; the reference with 2
-    pairs beside the job and a finite interval); None without one."""
-    groups = [(ref, xs) for ref, xs in e.against().items() if ref and len(xs) >= 2]
-    if not groups:
-        return None
-    ref, xs = max(groups, key=lambda g: len(g[1]))
-    rd = entries[ref].direct()
-    if len(rd) < 2:
-        return None
-    lo_ref, hi_ref = stats.sequential(rd, stats.Policy(), final=True).ci
-    if not 0 < lo_ref < hi_ref < math.inf:
-        return None
-    return ref, float(np.mean(rd)), math.log(hi_ref / lo_ref) / 2, xs
-
-
-def chain_can_settle(entries: dict[str, Entry], e: Entry) -> str:
-    """The reference through which more rounds could decide `e`'s chained verdict ('' when none):
-    `e` has no pairs beside the job and fewer than ``CHAIN_ROUNDS`` beside its reference, and the
-    reference's own interval against the job, moved by `e`'s mean ratio to it, already clears
-    the margin (the ratio's half-width is what more rounds narrow). Rounds between two fast
-    configurations cost a fraction of the job's own samples (fsync after every write: 14-84x)."""
-    chain = _chain(entries, e)
-    if e.pairs or chain is None:
-        return ""
-    ref, ref_log, ref_half, xs = chain
-    band = math.log1p(stats.Policy().margin)
-    centre = ref_log + float(np.mean(xs))
-    reachable = centre - ref_half > band or centre + ref_half < -band
-    return ref if reachable and len(xs) < CHAIN_ROUNDS else ""
-
-
-def sample_s(e: Entry, side: str = "fixed") -> float | None:
-    """The mean measured time of one of `e`'s samples (its whole sample, every pass; `side`
-    "base" for its reference's samples beside the job: the job's own); None before any."""
-    times = [float(s.get("sample_s") or s["time_s"] * (s.get("passes") or 1))
-             for r in e.rungs if side == "fixed" or not r.get("ref") for s in r[side]]
-    return float(np.mean(times)) if times else None
-
-
-def reference_pairs(entries: dict[str, Entry], e: Entry) -> tuple[str, int]:
-    """(reference key, rounds) when more pairs of the reference `e` ran beside, beside the job,
-    would decide `e`'s chained verdict and cost less replay than `e`'s own final pairs beside the
-    job (('', 0) when not): the reference's interval against the job is what keeps the chain
-    open, and narrowing it costs as many job samples as narrowing `e`'s own, so the count of
-    pairs decides, priced by the measured sample times. The projection keeps the reference's
-    mean and spread, the run-to-run floor and `e`'s ratio to it as measured; the reference gets
-    pairs up to ``FINAL_PAIRS`` in all, once (then the final pairs are `e`'s own)."""
-    chain = _chain(entries, e)
-    if e.pairs or chain is None:
-        return "", 0
-    ref, ref_log, _, xs = chain
-    lead, policy = entries[ref], stats.Policy()
-    rd = lead.direct()
-    n0, sd = len(rd), float(np.std(rd, ddof=1))
-    ratio_half = chain_interval(0.0, 0.0, xs)[2]
-    band, centre, own = math.log1p(policy.margin), ref_log + float(np.mean(xs)), FINAL_PAIRS - e.pairs
-    job, t_ref, t_e = sample_s(lead, "base"), sample_s(lead), sample_s(e)
-    if not (job and t_ref and t_e) or not math.isfinite(sd) or abs(centre) <= band:
-        return "", 0
-    for rounds in range(ROUNDS, FINAL_PAIRS - n0 + 1):  # the reference's pairs up to a verification's first look
-        n = n0 + rounds
-        half = math.hypot(stats.t_quantile(1 - policy.look_alpha() / 2, n - 1) * sd / math.sqrt(n), policy.floor())
-        if abs(centre) - math.hypot(half, ratio_half) > band:
-            cheaper = rounds * (job + t_ref) < own * (job + t_e)
-            return (ref, rounds) if cheaper else ("", 0)
-    return "", 0
-
-
 def out_of_reach(e: Entry) -> bool:
     """Whether `e`'s pairs beside the job (at least ``FIRST_ROUNDS``) leave its verdict undecided
     and projected to stay so at ``FINAL_PAIRS`` (the sequential test's estimate of the pairs a
@@ -303,9 +205,11 @@ class Race:
     """The candidates of one search and what they measured; `order`: keys, the model's best first."""
 
     def __init__(self, entries: dict[str, Entry], order: list[str], nranks: int, rung: int = 0,
-                 stopped: str = ""):
+                 stopped: str = "", max_pairs: int = FINAL_PAIRS):
         self.entries, self.order, self.nranks, self.rung = entries, order, nranks, rung
         self.stopped = stopped  # why the search stopped early ('' while it goes on)
+        self.max_pairs = max_pairs  # the verification's last look: an undecided best's pairs go up to it
+        self.settling = False  # the next rung only settles the best's verdict (the search is over)
         self.rounds = ROUNDS  # of the next rung (set by next_rung)
         self.ref = ""  # the next rung's reference: a candidate's key, or '' for the job as recorded
         self._scores: dict[str, float] | None = None
@@ -325,8 +229,9 @@ class Race:
     def next_rung(self) -> list[Entry]:
         """The candidates the next rung measures ([] when the search is done), marked racing;
         ``self.ref`` and ``self.rounds`` say against what and how many rounds."""
+        self.settling = False
         if self.stopped:
-            return []
+            return self._settle(self.leader()) if self.stopped.startswith(ALIKE_STOP) else []
         fresh = self._joining()
         for e in fresh:
             e.status = RACING
@@ -339,11 +244,11 @@ class Race:
         if fresh or (self.ref and others):
             return sorted(others, key=lambda e: -self.score(e) if e.measured else math.inf)
         if lead is None or not self._needs_job(lead):
-            return []
-        via = chain_can_settle(self.entries, lead)
-        if via:  # more rounds beside its reference decide the chain: the job is not sampled again
-            self.ref, self.rounds = via, max(ROUNDS, CHAIN_ROUNDS - len(lead.against()[via]))
-            return [lead]
+            return self._settle(lead)
+        cand, via, rounds = chain_can_settle(self.entries, lead)
+        if via:  # more rounds of one link decide the chain: the job is not sampled again
+            self.ref, self.rounds = via, rounds
+            return [self.entries[cand]]
         ref, rounds = reference_pairs(self.entries, lead)
         if ref:  # its reference's pairs beside the job decide the chain for fewer seconds of replay
             self.ref, self.rounds = "", rounds
@@ -356,6 +261,21 @@ class Race:
         """Whether the leader's verdict still needs pairs beside the job: not decided, fewer than
         ``FINAL_PAIRS``, and not projected to stay undecided at that many."""
         return not (settled(self.entries, lead) or lead.pairs >= FINAL_PAIRS or out_of_reach(lead))
+
+    def _settle(self, best: Entry | None) -> list[Entry]:
+        """The search is over, its best's verdict undecided by its pairs beside the job: that best,
+        for as many more pairs as the sequential test projects a decision needs, when those stay
+        within the verification's ``max_pairs`` ([] when not, or decided, or chained). What a
+        verification of it would go on measuring; the budget is the caller's check
+        (``self.settling``: a rung the budget refuses ends the search as it stood)."""
+        d = best.direct() if best is not None else []
+        if len(d) < FIRST_ROUNDS or any(r.get("settle") for r in best.rungs) or settled(self.entries, best):
+            return []  # once: a projection from the pairs so far, not a loop of launches
+        test = stats.sequential(d, stats.Policy(max_pairs=self.max_pairs), final=True)
+        if test.decided or test.more_pairs is None or test.more_pairs > self.max_pairs:
+            return []
+        self.ref, self.rounds, self.settling = "", max(ROUNDS, test.more_pairs - len(d)), True
+        return [best]
 
     def _races_leader(self, lead: Entry) -> bool:
         """Whether the next rung's reference is the leader rather than the job: the leader is
@@ -450,7 +370,7 @@ class Race:
         sample a dict with its ``time_s`` per pass), against ``self.ref``."""
         for key, (base, fixed) in measured.items():
             self.entries[key].rungs.append({"rung": self.rung, "ref": self.ref, "base": list(base),
-                                            "fixed": list(fixed)})
+                                            "fixed": list(fixed), **({"settle": True} if self.settling else {})})
         if self.ref and measured:  # the reference's own samples: 0 in every round, for comparisons
             base = next(iter(measured.values()))[0]
             self.entries[self.ref].rungs.append({"rung": self.rung, "ref": self.ref, "base": list(base),
@@ -476,7 +396,7 @@ class Race:
             e.status = SET_ASIDE
             e.why = (f"set aside by halving: {math.exp(self.score(lead) - self.score(e)):.2f}x "
                      f"behind {lead.label()}, not separated")
-        self.stopped = nothing_to_tune(lead, self._hopeful(lead)) or self._alike(lead)
+        self.stopped = self.stopped or nothing_to_tune(lead, self._hopeful(lead)) or self._alike(lead)
 
     def _alike(self, lead: Entry) -> str:
         """Why the search stops after its first rung with the candidates alike ('' when it goes
@@ -493,7 +413,7 @@ class Race:
         if any(self.score(lead) - self.score(e) > math.log(bound) for e in measured) or self._hopeful(lead):
             return ""
         rest = len(self._untried())
-        return (f"candidates alike: the {len(measured)} measured are within x{bound:g} of {lead.label()} and not "
+        return (f"{ALIKE_STOP}: the {len(measured)} measured are within x{bound:g} of {lead.label()} and not "
                 f"separated from it, and the model expects none of the {rest} others to be {FAR:g}x faster")
 
     def finish(self) -> Entry | None:
@@ -521,10 +441,10 @@ class Race:
 
     def to_dict(self) -> dict[str, Any]:
         return {"rung": self.rung, "order": self.order, "nranks": self.nranks, "stopped": self.stopped,
-                "entries": [e.to_dict() for e in self.entries.values()]}
+                "max_pairs": self.max_pairs, "entries": [e.to_dict() for e in self.entries.values()]}
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> Race:
         entries = [Entry(**e) for e in doc["entries"]]
         return cls({e.key: e for e in entries}, list(doc["order"]), int(doc["nranks"]), int(doc["rung"]),
-                   str(doc.get("stopped") or ""))
+                   str(doc.get("stopped") or ""), int(doc.get("max_pairs") or FINAL_PAIRS))

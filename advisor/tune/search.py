@@ -29,6 +29,7 @@ from advisor.profile import JobProfile
 from advisor.replay_history import History, workload_key
 from advisor.tune import race as racing
 from advisor.tune import space
+from advisor.tune.chain import chain_interval
 from advisor.tune.race import Entry, Race
 from advisor.tune.space import Candidate
 from advisor.verification import Verification, sentence
@@ -68,7 +69,8 @@ def tune(profile: JobProfile, proposed: list[tuple], target: Path,
         for key, (speedup, interval, reason) in predictions.items():
             entries[key].predicted, entries[key].predicted_interval, entries[key].predicted_reason = \
                 speedup, interval, reason
-        doc = {"race": Race(entries, starting_order(entries), base.nranks).to_dict(), "replay_s": 0.0,
+        doc = {"race": Race(entries, starting_order(entries), base.nranks, max_pairs=settings.max_pairs).to_dict(),
+               "replay_s": 0.0,
                "context": {}, "stop_reason": ""}
     if doc["stop_reason"] == "time budget":  # resumed, perhaps with a larger budget
         doc["stop_reason"] = ""
@@ -78,8 +80,8 @@ def tune(profile: JobProfile, proposed: list[tuple], target: Path,
         todo = the_race.next_rung()
         if not todo:
             doc["stop_reason"] = the_race.stopped or "search done"
-        elif not rungs.affordable(len(todo), the_race.rounds):
-            doc["stop_reason"] = "time budget"
+        elif not rungs.affordable(len(todo), the_race.rounds):  # a best's settling pairs: the search was over
+            doc["stop_reason"] = (the_race.stopped or "search done") if the_race.settling else "time budget"
         else:
             reference = the_race.entries[the_race.ref].fixes if the_race.ref else None
             the_race.record(rungs.run(todo, the_race.rounds, reference))
@@ -255,7 +257,7 @@ def chained(the_race: Race, e: Entry, known: dict[str, Verification], margin: fl
     if rv is None or not rv.measured or not rv.ci95:
         return None
     n, mean = len(xs), float(np.mean(xs))
-    logs = racing.chain_interval(math.log(rv.speedup), (math.log(rv.ci95[1]) - math.log(rv.ci95[0])) / 2, xs)
+    logs = chain_interval(math.log(rv.speedup), (math.log(rv.ci95[1]) - math.log(rv.ci95[0])) / 2, xs)
     speedup, lo, hi = (float(f"{math.exp(x):.4g}") for x in logs)
     top, bottom = 1 + margin, 1 / (1 + margin)
     verdict = (stats.IMPROVED if lo > top else stats.REGRESSED if hi < bottom
