@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from advisor.config import ReplayConfig, SiteConfig
 from advisor.errors import AdvisorError, ConfigError, InputError
+from advisor.gcpolicy import loading
 from advisor.ingest import start_profile
 from advisor.profile import JobProfile
 
@@ -112,18 +113,19 @@ def run(inputs: Sequence[Input], stages: Stages, config: SiteConfig) -> Run:
     """Every stage `stages` asks for over every input (paths, or profiles already loaded)."""
     pending = _ingest(inputs, stages)
     first = next(pending, None)  # its parse runs in its child while the rules and the model load
-    from advisor.engine import check_thresholds
-    from advisor.engine.rules import load_catalogue
-    from advisor.findings import Diagnosis
+    with loading():  # the engine, its rules and the model live as long as the process
+        from advisor.engine import check_thresholds
+        from advisor.engine.rules import load_catalogue
+        from advisor.findings import Diagnosis
 
-    try:
-        check_thresholds(config, load_catalogue())  # a wrong config or model fails once, before any input
-        model = load_model(stages.model)
-    except AdvisorError:
-        pending.close()
-        if first is not None and hasattr(first[1], "__self__"):
-            first[1].__self__.cancel()  # an isolated parse (advisor.ingest.isolate.Isolated.result)
-        raise
+        try:
+            check_thresholds(config, load_catalogue())  # a wrong config or model fails once, before any input
+            model = load_model(stages.model)
+        except AdvisorError:
+            pending.close()
+            if first is not None and hasattr(first[1], "__self__"):
+                first[1].__self__.cancel()  # an isolated parse (advisor.ingest.isolate.Isolated.result)
+            raise
     out = Run()
     for path, profile_of in itertools.chain([first] if first else [], pending):
         try:
