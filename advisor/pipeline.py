@@ -25,6 +25,7 @@ from advisor.errors import AdvisorError, ConfigError, InputError
 from advisor.gcpolicy import loading
 from advisor.ingest import start_profile
 from advisor.profile import JobProfile
+from advisor.records import Frozen
 
 # The engine and the findings (with numpy's friends, Jinja2 and a hundred dataclasses) are
 # imported by run() once the first input's parse has started: in a one-log diagnose that
@@ -35,8 +36,7 @@ if TYPE_CHECKING:
     from advisor.models.train import Model
 
 
-@dataclass(frozen=True)
-class Verify:
+class Verify(Frozen):
     """Replay each fix on `target` and measure it (``--verify``): `repeat` rounds, or (None)
     until the sequential test decides within the site's ``[replay]`` settings."""
 
@@ -48,8 +48,7 @@ class Verify:
     quiet: bool = False  # no progress lines on stderr (``--json -``)
 
 
-@dataclass(frozen=True)
-class Stages:
+class Stages(Frozen):
     """Which stages run after ingest and the engine (which always run)."""
 
     model: str | None = None  # a model file, or "default" (the one shipped); None: no model stage

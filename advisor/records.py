@@ -15,23 +15,27 @@ from typing import Any
 
 class Frozen:
     """A record of the fields its class annotates (a parent's first), set once by ``__init__`` and
-    compared, hashed and shown by their values, as a ``@dataclass(frozen=True)`` without defaults:
-    equal only to a record of the same class; pickled and copied by its ``__dict__``."""
+    compared, hashed and shown by their values, as a ``@dataclass(frozen=True)``: a field given a
+    value in the class body has it as its default (no ``field()``); equal only to a record of the
+    same class; pickled and copied by its ``__dict__``."""
 
     _fields: tuple[str, ...] = ()
+    _defaults: dict[str, Any] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._fields = cls._fields + tuple(cls.__dict__.get("__annotations__", ()))
+        own = tuple(cls.__dict__.get("__annotations__", ()))
+        cls._fields = cls._fields + own
+        cls._defaults = {**cls._defaults, **{name: cls.__dict__[name] for name in own if name in cls.__dict__}}
         cls.__match_args__ = cls._fields
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         names = self._fields
         if len(args) > len(names):
             raise TypeError(f"{type(self).__name__}() takes {len(names)} arguments, {len(args)} given")
-        values = dict(zip(names, args))
+        values = {**self._defaults, **dict(zip(names, args))}
         for name, value in kwargs.items():
-            if name not in names or name in values:
+            if name not in names or name in names[:len(args)]:
                 raise TypeError(f"{type(self).__name__}() got an unexpected or repeated argument {name!r}")
             values[name] = value
         missing = [name for name in names if name not in values]
