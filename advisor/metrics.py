@@ -26,6 +26,7 @@ import numpy as np
 
 from advisor import arrays
 from advisor.profile import SHARED_RANK, JobProfile, LustreLayout, ModuleRecords
+from advisor.records import Frozen
 from replay.plan import SIZE_BIN_EDGES, SIZE_BIN_NAMES
 
 # Darshan's access-size bins: counter suffix and inclusive upper bound in bytes (their one
@@ -33,8 +34,7 @@ from replay.plan import SIZE_BIN_EDGES, SIZE_BIN_NAMES
 SIZE_BINS: tuple[tuple[str, float], ...] = tuple(zip(SIZE_BIN_NAMES, [*SIZE_BIN_EDGES.tolist(), float("inf")]))
 
 
-@dataclass(frozen=True)
-class ModuleSpec:
+class ModuleSpec(Frozen):
     """How a module names its bytes, operations and times."""
 
     prefix: str

@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING
 
 from advisor.config import ReplayConfig, SiteConfig
 from advisor.errors import AdvisorError, ConfigError, InputError
+from advisor.gcpolicy import loading
 from advisor.ingest import start_profile
 from advisor.profile import JobProfile
+from advisor.records import Frozen
 
 # The engine and the findings (with numpy's friends, Jinja2 and a hundred dataclasses) are
 # imported by run() once the first input's parse has started: in a one-log diagnose that
@@ -34,8 +36,7 @@ if TYPE_CHECKING:
     from advisor.models.train import Model
 
 
-@dataclass(frozen=True)
-class Verify:
+class Verify(Frozen):
     """Replay each fix on `target` and measure it (``--verify``): `repeat` rounds, or (None)
     until the sequential test decides within the site's ``[replay]`` settings."""
 
@@ -47,8 +48,7 @@ class Verify:
     quiet: bool = False  # no progress lines on stderr (``--json -``)
 
 
-@dataclass(frozen=True)
-class Stages:
+class Stages(Frozen):
     """Which stages run after ingest and the engine (which always run)."""
 
     model: str | None = None  # a model file, or "default" (the one shipped); None: no model stage
@@ -112,18 +112,19 @@ def run(inputs: Sequence[Input], stages: Stages, config: SiteConfig) -> Run:
     """Every stage `stages` asks for over every input (paths, or profiles already loaded)."""
     pending = _ingest(inputs, stages)
     first = next(pending, None)  # its parse runs in its child while the rules and the model load
-    from advisor.engine import check_thresholds
-    from advisor.engine.rules import load_catalogue
-    from advisor.findings import Diagnosis
+    with loading():  # the engine, its rules and the model live as long as the process
+        from advisor.engine import check_thresholds
+        from advisor.engine.rules import load_catalogue
+        from advisor.findings import Diagnosis
 
-    try:
-        check_thresholds(config, load_catalogue())  # a wrong config or model fails once, before any input
-        model = load_model(stages.model)
-    except AdvisorError:
-        pending.close()
-        if first is not None and hasattr(first[1], "__self__"):
-            first[1].__self__.cancel()  # an isolated parse (advisor.ingest.isolate.Isolated.result)
-        raise
+        try:
+            check_thresholds(config, load_catalogue())  # a wrong config or model fails once, before any input
+            model = load_model(stages.model)
+        except AdvisorError:
+            pending.close()
+            if first is not None and hasattr(first[1], "__self__"):
+                first[1].__self__.cancel()  # an isolated parse (advisor.ingest.isolate.Isolated.result)
+            raise
     out = Run()
     for path, profile_of in itertools.chain([first] if first else [], pending):
         try:

@@ -7,8 +7,9 @@ The replayer (``replay/``) keeps its own ``MiB``: it imports only numpy and mpi4
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from advisor.records import Frozen
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -49,8 +50,7 @@ def quantity(value: Any) -> int | float:
 
 # ---- unit kinds: what a number (or a word) a user reads is --------------------------------
 
-@dataclass(frozen=True)
-class UnitKind:
+class UnitKind(Frozen):
     """What a value is, and the unit it has in JSON (`base`): every fact declares one."""
 
     name: str
@@ -80,8 +80,7 @@ KINDS: dict[str, UnitKind] = {k.name: k for k in (
 FIELD_UNITS = {"KiB": ("bytes", KiB), "MiB": ("bytes", MiB), "MiB/s": ("rate", MiB), "MB/s": ("rate", 1e6)}
 
 
-@dataclass(frozen=True)
-class Field:
+class Field(Frozen):
     """A record field's kind, and its own unit when it is not the kind's base unit."""
 
     kind: str

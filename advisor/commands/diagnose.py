@@ -16,6 +16,7 @@ import click
 from advisor import fileio
 from advisor.errors import InputError
 from advisor.formatting import printable
+from advisor.gcpolicy import loading
 
 
 @click.command(name="diagnose")
@@ -51,8 +52,9 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     # algebra a diagnosis never asks for, on the core the parsing child needs. Set before
     # anything here imports numpy; a caller's own setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from advisor import pipeline  # after OPENBLAS_NUM_THREADS: it imports numpy
-    from advisor.config import load_config
+    with loading():  # modules, which live as long as the process
+        from advisor import pipeline  # after OPENBLAS_NUM_THREADS: it imports numpy
+        from advisor.config import load_config
 
     if verify and not target:
         raise click.UsageError("--verify needs --target DIR (a scratch directory on the mount to test)")

@@ -27,8 +27,9 @@ from advisor.usercache import cache_dir, digest, private, private_dir  # noqa: F
 T = TypeVar("T")
 
 # The code whose behaviour a checked catalogue depends on: how rules are read and checked
-# (engine), which facts and parameters exist (facts), the allowed categories (findings).
-_CODE = ("engine", "facts", "findings.py")
+# (engine), which facts and parameters exist (facts), the allowed categories (findings), the
+# expression nodes' record base (records).
+_CODE = ("engine", "facts", "findings.py", "records.py")
 
 
 def key(files: list[Path]) -> str:

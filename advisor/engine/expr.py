@@ -23,9 +23,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
+from advisor.records import Frozen
 from advisor.units import NUMBER, UNITS, with_unit
 
 MAX_LENGTH = 4000
@@ -53,8 +53,7 @@ _TOKEN = re.compile(r"""
 """, re.VERBOSE)
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(Frozen):
     """A lexical token of a condition."""
     kind: str  # number, string, name, op, end
     text: str
@@ -83,59 +82,50 @@ def _number(text: str) -> float | int:
 
 # ---------------------------------------------------------------- AST
 
-@dataclass(frozen=True)
-class Node:
+class Node(Frozen):
     """A node of a parsed condition (its position, for errors)."""
     pos: int
 
 
-@dataclass(frozen=True)
 class Const(Node):
     """A literal: number, string, true, false or null."""
     value: Any
 
 
-@dataclass(frozen=True)
 class Name(Node):
     """A fact or threshold named in a condition."""
     name: str
 
 
-@dataclass(frozen=True)
 class Call(Node):
     """A call of one of the evaluator's functions."""
     func: str
     args: tuple[Node, ...]
 
 
-@dataclass(frozen=True)
 class Attr(Node):
     """A field of a value: ``base.name``."""
     base: Node
     name: str
 
 
-@dataclass(frozen=True)
 class Index(Node):
     """An item of a value: ``base[index]``."""
     base: Node
     index: Node
 
 
-@dataclass(frozen=True)
 class ListExpr(Node):
     """A list literal."""
     items: tuple[Node, ...]
 
 
-@dataclass(frozen=True)
 class Unary(Node):
     """``-x`` or ``not x``."""
     op: str  # "-" or "not"
     operand: Node
 
 
-@dataclass(frozen=True)
 class Binary(Node):
     """An arithmetic operation."""
     op: str
@@ -143,7 +133,6 @@ class Binary(Node):
     right: Node
 
 
-@dataclass(frozen=True)
 class Compare(Node):
     """A comparison chain, as Python's: ``a < b <= c``."""
     first: Node
@@ -151,7 +140,6 @@ class Compare(Node):
     rest: tuple[Node, ...]
 
 
-@dataclass(frozen=True)
 class BoolOp(Node):
     """``and`` / ``or`` over two or more items."""
     op: str  # "and" / "or"

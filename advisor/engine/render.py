@@ -31,8 +31,11 @@ if TYPE_CHECKING:
 
 @lru_cache(maxsize=1)
 def environment() -> ImmutableSandboxedEnvironment:
-    import jinja2
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from advisor.gcpolicy import loading
+
+    with loading():  # Jinja2's modules live as long as the process
+        import jinja2
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     env = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
                                         keep_trailing_newline=False, trim_blocks=True,

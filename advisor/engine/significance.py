@@ -24,6 +24,7 @@ from advisor.config import SiteConfig
 from advisor.facts import PARAMS, param
 from advisor.findings import SEVERITY_RANK
 from advisor.formatting import fmt_pct, fmt_secs
+from advisor.records import Frozen
 
 HIGH_SHARE = param("severity_high_share", 0.10, "a finding costing this share of the run time or more is high",
                    kind="fraction")
@@ -47,8 +48,7 @@ CAP = {"high": "high", "medium": "warn", "low": "info"}
 """The highest severity each confidence level allows."""
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(Frozen):
     """The policy's numbers: the parameters above, as the site config sets them."""
 
     high_share: float
@@ -86,8 +86,7 @@ class Confidence:
 DECLARED = Confidence("high", "stated by the input (counters, settings, outputs), not a timed effect")
 """Rules without a cost: their severity is declared, their evidence is what the input states."""
 
-@dataclass(frozen=True)
-class Impact:
+class Impact(Frozen):
     """What a finding costs: seconds lost, against the run time and the I/O time."""
     cost_s: float
     runtime_s: float

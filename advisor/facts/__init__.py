@@ -29,6 +29,7 @@ from typing import Any
 from advisor.config import SiteConfig
 from advisor.expectation import JobExpectation
 from advisor.profile import JobProfile
+from advisor.records import Frozen
 from advisor.units import KINDS, Field, check_kind
 
 
@@ -44,8 +45,7 @@ class NotApplicable(Missing):
     """This fact means nothing for this kind of input (rules needing it are skipped silently)."""
 
 
-@dataclass(frozen=True)
-class Fact:
+class Fact(Frozen):
     """A registered fact: its name, unit kind, documentation and how it is computed."""
     name: str
     kind: str  # a unit kind of advisor.units.KINDS; a list-valued fact has its items' kind
@@ -60,8 +60,7 @@ class Fact:
         return describe(self.label, self.kind, self.fields)
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(Frozen):
     """A tunable number a fact uses (overridable globally in the site config's [thresholds]).
 
     `stands_for` marks a parameter whose default stands for a property of the system the input

@@ -12,17 +12,16 @@ import importlib
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.errors import InputError
 from advisor.profile import JobProfile
+from advisor.records import Frozen
 
 SNIFF_BYTES = 4096
 
 
-@dataclass(frozen=True)
-class InputFormat:
+class InputFormat(Frozen):
     """One input format: `sniff(path, head)` says whether it is ours; `load(path)` reads it.
 
     Every `load` runs in a parsing child with a time and memory limit (:mod:`advisor.ingest.isolate`):

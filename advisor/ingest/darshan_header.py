@@ -14,9 +14,9 @@ reads a region's contents.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from advisor.errors import InputError
+from advisor.records import Frozen
 
 DARSHAN_MAGIC = 6567223  # DARSHAN_MAGIC_NR at byte 8 of every 3.x log header
 COMP_TYPE_AT = 16
@@ -31,8 +31,7 @@ _MODULES = ("NULL", "POSIX", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VA
 _H5D, _PNETCDF_VAR = 4, 6  # slots inserted at formats 3.20 and 3.41
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(Frozen):
     """Where a log's header keeps the regions' offsets and lengths."""
 
     version: tuple[int, int]
@@ -51,8 +50,7 @@ class Layout:
         return _MODULES[idx] if idx < len(_MODULES) else f"#{slot}"
 
 
-@dataclass(frozen=True)
-class Region:
+class Region(Frozen):
     """One compressed region; `slot` is its (offset, length) entry in the header's maps
     (0 the name map, 1 + i module i, None the job region, which has no entry)."""
 
