@@ -128,6 +128,26 @@ def test_compiled_templates_are_kept_and_a_damaged_one_is_recompiled(tmp_path):
     assert bundle.stat().st_mode & 0o777 == 0o600 and marshal.loads(bundle.read_bytes()) == entries
 
 
+def test_saving_compiled_templates_keeps_what_another_process_stored(home):
+    """Two fleet workers read the bundle, compile different templates and save in turn: the second
+    writer must not drop the first one's entries."""
+    from advisor.engine import render
+
+    render.environment.cache_clear()
+    try:
+        render.render("{{ size | bytes }} in one call", {"size": 4096})  # this process compiles one template
+        bundle = render.environment().bytecode_cache
+        [ours] = bundle.entries
+        theirs = {"another-workers-template": ("its-checksum", marshal.dumps(compile("1", "t", "eval")))}
+        fd = os.open(bundle.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh:  # the other worker saved after this one read the file
+            fh.write(marshal.dumps(theirs))
+        render.save()
+        assert set(marshal.loads(bundle.path.read_bytes())) == {ours, "another-workers-template"}
+    finally:
+        render.environment.cache_clear()
+
+
 def test_a_cache_directory_others_can_write_is_not_used_and_old_keys_go(home):
     from advisor import usercache
 

@@ -119,7 +119,9 @@ def _read_bundle(path: Path) -> dict[str, tuple[str, bytes]]:
 
 def save() -> None:
     """Write the templates this process compiled into the bundle file (readers see the old file or
-    the new one, whole); nothing when it compiled none."""
+    the new one, whole); nothing when it compiled none. What other processes stored since this one
+    read the file is kept: two fleet workers each saving only their own entries left the file with
+    the last writer's (91 to 112 of 112 templates over four runs from an empty cache)."""
     if environment.cache_info().currsize == 0:
         return  # Jinja2 never loaded: nothing rendered
     bundle = environment().bytecode_cache
@@ -130,6 +132,7 @@ def save() -> None:
     except OSError:
         return
     try:
+        bundle.entries = {**_read_bundle(bundle.path), **bundle.entries}
         with os.fdopen(fd, "wb") as fh:
             fh.write(marshal.dumps(bundle.entries))
         os.replace(tmp, bundle.path)
