@@ -37,6 +37,6 @@ def loading() -> Iterator[None]:
     try:
         yield
     finally:
-        gc.freeze()
+        settled()
         if enabled:
             gc.enable()
