@@ -28,6 +28,7 @@ from advisor.replay_plan import build_plan
 from advisor.units import GiB, MiB
 from advisor.verification import Side, Verification, sentence
 from replay import drift, safety, stats
+from replay.sampling import STOP_DECIDED
 from replay.launch import LaunchError, LaunchOptions, run_plans
 from replay.layout import LayoutError, Unsupported
 from replay.layout import wishes as layout_wishes
@@ -296,7 +297,7 @@ def verification_from(outcome: dict[str, Any], label: str, context: dict[str, An
     # speedup (2.2849 would read 2.28x in words and 2.285 -> 2.29x from the JSON)
     speedup, ci95 = _round(test.speedup), [_round(x) for x in test.ci] if all(map(math.isfinite, test.ci)) else None
     reason = sentence(test.verdict, speedup, ci95, test.pairs, policy.margin,
-                      test.more_pairs, more_s, stopped if not (test.decided or why_none) else "",
+                      test.more_pairs, more_s, _stop_in_words(stopped, test.decided or bool(why_none)),
                       reproducibility=policy.reproducibility, load_moved=why_none)
     return Verification(
         verdict=test.verdict, reason=reason, speedup=speedup, ci95=ci95,
@@ -306,6 +307,13 @@ def verification_from(outcome: dict[str, Any], label: str, context: dict[str, An
         min_sample_s=outcome.get("min_sample_s"), cache_policy=outcome["cache_policy"], layouts=layouts,
         load=outcome.get("load"), cpu_contention=busy.as_dict() if busy else None,
         **context)
+
+
+def _stop_in_words(stopped: str, explained: bool) -> str:
+    """Why the rounds ended, for an inconclusive sentence: not when the verdict or a load effect
+    explains it, and not "decided" (the executor's in-run test settled a fix more pairs would not
+    decide; the sentence says that in words, and "inconclusive ... (decided)" reads as a contradiction)."""
+    return "" if explained or stopped == STOP_DECIDED else stopped
 
 
 def _pair_loads(base: dict[str, Any], fixed: dict[str, Any]) -> list[float]:

@@ -20,8 +20,10 @@ from advisor.config import ReplayConfig
 from advisor.cli import cli
 from advisor.verification import MEASURED, Verification
 from advisor.replay_history import History
-from advisor.verify import measure, verify_findings
+from advisor.units import MiB
+from advisor.verify import measure, verification_from, verify_findings
 from replay import drift, stats
+from replay.sampling import STOP_DECIDED
 from tests.gluster import gluster_mount  # noqa: F401  (fixture)
 
 MACSIO = ("darshan-repo-logs/darshan-util/pydarshan/darshan/examples/example_logs/"
@@ -150,3 +152,19 @@ def test_diagnose_verify_fills_every_finding_with_a_fix(corpus, tmp_path):
     assert with_fix and all(f["verification"]["verdict"] in MEASURED for f in with_fix)
     md010 = next(f for f in with_fix if f["code"] == "MD010")
     assert md010["verification"]["verdict"] == "improved"
+
+
+def test_an_inconclusive_fix_the_executor_stopped_does_not_read_decided():
+    """The executor stops a fix its in-run test settles; judged again with the target's run-to-run
+    spread it may stay inconclusive, and its sentence then says more pairs would not decide, not
+    "inconclusive ... (decided)". The stop reason stays in the JSON field."""
+    def side(times):
+        return {"runs": [{"time_s": t, "sample_s": t, "bytes_read": 0, "bytes_written": MiB, "passes": 1,
+                          "data_ops": 1}
+                         for t in times]}
+    base, fixed = side([1.0, 1.3, 0.8, 1.2, 0.9]), side([0.9, 1.0, 0.9, 1.0, 0.8])
+    fixed["stopped_why"] = STOP_DECIDED
+    outcome = {"runs": {"baseline": base, "fix": fixed}, "cache_policy": "dropped", "stop_reason": STOP_DECIDED}
+    v = verification_from(outcome, "fix", {}, stats.Policy(reproducibility=0.5))
+    assert v.verdict == stats.INCONCLUSIVE and v.stop_reason == STOP_DECIDED
+    assert "decided)" not in v.reason and "more pairs would not decide" in v.reason, v.reason
