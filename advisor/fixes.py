@@ -255,7 +255,8 @@ def unchecked(text: str, commands: list[str], fix: dict[str, Any] | None, hints_
               properties_recorded: bool | None) -> str | None:
     """What the input could not check about the settings a finding's advice (`text`, `commands`, `fix`)
     proposes: whether the job already makes them. `hints_passed` is the fact mpiio_hints_passed (info
-    objects handed to MPI-IO; -1: the input cannot tell), `properties_recorded` the fact
+    objects handed to MPI-IO, not hints: an info may be empty; -1: the input cannot tell; 0 still leaves the
+    hints of a ROMIO_HINTS file unseen), `properties_recorded` the fact
     hdf5_properties_recorded. None when there is nothing the input left unchecked."""
     said = []
     hints = (fix or {}).get("transform") == "hints" or any(h in c for c in [text, *commands] for h in HINT_WORDS)
@@ -263,9 +264,13 @@ def unchecked(text: str, commands: list[str], fix: dict[str, Any] | None, hints_
         said.append("A Recorder trace does not record MPI-IO hints (it prints the info object as a pointer), so "
                     "whether the job already sets these is not checked: set only those it does not.")
     elif hints and hints_passed:
-        said.append(f"The job hands MPI-IO an info object ({hints_passed:,} times, MPIIO_HINTS) and Darshan does "
-                    "not record which hints it holds, so whether the job already sets these is not checked: set "
-                    "only those it does not.")
+        said.append(f"The job hands MPI-IO an info object ({hints_passed:,} times, MPIIO_HINTS), which may hold no "
+                    "hints at all (IOR's is empty); Darshan records neither the hints in it nor those of a "
+                    "ROMIO_HINTS file, so whether the job already sets these is not checked: set only those it "
+                    "does not.")
+    elif hints:  # no info object seen: hints can still come from the environment, which no input records
+        said.append("Hints given in a ROMIO_HINTS file (or MPICH_MPIIO_HINTS) leave no trace in the input, so "
+                    "whether the job already sets these is not checked: set only those it does not.")
     unseen = UNTRACED_H5P if properties_recorded else UNRECORDED_H5P
     names = [p for p in unseen if any(p + "(" in c for c in commands)]
     if names:
