@@ -275,8 +275,9 @@ def unchecked(text: str, commands: list[str], fix: dict[str, Any] | None, hints_
     names = [p for p in unseen if any(p + "(" in c for c in commands)]
     if names:
         calls = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
-        said.append(f"Recorder 2.5 does not trace {calls}, so whether the job already calls them is not checked: "
-                    "add them only where it does not." if properties_recorded else
+        them = "them" if len(names) > 1 else "it"
+        said.append(f"Recorder 2.5 does not trace {calls}, so whether the job already calls {them} is not checked: "
+                    f"add {them} only where it does not." if properties_recorded else
                     f"Darshan records no HDF5 property list, so whether the job already calls {calls} is not "
                     "checked: add only the calls it does not make.")
     return " ".join(said) or None
