@@ -256,8 +256,8 @@ def unchecked(text: str, commands: list[str], fix: dict[str, Any] | None, hints_
     """What the input could not check about the settings a finding's advice (`text`, `commands`, `fix`)
     proposes: whether the job already makes them. `hints_passed` is the fact mpiio_hints_passed (info
     objects handed to MPI-IO, not hints: an info may be empty; -1: the input cannot tell; 0 still leaves the
-    hints of a ROMIO_HINTS file unseen), `properties_recorded` the fact
-    hdf5_properties_recorded. None when there is nothing the input left unchecked."""
+    hints of a ROMIO_HINTS file unseen; None: the job does not use MPI-IO, so it sets no hints to check),
+    `properties_recorded` the fact hdf5_properties_recorded. None when there is nothing the input left unchecked."""
     said = []
     hints = (fix or {}).get("transform") == "hints" or any(h in c for c in [text, *commands] for h in HINT_WORDS)
     if hints and hints_passed and hints_passed < 0:
@@ -268,7 +268,7 @@ def unchecked(text: str, commands: list[str], fix: dict[str, Any] | None, hints_
                     "hints at all (IOR's is empty); Darshan records neither the hints in it nor those of a "
                     "ROMIO_HINTS file, so whether the job already sets these is not checked: set only those it "
                     "does not.")
-    elif hints:  # no info object seen: hints can still come from the environment, which no input records
+    elif hints and hints_passed == 0:  # none passed: hints can still come from the environment, which no input records
         said.append("Hints given in a ROMIO_HINTS file (or MPICH_MPIIO_HINTS) leave no trace in the input, so "
                     "whether the job already sets these is not checked: set only those it does not.")
     unseen = UNTRACED_H5P if properties_recorded else UNRECORDED_H5P

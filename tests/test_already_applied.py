@@ -150,3 +150,18 @@ def test_hints_advice_says_an_environment_file_is_not_seen():
     assert "ROMIO_HINTS file" in f.recommendation.text and "not checked" in f.recommendation.text
     skew = _finding(LOGS / "skew_io" / "skew-autobench-ior.darshan", "IMB003")
     assert "may hold no hints at all" in skew.recommendation.text
+    # IOR -a POSIX -t 4k: a job without MPI-IO has no hints to have set; collective I/O would be new
+    posix = _finding(CORPUS / "generated" / "b_small_io_shared_4k" / "case.darshan", "IO003")
+    assert posix.fix["transform"] == "collective" and "not checked" not in posix.recommendation.text
+
+
+def test_aggregation_hints_on_ext4_name_no_stripes():
+    """IOR -a MPIIO -c -t 256k on ext4: the small POSIX reads are the aggregators' (IO002's hints
+    branch), and T02's read-modify-write (MPI007): cb_buffer_size and striping_unit still align the
+    file domains, but there are no stripes to count them in."""
+    io002 = _finding(CORPUS / "generated" / "e_mpiio_collective_256k" / "case.darshan", "IO002")
+    assert io002.fix["transform"] == "hints" and "striping_unit" in io002.recommendation.text
+    assert "number of stripes" not in io002.recommendation.text
+    mpi007 = _finding(DATA / "traps" / "T02.darshan", "MPI007")
+    assert "ext4 has no stripes" in mpi007.recommendation.text
+    assert "stripe size" not in mpi007.recommendation.text
