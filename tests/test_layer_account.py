@@ -206,3 +206,5 @@ def test_the_per_rank_figure_names_its_layer_beside_the_jobs_io_time(corpus):
     page = render_html([d])
     assert "Bytes and POSIX + STDIO time per rank" in page and "Bytes and I/O time per rank" not in page
     assert "of POSIX + STDIO time, median" in page
+    # the top files' seconds (1.2 s summed: POSIX's, MPI-IO's are 2.3 s) say where they were timed
+    assert "summed over ranks, at the lowest layer that saw the file" in page

@@ -207,7 +207,8 @@ def top_files(files: list[metrics.FileSummary]) -> dict | None:
     timed = sorted((f for f in files if f.stats.io_time > 0), key=lambda f: -f.stats.io_time)[:TOP_FILES]
     if not timed:
         return None
-    return {"basis": "summed over ranks", "files": [
+    # each file's figures are its lowest layer's (metrics.per_file): the file system's side, not the job's I/O time
+    return {"basis": "summed over ranks, at the lowest layer that saw the file", "files": [
         {"path": f.path, "read_s": _r(f.stats.read_time), "write_s": _r(f.stats.write_time),
          "meta_s": _r(f.stats.meta_time), "bytes_read": int(f.stats.bytes_read),
          "bytes_written": int(f.stats.bytes_written), "ranks": int(f.ranks), "shared": bool(f.shared),
