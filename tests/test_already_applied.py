@@ -165,3 +165,13 @@ def test_aggregation_hints_on_ext4_name_no_stripes():
     mpi007 = _finding(DATA / "traps" / "T02.darshan", "MPI007")
     assert "ext4 has no stripes" in mpi007.recommendation.text
     assert "stripe size" not in mpi007.recommendation.text
+
+
+def test_fsync_advice_names_the_call_the_library_makes():
+    """An HDF5 checkpoint (Recorder, H5Fflush per step): its syncs are HDF5's H5Fflush, so MD010's advice
+    names that call, not fsync(fd) the application never makes; IOR -a POSIX -Y keeps fsync."""
+    text, commands = _rendered("MD010", DATA / "recorder" / "hdf5-ckpt-collmeta")
+    assert "H5Fflush calls to take out of the loop" in text
+    assert commands and all("fsync(fd)" not in c for c in commands) and "H5Fflush(file" in commands[0]
+    posix = _finding(CORPUS / "generated" / "n_fsync_per_write_Y_4k" / "case.darshan", "MD010")
+    assert "fsync(fd)" in posix.recommendation.commands[0] and "H5Fflush" not in posix.recommendation.text
