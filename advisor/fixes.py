@@ -255,23 +255,29 @@ def unchecked(text: str, commands: list[str], fix: dict[str, Any] | None, hints_
               properties_recorded: bool | None) -> str | None:
     """What the input could not check about the settings a finding's advice (`text`, `commands`, `fix`)
     proposes: whether the job already makes them. `hints_passed` is the fact mpiio_hints_passed (info
-    objects handed to MPI-IO; -1: the input cannot tell), `properties_recorded` the fact
-    hdf5_properties_recorded. None when there is nothing the input left unchecked."""
+    objects handed to MPI-IO, not hints: an info may be empty; -1: the input cannot tell; 0 still leaves the
+    hints of a ROMIO_HINTS file unseen; None: the job does not use MPI-IO, so it sets no hints to check),
+    `properties_recorded` the fact hdf5_properties_recorded. None when there is nothing the input left unchecked."""
     said = []
     hints = (fix or {}).get("transform") == "hints" or any(h in c for c in [text, *commands] for h in HINT_WORDS)
     if hints and hints_passed and hints_passed < 0:
         said.append("A Recorder trace does not record MPI-IO hints (it prints the info object as a pointer), so "
                     "whether the job already sets these is not checked: set only those it does not.")
     elif hints and hints_passed:
-        said.append(f"The job hands MPI-IO an info object ({hints_passed:,} times, MPIIO_HINTS) and Darshan does "
-                    "not record which hints it holds, so whether the job already sets these is not checked: set "
-                    "only those it does not.")
+        said.append(f"The job hands MPI-IO an info object ({hints_passed:,} times, MPIIO_HINTS), which may hold no "
+                    "hints at all (IOR's is empty); Darshan records neither the hints in it nor those of a "
+                    "ROMIO_HINTS file, so whether the job already sets these is not checked: set only those it "
+                    "does not.")
+    elif hints and hints_passed == 0:  # none passed: hints can still come from the environment, which no input records
+        said.append("Hints given in a ROMIO_HINTS file (or MPICH_MPIIO_HINTS) leave no trace in the input, so "
+                    "whether the job already sets these is not checked: set only those it does not.")
     unseen = UNTRACED_H5P if properties_recorded else UNRECORDED_H5P
     names = [p for p in unseen if any(p + "(" in c for c in commands)]
     if names:
         calls = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
-        said.append(f"Recorder 2.5 does not trace {calls}, so whether the job already calls them is not checked: "
-                    "add them only where it does not." if properties_recorded else
+        them = "them" if len(names) > 1 else "it"
+        said.append(f"Recorder 2.5 does not trace {calls}, so whether the job already calls {them} is not checked: "
+                    f"add {them} only where it does not." if properties_recorded else
                     f"Darshan records no HDF5 property list, so whether the job already calls {calls} is not "
                     "checked: add only the calls it does not make.")
     return " ".join(said) or None

@@ -9,6 +9,10 @@ from __future__ import annotations
 import pytest
 
 from advisor import api
+from advisor.config import SiteConfig
+from advisor.engine import render
+from advisor.engine.rules import load_catalogue
+from advisor.facts import FactContext
 from advisor.findings import Finding
 from tests.conftest import CORPUS, DATA
 from tests.helpers import require
@@ -81,3 +85,93 @@ def test_no_file_view_advice_to_a_job_that_sets_views():
     assert not any("MPI_File_set_view" in c for c in f.recommendation.commands)
     assert "already sets file views (110,592 MPI_File_set_view calls, PnetCDF's)" in f.recommendation.text
     assert "MPIIO_HINTS" in f.recommendation.text
+
+
+# review10 (bench/review10_expectations.md): advice a layer or the file system makes moot, and hints
+# the input cannot see
+
+def _rendered(code: str, path) -> tuple[str, list[str]]:
+    """A rule's advice rendered with a real input's facts, whether or not the rule fires there."""
+    rule = load_catalogue().get(code)
+    ctx = FactContext(api.load(path), SiteConfig())
+    values = {**rule.thresholds, **{name: ctx.value(name) for name in rule.evidence}}
+    commands = []
+    for template in rule.recommendation["commands"]:
+        try:
+            commands.append(render.render(template, values))
+        except TypeError:  # sized by a fact this input does not have (the rule does not fire here)
+            continue
+    return render.render(rule.recommendation["text"], values), [c for c in commands if c.strip()]
+
+
+def test_no_file_view_call_for_fewer_calls_where_the_library_sets_views():
+    """IOR -a HDF5 -c -t 4k (Recorder): HDF5 calls MPI_File_set_view 256 times; MPI008's advice
+    (fewer, larger collective calls) keeps its HDF5 line and drops the MPI_File_set_view one. A job
+    that sets no view (mpi-io-test) is still shown the view call."""
+    text, commands = _rendered("MPI008", DATA / "recorder" / "hdf5-coll-4k")
+    assert not any("MPI_File_set_view" in c for c in commands)
+    assert "already sets file views, 256 MPI_File_set_view calls, HDF5's" in text
+    assert any("H5Dwrite" in c for c in commands)
+    _, plain = _rendered("MPI008", LOGS / "release_logs" / "mpi-io-test-ppc64-3.1.8.darshan")
+    assert any("MPI_File_set_view" in c for c in plain)
+
+
+def test_no_stripes_or_osts_on_a_file_system_without_them():
+    """mpi-io-test on NFS (the log's mount table): IMB003 names the node and the servers, no OSTs;
+    skew-autobench on overlay: no stripes to align file domains with, cb_nodes left to tune."""
+    nfs = _finding(LOGS / "release_logs" / "mpi-io-test-ppc64-3.1.8.darshan", "IMB003")
+    assert nfs.evidence["fs_without_stripes"] == "nfs"
+    assert "OST" not in nfs.recommendation.text and "its node" in nfs.recommendation.text
+    overlay = _finding(LOGS / "skew_io" / "skew-autobench-ior.darshan", "IMB003")
+    assert overlay.evidence["fs_without_stripes"] == "overlay"
+    assert "striping_unit" not in overlay.recommendation.text and "OST" not in overlay.recommendation.text
+    assert "overlay has no stripes" in overlay.recommendation.text
+    lustre = _finding(LOGS / "e3sm_io_heatmaps_and_dxt" / "e3sm_io_heatmap_only.darshan", "IMB003")
+    assert lustre.evidence["fs_without_stripes"] == "" and "stripe count" in lustre.recommendation.text
+
+
+def test_no_stripe_size_or_lfs_for_a_python_job_on_ext4():
+    """20,000 unbuffered 100-byte writes on ext4: buffer them (Python's buffering=), with no stripe
+    size to match and no `lfs mkdir` for the metadata."""
+    case = CORPUS / "generated" / "k2_python_small_writes" / "case.darshan"
+    io001 = _finding(case, "IO001")
+    assert "stripe" not in io001.recommendation.text and "buffering=" in io001.recommendation.commands[0]
+    md001 = _finding(case, "MD001")
+    assert not any("lfs " in c for c in md001.recommendation.commands)
+
+
+def test_hints_advice_says_an_environment_file_is_not_seen():
+    """LANL's mpi-io-test (32 ranks, MPIIO_HINTS 0): MPI003 proposes romio_cb_write and cb_nodes; hints
+    from a ROMIO_HINTS file never reach Darshan, so the advice says it could not check them. Where info
+    objects were passed (skew-autobench), the count is not called hints: IOR's info is empty."""
+    f = _finding(LOGS / "mpi_io_test_with_dxt" /
+                 "treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan", "MPI003")
+    assert any("cb_nodes" in c for c in f.recommendation.commands)
+    assert "ROMIO_HINTS file" in f.recommendation.text and "not checked" in f.recommendation.text
+    skew = _finding(LOGS / "skew_io" / "skew-autobench-ior.darshan", "IMB003")
+    assert "may hold no hints at all" in skew.recommendation.text
+    # IOR -a POSIX -t 4k: a job without MPI-IO has no hints to have set; collective I/O would be new
+    posix = _finding(CORPUS / "generated" / "b_small_io_shared_4k" / "case.darshan", "IO003")
+    assert posix.fix["transform"] == "collective" and "not checked" not in posix.recommendation.text
+
+
+def test_aggregation_hints_on_ext4_name_no_stripes():
+    """IOR -a MPIIO -c -t 256k on ext4: the small POSIX reads are the aggregators' (IO002's hints
+    branch), and T02's read-modify-write (MPI007): cb_buffer_size and striping_unit still align the
+    file domains, but there are no stripes to count them in."""
+    io002 = _finding(CORPUS / "generated" / "e_mpiio_collective_256k" / "case.darshan", "IO002")
+    assert io002.fix["transform"] == "hints" and "striping_unit" in io002.recommendation.text
+    assert "number of stripes" not in io002.recommendation.text
+    mpi007 = _finding(DATA / "traps" / "T02.darshan", "MPI007")
+    assert "ext4 has no stripes" in mpi007.recommendation.text
+    assert "stripe size" not in mpi007.recommendation.text
+
+
+def test_fsync_advice_names_the_call_the_library_makes():
+    """An HDF5 checkpoint (Recorder, H5Fflush per step): its syncs are HDF5's H5Fflush, so MD010's advice
+    names that call, not fsync(fd) the application never makes; IOR -a POSIX -Y keeps fsync."""
+    text, commands = _rendered("MD010", DATA / "recorder" / "hdf5-ckpt-collmeta")
+    assert "H5Fflush calls to take out of the loop" in text
+    assert commands and all("fsync(fd)" not in c for c in commands) and "H5Fflush(file" in commands[0]
+    posix = _finding(CORPUS / "generated" / "n_fsync_per_write_Y_4k" / "case.darshan", "MD010")
+    assert "fsync(fd)" in posix.recommendation.commands[0] and "H5Fflush" not in posix.recommendation.text

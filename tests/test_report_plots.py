@@ -30,7 +30,7 @@ def test_io_time_plot_has_a_stack_per_module_and_its_table(demo):
     assert [row[0] for row in plot.rows] == fig["modules"] and plot.headers[-1] == "total"
     totals = [r + w + m for r, w, m in zip(fig["read"], fig["write"], fig["meta"])]
     top = fig["modules"][totals.index(max(totals))]
-    assert plot.alt.startswith(f"{top} spends the most time in I/O")
+    assert plot.alt.startswith(f"Of the modules, {top} records the most I/O time")
     assert str(plot.svg).startswith("<svg") and plot.marks >= len(fig["modules"])
 
 

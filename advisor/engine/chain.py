@@ -174,7 +174,8 @@ def _recommendation(rule: Rule, values: dict[str, Any], scope: _RuleScope,
     commands = _with_handoff(_commands(rule, values), scope, fix)
     text = render.render(rule.recommendation["text"], values)
     ctx = scope.ctx
-    said = unchecked(text, commands, fix, ctx.value("mpiio_hints_passed"), ctx.value("hdf5_properties_recorded"))
+    hints_passed = ctx.value("mpiio_hints_passed") if ctx.value("uses_mpiio") else None  # no MPI-IO: no hints yet
+    said = unchecked(text, commands, fix, hints_passed, ctx.value("hdf5_properties_recorded"))
     return Recommendation(text=f"{text} {said}" if said else text, commands=commands)
 
 

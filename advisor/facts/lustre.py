@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
-from advisor.facts._darshan import darshan_like, data_files, nprocs
+from advisor.facts._darshan import darshan_like, data_files, not_lustre, nprocs
 from advisor.units import GiB, MiB
 
 BIG_SHARED = param("big_shared_file_bytes", 1 * GiB, "a shared file this large deserves more than one stripe",
@@ -36,6 +36,15 @@ def layouts(ctx: FactContext) -> list:
         kinds = sorted({f.fstype for f in data_files(ctx) if f.fstype}) or ["unknown"]
         raise Missing(f"no file is on Lustre (file systems: {', '.join(kinds)})")
     raise Missing("no LUSTRE records in the log")
+
+
+@fact("fs_without_stripes", "text",
+      "File systems of the job's data files when the input names them (the log's mount table) and none is Lustre "
+      "(ext4, xfs, NFS, GPFS, overlay): files there have no stripes or OSTs to set, so advice about them is moot; "
+      "'' on Lustre and where the input does not say (a Recorder trace, an IOR output).",
+      label="file systems without stripes")
+def fs_without_stripes(ctx: FactContext) -> str:
+    return not_lustre(ctx)
 
 
 @fact("fs_osts", "count",
