@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from advisor.facts.lustre import without_stripes
 from advisor import api
 from advisor.config import SiteConfig
 from advisor.engine import render
@@ -128,6 +129,14 @@ def test_no_stripes_or_osts_on_a_file_system_without_them():
     assert "overlay has no stripes" in overlay.recommendation.text
     lustre = _finding(LOGS / "e3sm_io_heatmaps_and_dxt" / "e3sm_io_heatmap_only.darshan", "IMB003")
     assert lustre.evidence["fs_without_stripes"] == "" and "stripe count" in lustre.recommendation.text
+
+
+def test_striped_file_systems_other_than_lustre_keep_their_stripes():
+    """CephFS (kernel or ceph-fuse), BeeGFS and OrangeFS set stripes per file as Lustre does: advice
+    about them is not moot there; a job with one file on such a file system keeps it."""
+    assert without_stripes("ext4") == "ext4" and without_stripes("nfs, xfs") == "nfs, xfs"
+    for kinds in ("ceph", "fuse.ceph-fuse", "beegfs", "pvfs2", "ext4, beegfs"):
+        assert without_stripes(kinds) == "", kinds
 
 
 def test_no_stripe_size_or_lfs_for_a_python_job_on_ext4():

@@ -38,13 +38,24 @@ def layouts(ctx: FactContext) -> list:
     raise Missing("no LUSTRE records in the log")
 
 
+# file systems whose files have a layout a user sets (stripe count and size): Lustre, CephFS
+# (kernel "ceph" or "fuse.ceph-fuse": setfattr ceph.file.layout), BeeGFS, OrangeFS/PVFS2
+STRIPED = ("lustre", "ceph", "beegfs", "pvfs2", "orangefs")
+
+
 @fact("fs_without_stripes", "text",
-      "File systems of the job's data files when the input names them (the log's mount table) and none is Lustre "
-      "(ext4, xfs, NFS, GPFS, overlay): files there have no stripes or OSTs to set, so advice about them is moot; "
-      "'' on Lustre and where the input does not say (a Recorder trace, an IOR output).",
+      "File systems of the job's data files when the input names them (the log's mount table) and none has "
+      "per-file stripes (ext4, xfs, NFS, GPFS, overlay; not Lustre, CephFS, BeeGFS, OrangeFS): files there have no "
+      "stripes or OSTs to set, so advice about them is moot; '' where some file has stripes and where the input "
+      "does not say (a Recorder trace, an IOR output).",
       label="file systems without stripes")
 def fs_without_stripes(ctx: FactContext) -> str:
-    return not_lustre(ctx)
+    return without_stripes(not_lustre(ctx))
+
+
+def without_stripes(kinds: str) -> str:
+    """`kinds` ('ext4, nfs'), or '' when one of them has per-file stripes (:data:`STRIPED`)."""
+    return "" if any(s in kind for kind in kinds.split(", ") for s in STRIPED) else kinds
 
 
 @fact("fs_osts", "count",
