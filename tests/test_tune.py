@@ -432,3 +432,25 @@ def _the_leaders_pairs_settle_the_chain(r, entries, lead, best, rungs) -> None:
         r.record(rungs.run(todo, r.rounds, entries[r.ref].fixes if r.ref else None))
         r.judge()
     assert race.settled(entries, best) and r.next_rung() == [], (lead.direct(), best.against())
+
+
+def test_a_rung_stops_sampling_a_candidate_halving_would_set_aside(corpus, tmp_path):
+    """Real replays of a job that fsyncs after every write: fsync at close alone is many times
+    faster than the job, coalescing alone is not (every write is still fsynced). With the race's
+    rule (halving keeps one) coalescing, far behind the leader in both first rounds, gets no
+    third sample; the leader and the job get all three, and the leader's verdict is the
+    verification's of its 3 pairs."""
+    from advisor.config import ReplayConfig
+    from advisor.verify import measure
+    from replay.sampling import STOP_HALVED, RaceRule
+
+    profile = load(corpus / FSYNC)
+    base = replay_plan(profile, np=2, scale=0.1)
+    fixes = [{"transform": "fsync", "mode": "at-close"}, {"transform": "coalesce", "transfer_size": 1 << 20}]
+    settings = ReplayConfig(min_sample_s=0.05, history=False)
+    m = measure(profile, fixes, tmp_path, repeat=3, base=base, settings=settings,
+                race=RaceRule(keep=1))
+    (job, lead), (_, slow) = m.replays
+    assert len(job["runs"]) == len(lead["runs"]) == 3 and len(slow["runs"]) == 2, (job["runs"], slow["runs"])
+    assert slow["stopped_why"] == STOP_HALVED and m.verifications[0].pairs == 3
+    assert m.verifications[0].speedup > 3 * m.verifications[1].speedup
