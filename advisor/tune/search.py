@@ -201,6 +201,7 @@ def _rung_log(m, wall: float, rounds: int, against_leader: bool) -> dict[str, An
 
     (ref_warm, ref_samples), (cand_warm, cand_samples) = spent([ref] if ref else []), spent(cands)
     return {"wall_s": round(wall, 2), "rounds": rounds, "candidates": len(cands),
+            "rounds_run": [len(ref.get("runs", [])), *(len(f.get("runs", [])) for f in cands)],
             "reference": "leader" if against_leader else "job",
             "reference_samples_s": round(ref_samples, 2), "reference_warmup_s": round(ref_warm, 2),
             "candidate_samples_s": round(cand_samples, 2), "candidate_warmup_s": round(cand_warm, 2),
