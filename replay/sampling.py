@@ -201,6 +201,8 @@ class Schedule:
         return {0: 0.0, **out} if self.race.ref_competes else out
 
     def _race_drops(self, rule: RaceRule) -> None:
+        """Stop the candidates the rung's leader beats with confidence, and those outside the
+        halving's keep it led by more than ``alike`` in every round (the reference never)."""
         means = self._means()
         if len(means) < 2:
             return
