@@ -33,6 +33,7 @@ from replay.launch import LaunchError, LaunchOptions, run_plans
 from replay.layout import LayoutError, Unsupported
 from replay.layout import wishes as layout_wishes
 from replay.plan import Plan
+from replay.sampling import RaceRule
 from replay.reshape import fold
 from replay.transforms import apply_fix
 
@@ -114,13 +115,15 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
             think_time: bool = False, keep: bool = False, source: str = "auto",
             base: Plan | None = None, settings: ReplayConfig | None = None,
             on_progress: Callable[[str], None] | None = None, reference: Plan | None = None,
-            passes: list[int] | None = None) -> Measurement:
+            passes: list[int] | None = None, race: RaceRule | None = None) -> Measurement:
     """Replay the baseline and each fix (`repeat`: exactly that many rounds and one look; None:
     the sequential test of ``settings``). Without fixes the baseline alone runs. `reference`: a
     plan replayed on the baseline's side instead of `base` (the fixes still apply to `base`):
     a search races its candidates against its leader rather than against the job. `passes`:
     the passes per sample an earlier measurement found for the baseline's side, then for each
-    fix (0 where not known): those variants get no warm-up pass (a search's later rungs)."""
+    fix (0 where not known): those variants get no warm-up pass (a search's later rungs). `race`:
+    with `repeat`, a search's decisions between rounds (:class:`replay.sampling.RaceRule`;
+    ``settings.budget_s`` bounds a leader's extension)."""
     settings = settings or ReplayConfig()
     try:
         target_path = safety.check_target(target, allow_mount_root=settings.allow_mount_root)
@@ -143,7 +146,7 @@ def measure(profile: JobProfile, fixes: list[dict[str, Any]], target: Path, *, r
     past, workload = history.runs(), base.summary()
     launch = _Launch(reference or base, target_path, repeat, settings, odirect=odirect, think_time=think_time,
                      keep=keep, prior=drift.prior(settings.reproducibility, past).sd, on_progress=on_progress,
-                     passes=known[0] if known else 0)
+                     passes=known[0] if known else 0, race=race if repeat else None)
     outcomes = launch.each(runnable) if runnable or not fixes else {}
     first = next(iter(outcomes.values()), None) if outcomes else None
     out = Measurement(fixes=list(fixes), context=dict(context), plan=workload,
@@ -233,12 +236,12 @@ class _Launch:
 
     def _run(self, variants: list[Variant], budget_s: float) -> dict[str, Any]:
         cache = "drop" if self.settings.drop_caches and safety.can_drop_caches() else "evict"
-        adaptive = self.repeat is None
+        adaptive, race = self.repeat is None, self.flags["race"]
         opts = LaunchOptions(np=self.base.nranks, repeat=self.repeat or self.settings.min_pairs, cache=cache,
                              odirect=self.flags["odirect"], think_time=self.flags["think_time"],
                              min_sample_s=self.settings.min_sample_s,
                              policy=replace(self.policy, reproducibility=self.flags["prior"]) if adaptive else None,
-                             budget_s=budget_s if adaptive else math.inf,
+                             budget_s=budget_s if adaptive or race else math.inf, race=race,
                              budget_bytes=self.settings.budget_gib * GiB if adaptive else math.inf,
                              on_progress=self.flags["on_progress"],
                              passes=[self.flags["passes"], *(v.passes for v in variants)])

@@ -38,7 +38,7 @@ from replay.rank import BUFFER_CAP, Buffer, RankRunner, file_path
 from replay.record import reduce_record
 from replay.reshape import neighbour_reads
 from replay.safety import SafetyError, check_scratch, die_with_parent, drop_caches
-from replay.sampling import PROGRESS, Budget, Schedule, passes_for
+from replay.sampling import PROGRESS, Budget, RaceRule, Schedule, passes_for
 
 RESULT_SCHEMA = "ioadvisor/replay-result/v2"
 PREFILL_CHUNK = 4 << 20
@@ -76,7 +76,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--passes", action="append", type=int,
                     help="passes per sample of each plan, in order, known from an earlier measurement (0: not "
                          "known): a plan whose count is known gets no warm-up pass")
+    race = ap.add_argument_group("race", "a tune's rung: decisions between rounds (replay.sampling.RaceRule)")
+    race.add_argument("--race-keep", type=int, default=0, help="candidates the rung's halving keeps (0: no race)")
+    race.add_argument("--race-alpha", type=float, default=RaceRule.alpha)
+    race.add_argument("--race-min-shared", type=int, default=RaceRule.min_shared)
+    race.add_argument("--race-alike", type=float, default=RaceRule.alike)
+    race.add_argument("--race-ref-competes", action="store_true")
+    race.add_argument("--extend-to", type=int, default=0)
+    race.add_argument("--extend-alike", type=float, default=RaceRule.extend_alike)
     return ap.parse_args(argv)
+
+
+def race_rule(args: argparse.Namespace) -> RaceRule | None:
+    if args.adaptive or args.race_keep < 1:
+        return None
+    return RaceRule(keep=args.race_keep, alpha=args.race_alpha, min_shared=args.race_min_shared,
+                    alike=args.race_alike, ref_competes=args.race_ref_competes, extend_to=args.extend_to,
+                    extend_alike=args.extend_alike)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,7 +178,7 @@ class Session:
         policy = stats.Policy(margin=args.margin, reproducibility=args.reproducibility, precision=args.precision,
                               min_pairs=args.min_pairs, max_pairs=args.max_pairs)
         schedule = Schedule(len(self.plans), policy, adaptive=args.adaptive, repeat=max(args.repeat, 1),
-                            budget=Budget(args.budget_s, args.budget_bytes))
+                            budget=Budget(args.budget_s, args.budget_bytes), race=race_rule(args))
         cache = self._cache_policy()
         warmups, records = self._warm_up()
         passes = self._passes(warmups)

@@ -19,7 +19,7 @@ import numpy as np
 
 from replay import safety, stats
 from replay.safety import Scratch
-from replay.sampling import PROGRESS
+from replay.sampling import PROGRESS, RaceRule
 
 
 class LaunchError(Exception):
@@ -41,6 +41,7 @@ class LaunchOptions:
     budget_bytes: float = math.inf
     on_progress: Callable[[str], None] | None = None  # called with each round's progress line
     passes: list[int] | None = None  # per plan, passes per sample known from an earlier run (0: not): no warm-up
+    race: RaceRule | None = None  # a tune's rung: decisions between its rounds (not adaptive)
 
     def executor_args(self) -> list[str]:
         args = ["--repeat", str(self.repeat), "--cache", self.cache, "--min-sample-s", repr(self.min_sample_s)]
@@ -53,6 +54,8 @@ class LaunchOptions:
             args += ["--budget-s", repr(self.budget_s)]
         if math.isfinite(self.budget_bytes):
             args += ["--budget-bytes", repr(float(self.budget_bytes))]
+        if self.race is not None and self.policy is None:
+            args += self.race.args()
         for known in self.passes if any(self.passes or []) else []:
             args += ["--passes", str(int(known))]
         if self.odirect:

@@ -15,8 +15,8 @@ from advisor.verify import Variant, _verification
 from replay import stats
 from replay.executor import _evict, parse_args
 from replay.launch import LaunchOptions
-from replay.sampling import (MAX_PASSES, STOP_DECIDED, STOP_FUTILE, STOP_MAX_PAIRS, STOP_REPEAT, Budget, Schedule,
-                             passes_for)
+from replay.sampling import (MAX_PASSES, STOP_BEATEN, STOP_DECIDED, STOP_EXTENDED, STOP_FUTILE, STOP_HALVED,
+                             STOP_MAX_PAIRS, STOP_REPEAT, Budget, RaceRule, Schedule, passes_for)
 
 # Student's t quantiles from the tables (scipy.stats.t.ppf), to 1e-6
 T_TABLE = {(0.975, 1): 12.706205, (0.975, 4): 2.776445, (0.975, 9): 2.262157, (0.975, 39): 2.022691,
@@ -311,3 +311,65 @@ def test_evict_writes_a_file_back_and_keeps_its_data(tmp_path):
     path.write_bytes(b"x" * 65536)
     _evict(str(path))
     assert path.read_bytes() == b"x" * 65536
+
+
+# -- a tune's rung: the race's decisions between rounds ----------------------------------------
+def test_a_race_stops_sampling_what_halving_sets_aside_and_what_the_leader_beats():
+    """A rung of the job and three candidates, 3 rounds, halving keeping one: the candidate 20x
+    behind the leader in both first rounds gets no third sample, nor does one 2x behind; a
+    candidate near the leader is sampled to the rung's end. A longer rung rules out with
+    confidence what the leader beats in every round (3 shared rounds at the race's level)."""
+    noise = np.random.default_rng(3).normal(0, 0.05, (4, 12))
+    effect = {0: 1.0, 1: 1 / 40, 2: 1 / 2, 3: 1 / 36}  # job, the leader, 20x behind it, near it
+
+    def times(v, r):
+        return effect[v] * math.exp(noise[v, r])
+
+    rule = RaceRule(keep=1)
+    schedule = Schedule(4, stats.Policy(), adaptive=False, repeat=3, race=rule)
+    rounds = _run(schedule, times)
+    assert [len(t) for t in schedule.times] == [3, 3, 2, 3] and schedule.stop_reason == STOP_REPEAT
+    assert schedule.stopped_why[2] == STOP_HALVED and schedule.stopped_at[2] == 2
+    assert all(0 in r for r in rounds)  # the reference is sampled in every round
+    # keeping two: the candidate 20x behind is not halved, it is beaten with confidence at 3 rounds
+    wide = Schedule(4, stats.Policy(), adaptive=False, repeat=5, race=RaceRule(keep=3))
+    _run(wide, times)
+    assert wide.stopped_why[2] == STOP_BEATEN and wide.stopped_at[2] == 3 and len(wide.times[1]) == 5
+    # the same rung without a race: every variant every round
+    plain = Schedule(4, stats.Policy(), adaptive=False, repeat=3)
+    _run(plain, times)
+    assert [len(t) for t in plain.times] == [3, 3, 3, 3]
+
+
+def test_a_race_extends_an_undecided_leader_beside_the_reference_up_to_its_projection():
+    """Two hint settings near 1.5x the job under 15 % noise: after the rung's 3 rounds the leader
+    is undecided and a decision is projected within max_pairs; it goes on beside the job alone,
+    in the same job, and stops once decided on the verification's schedule (or at the projected
+    pairs). A leader decided in the rounds, or one far from its rival, is not extended."""
+    noise = np.random.default_rng(8).normal(0, 0.15, (3, 20))
+    effect = {0: 1.0, 1: 1 / 1.6, 2: 1 / 1.5}
+
+    def times(v, r):
+        return effect[v] * math.exp(noise[v, r])
+
+    policy = stats.Policy(max_pairs=10)
+    schedule = Schedule(3, policy, adaptive=False, repeat=3, race=RaceRule(keep=1, extend_to=10))
+    first = stats.sequential(np.log(np.array([times(0, r) / times(1, r) for r in range(3)])), policy, final=True)
+    rounds = _run(schedule, times)
+    assert not first.decided and first.more_pairs and first.more_pairs <= 10
+    lead = schedule.extended
+    assert lead in (1, 2) and schedule.stopped_why[lead] == STOP_EXTENDED
+    other = 3 - lead
+    assert len(schedule.times[other]) <= 3 and len(schedule.times[0]) == len(schedule.times[lead]) > 3
+    assert all(set(r) == {0, lead} for r in rounds[3:])
+    n = len(schedule.times[lead])
+    decided = stats.sequential(schedule.log_ratios(lead), policy).decided
+    assert decided or n >= max(first.more_pairs, 5)
+    # decided within the rounds: the rung ends there
+    sure = Schedule(3, policy, adaptive=False, repeat=3, race=RaceRule(keep=1, extend_to=10))
+    _run(sure, lambda v, r: {0: 1.0, 1: 0.1, 2: 0.11}[v] * math.exp(noise[v, r] / 10))
+    assert sure.extended is None and sure.rounds == 3
+    # no extension asked for (extend_to 0): exactly the rung's rounds
+    plain = Schedule(3, policy, adaptive=False, repeat=3, race=RaceRule(keep=1))
+    _run(plain, times)
+    assert plain.extended is None and plain.rounds == 3

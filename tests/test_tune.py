@@ -432,3 +432,55 @@ def _the_leaders_pairs_settle_the_chain(r, entries, lead, best, rungs) -> None:
         r.record(rungs.run(todo, r.rounds, entries[r.ref].fixes if r.ref else None))
         r.judge()
     assert race.settled(entries, best) and r.next_rung() == [], (lead.direct(), best.against())
+
+
+def test_a_rung_stops_sampling_a_candidate_halving_would_set_aside(corpus, tmp_path):
+    """Real replays of a job that fsyncs after every write: fsync at close alone is many times
+    faster than the job, coalescing alone is not (every write is still fsynced). With the race's
+    rule (halving keeps one) coalescing, far behind the leader in both first rounds, gets no
+    third sample; the leader and the job get all three, and the leader's verdict is the
+    verification's of its 3 pairs."""
+    from advisor.config import ReplayConfig
+    from advisor.verify import measure
+    from replay.sampling import STOP_HALVED, RaceRule
+
+    profile = load(corpus / FSYNC)
+    base = replay_plan(profile, np=2, scale=0.1)
+    fixes = [{"transform": "fsync", "mode": "at-close"}, {"transform": "coalesce", "transfer_size": 1 << 20}]
+    settings = ReplayConfig(min_sample_s=0.05, history=False)
+    m = measure(profile, fixes, tmp_path, repeat=3, base=base, settings=settings,
+                race=RaceRule(keep=1))
+    (job, lead), (_, slow) = m.replays
+    assert len(job["runs"]) == len(lead["runs"]) == 3 and len(slow["runs"]) == 2, (job["runs"], slow["runs"])
+    assert slow["stopped_why"] == STOP_HALVED and m.verifications[0].pairs == 3
+    assert m.verifications[0].speedup > 3 * m.verifications[1].speedup
+
+
+def test_a_leader_extended_in_its_rung_keeps_the_lead_and_gets_no_settling_rung():
+    """The first rung of a small space: two hint settings alike, the one ahead in the 3 shared
+    rounds extended beside the job to 5 pairs (its last two slower). Its rival's 3-round mean is
+    now the higher, but the rival was not ahead in the rounds they shared: the extended one
+    stays the leader, the search stops with the candidates alike, and no settling rung follows
+    (its pairs beside the job came in the rung). The race's rule asks for the extension only
+    in a small space's first rung beside the job."""
+    job = [1.0, 1.1, 0.9, 1.0, 1.0]
+    ext = _entry([{"transform": "hints", "cb_buffer_size": 4 << 20}],
+                 list(zip(job, [0.5, 0.52, 0.46, 0.8, 0.78])))
+    rival = _entry([{"transform": "hints", "cb_buffer_size": 16 << 20}], list(zip(job[:3], [0.52, 0.56, 0.48])))
+    ext.rungs[0]["settle"] = True  # as Race.record marks a candidate with more rounds than the rung's
+    entries = {e.key: e for e in (ext, rival)}
+    r = race.Race(entries, list(entries), nranks=2, rung=1, max_pairs=10)
+    assert r.score(rival) > r.score(ext) and r.leader() is ext
+    r.judge()
+    assert ext.status == race.RACING and rival.status == race.SET_ASIDE
+    assert r.stopped.startswith(race.ALIKE_STOP) and r.next_rung() == [] and not r.settling
+    assert r.finish() is ext and rival.status == race.RUNNER_UP
+    fresh = {k: race.Entry(fixes=e.fixes, origin="setting") for k, e in entries.items()}
+    first = race.Race(fresh, list(fresh), nranks=2, max_pairs=10)
+    todo = first.next_rung()
+    rule = first.rule(todo)
+    assert len(todo) == race.FIRST_SMALL and rule.extend_to == 10 and rule.keep == 1 and not rule.ref_competes
+    big = race.Race(fresh | {str(i): race.Entry(fixes=[{"transform": "align", "boundary": 4096 << i}],
+                                                origin="setting") for i in range(6)},
+                    [*fresh, *map(str, range(6))], nranks=2, max_pairs=10)
+    assert big.rule(big.next_rung()).extend_to == 0

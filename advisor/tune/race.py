@@ -48,6 +48,7 @@ from advisor.report.tune import (BEST, IDENTICAL, NOT_VERIFIABLE, PRUNED, RACING
 from advisor.tune.chain import FINAL_PAIRS, ROUNDS, chain_can_settle, reference_pairs, settled
 from advisor.tune.space import Candidate, combined, neighbours
 from replay import stats
+from replay.sampling import RaceRule, drop_test
 
 FIRST_ROUNDS = 3  # ... the first: 3 pairs beside the job often decide a large speedup's verdict
 WIDTH = 2  # candidates joining a rung besides those still racing (the first rung: FIRST)
@@ -147,11 +148,7 @@ def compare(leader: Entry, other: Entry) -> stats.Decision | None:
     shared = sorted(set(a) & set(b))
     if len(shared) < MIN_SHARED:
         return None
-    x = [a[k] - b[k] for k in shared]  # ln(time_other / time_leader) per round
-    # no margin and no run-to-run floor: a drop only says which of two is faster in these rounds;
-    # the intervals reported against the job are the verification's (advisor.verify)
-    policy = stats.Policy(margin=1e-9, reproducibility=0.0)
-    return stats.decide(x, policy, level_alpha=ALPHA / (MAX_RUNGS + 1))
+    return drop_test([a[k] - b[k] for k in shared], ALPHA / (MAX_RUNGS + 1))  # ln(time_other / time_leader)
 
 
 def scores(entries: dict[str, Entry]) -> dict[str, float]:
@@ -210,6 +207,7 @@ class Race:
         self.stopped = stopped  # why the search stopped early ('' while it goes on)
         self.max_pairs = max_pairs  # the verification's last look: an undecided best's pairs go up to it
         self.settling = False  # the next rung only settles the best's verdict (the search is over)
+        self.racing_rung = False  # the next rung races candidates (its rounds take the race's decisions)
         self.rounds = ROUNDS  # of the next rung (set by next_rung)
         self.ref = ""  # the next rung's reference: a candidate's key, or '' for the job as recorded
         self._scores: dict[str, float] | None = None
@@ -223,13 +221,27 @@ class Race:
         return self._scores.get(e.key, -math.inf)
 
     def leader(self) -> Entry | None:
+        """The highest score; but a candidate given more pairs beside the job to settle it (a
+        leader extended in its rung, or a settling rung) keeps the lead over a rival that was not
+        ahead of it in the rounds they shared: the rival's higher mean would come from fewer
+        rounds, the settled one's from those and its own last pairs (a noisy mean read from 3
+        rounds would otherwise win against one refined by 5, and get a settling rung in turn)."""
         measured = [e for e in self.racing() if e.measured]
-        return max(measured, key=lambda e: (self.score(e), e.pairs)) if measured else None
+        if not measured:
+            return None
+        top = max(measured, key=lambda e: (self.score(e), e.pairs))
+        for e in measured:
+            if e is not top and any(r.get("settle") for r in e.rungs):
+                mine, theirs = e.rounds(), top.rounds()
+                shared = set(mine) & set(theirs)
+                if shared and sum(mine[k] - theirs[k] for k in shared) >= 0:
+                    return e
+        return top
 
     def next_rung(self) -> list[Entry]:
         """The candidates the next rung measures ([] when the search is done), marked racing;
         ``self.ref`` and ``self.rounds`` say against what and how many rounds."""
-        self.settling = False
+        self.settling = self.racing_rung = False
         if self.stopped:
             return self._settle(self.leader()) if self.stopped.startswith(ALIKE_STOP) else []
         fresh = self._joining()
@@ -242,6 +254,7 @@ class Race:
             self.ref = lead.key
         others = [e for e in self.racing() if e.key != self.ref]
         if fresh or (self.ref and others):
+            self.racing_rung = True
             return sorted(others, key=lambda e: -self.score(e) if e.measured else math.inf)
         if lead is None or not self._needs_job(lead):
             return self._settle(lead)
@@ -256,6 +269,22 @@ class Race:
         # nothing new: the leader's last pairs beside the job, in one replay job (each costs a launch)
         self.ref, self.rounds = "", max(ROUNDS, FINAL_PAIRS - lead.pairs)
         return [lead]
+
+    def rule(self, todo: list[Entry]) -> RaceRule | None:
+        """The decisions the next rung takes between its rounds (None: a rung of fixed rounds, as
+        the final pairs, a chain's rounds and a settling rung are): :meth:`judge`'s drop test and
+        halving, taken as soon as the rounds say so, so that a candidate already beaten, or sure
+        to be set aside, is not sampled to the rung's end. In the first rung of a small space,
+        whose candidates alike end the search and whose best then gets its settling pairs
+        (:meth:`_settle`), an undecided leader goes on beside the job in the same replay job, up
+        to the pairs the sequential test projects (at most ``max_pairs``)."""
+        if not self.racing_rung:
+            return None
+        small = len(self.order) <= SMALL_SPACE
+        return RaceRule(keep=max(1, (len(todo) + bool(self.ref)) // 2), alpha=ALPHA / (MAX_RUNGS + 1),
+                        min_shared=MIN_SHARED, alike=ALIKE, ref_competes=bool(self.ref),
+                        extend_to=self.max_pairs if small and not self.ref and self.rung == 0 else 0,
+                        extend_alike=FAR)
 
     def _needs_job(self, lead: Entry) -> bool:
         """Whether the leader's verdict still needs pairs beside the job: not decided, fewer than
@@ -369,8 +398,9 @@ class Race:
         """The rung's samples: key -> (reference samples, candidate samples), round by round (each
         sample a dict with its ``time_s`` per pass), against ``self.ref``."""
         for key, (base, fixed) in measured.items():
+            settle = self.settling or len(fixed) > self.rounds  # a leader extended beside the job: once
             self.entries[key].rungs.append({"rung": self.rung, "ref": self.ref, "base": list(base),
-                                            "fixed": list(fixed), **({"settle": True} if self.settling else {})})
+                                            "fixed": list(fixed), **({"settle": True} if settle else {})})
         if self.ref and measured:  # the reference's own samples: 0 in every round, for comparisons
             base = next(iter(measured.values()))[0]
             self.entries[self.ref].rungs.append({"rung": self.rung, "ref": self.ref, "base": list(base),
@@ -390,7 +420,7 @@ class Race:
             test = compare(lead, e)
             if test is not None and test.verdict == stats.IMPROVED:
                 e.status, e.why = RULED_OUT, _slower(lead, test)
-        measured = sorted((e for e in self.racing() if e.measured), key=lambda e: -self.score(e))
+        measured = sorted((e for e in self.racing() if e.measured), key=lambda e: (e is not lead, -self.score(e)))
         keep = max(1, len(measured) // 2)
         for e in measured[keep:]:
             e.status = SET_ASIDE

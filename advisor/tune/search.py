@@ -35,6 +35,7 @@ from advisor.tune.space import Candidate
 from advisor.verification import Verification, sentence
 from advisor.verify import apply_fixes, history_entry, measure, policy_of, replay_plan, verification_from
 from replay import drift, safety, stats
+from replay.sampling import RaceRule
 from replay.layout import wishes as layout_wishes
 
 STATE_PREFIX = "ioadvisor-tune-"
@@ -84,7 +85,7 @@ def tune(profile: JobProfile, proposed: list[tuple], target: Path,
             doc["stop_reason"] = (the_race.stopped or "search done") if the_race.settling else "time budget"
         else:
             reference = the_race.entries[the_race.ref].fixes if the_race.ref else None
-            the_race.record(rungs.run(todo, the_race.rounds, reference))
+            the_race.record(rungs.run(todo, the_race.rounds, reference, the_race.rule(todo)))
             the_race.judge()
         doc["race"] = the_race.to_dict()
         write_atomic(state, json.dumps(doc))
@@ -155,16 +156,18 @@ class _Rungs:
         per_sample = last["wall_s"] / (last["variants"] * last.get("rounds", racing.ROUNDS))
         return self.doc["replay_s"] + per_sample * (n + 1) * rounds <= self.options.budget_s
 
-    def run(self, todo: list[Entry], rounds: int,
-            reference: list[dict] | None = None) -> dict[str, tuple[list[dict], list[dict]]]:
-        """One rung: `todo` beside the job as recorded, or beside the `reference` configuration."""
+    def run(self, todo: list[Entry], rounds: int, reference: list[dict] | None = None,
+            rule: RaceRule | None = None) -> dict[str, tuple[list[dict], list[dict]]]:
+        """One rung: `todo` beside the job as recorded, or beside the `reference` configuration;
+        `rule`: the race's decisions between its rounds (a leader's extension within the budget left)."""
         started = time.monotonic()
         ref_plan = layout_wishes.prepare(apply_fixes(self.base, reference), self.target) if reference else None
         known = self.doc.setdefault("passes", {})  # key ('' the job) -> passes per sample in an earlier rung
         ref_key = Candidate(reference, "").key if reference else ""
         m = measure(self.profile, [e.fixes for e in todo], self.target, repeat=rounds, np=self.options.np,
                     odirect=self.options.odirect, think_time=self.options.think_time, base=self.base,
-                    settings=self.settings, on_progress=self.on_progress, reference=ref_plan,
+                    settings=replace(self.settings, budget_s=max(1.0, self.options.budget_s - self.doc["replay_s"])),
+                    on_progress=self.on_progress, reference=ref_plan, race=rule,
                     passes=[known.get(ref_key, 0), *(known.get(e.key, 0) for e in todo)])
         wall = time.monotonic() - started
         self.doc["replay_s"] += wall
@@ -198,6 +201,7 @@ def _rung_log(m, wall: float, rounds: int, against_leader: bool) -> dict[str, An
 
     (ref_warm, ref_samples), (cand_warm, cand_samples) = spent([ref] if ref else []), spent(cands)
     return {"wall_s": round(wall, 2), "rounds": rounds, "candidates": len(cands),
+            "rounds_run": [len(ref.get("runs", [])), *(len(f.get("runs", [])) for f in cands)],
             "reference": "leader" if against_leader else "job",
             "reference_samples_s": round(ref_samples, 2), "reference_warmup_s": round(ref_warm, 2),
             "candidate_samples_s": round(cand_samples, 2), "candidate_warmup_s": round(cand_warm, 2),
