@@ -41,6 +41,7 @@ CASES = {  # name -> (log, fixes searched: codes or transforms; () = the diagnos
     "misaligned": ("i_misaligned_1000000/case.darshan", ("align", "coalesce")),
     "collective-hints": ("e_mpiio_collective_256k/case.darshan", ("IO002",)),
     "fpp-stripe": ("a_good_fpp_posix_1m/case.darshan", ("stripe",)),  # layouts: CephFS only
+    "random-shared-64k": ("c_random_shared_64k/case.darshan", ()),  # reordering (sequential) among its fixes
 }
 WITHIN = 0.05
 SHARE = 0.25
