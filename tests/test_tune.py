@@ -456,6 +456,19 @@ def test_a_rung_stops_sampling_a_candidate_halving_would_set_aside(corpus, tmp_p
     assert m.verifications[0].speedup > 3 * m.verifications[1].speedup
 
 
+def test_a_search_over_whose_best_the_job_matches_ends_with_nothing_to_tune():
+    """Nothing left to measure, the best's 3 pairs beside the job from 0.53x to 1.43x (its pairs
+    projected not to decide by the final ones): the stop says nothing to tune, not 'search
+    done' beside a "best" to apply; a best decided faster than the job ends 'search done'."""
+    slower = _entry([{"transform": "sequential"}], [(1.0, 1.6), (1.0, 0.7), (1.0, 1.9)])
+    r = race.Race({slower.key: slower}, [slower.key], nranks=2, rung=1)
+    assert r.next_rung() == []
+    assert r.done().startswith("nothing to tune: the fastest candidate, sequential, cannot be told from the job")
+    fast = _entry([{"transform": "sequential"}], [(1.0, 0.30), (1.0, 0.32), (1.0, 0.31), (1.0, 0.29), (1.0, 0.30)])
+    r = race.Race({fast.key: fast}, [fast.key], nranks=2, rung=1)
+    assert r.next_rung() == [] and r.done() == "search done"
+
+
 def test_a_leader_extended_in_its_rung_keeps_the_lead_and_gets_no_settling_rung():
     """The first rung of a small space: two hint settings alike, the one ahead in the 3 shared
     rounds extended beside the job to 5 pairs (its last two slower). Its rival's 3-round mean is

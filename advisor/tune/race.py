@@ -270,6 +270,14 @@ class Race:
         self.ref, self.rounds = "", max(ROUNDS, FINAL_PAIRS - lead.pairs)
         return [lead]
 
+    def done(self) -> str:
+        """Why the search ended once nothing more is measured: what stopped it early; else, when
+        its best still cannot be told from the job, nothing to tune (no candidate is left that
+        could lift it: a "best" measured at 0.64x, 0.06x-7.08x, is not one to apply); else
+        'search done'."""
+        lead = self.leader()
+        return self.stopped or (nothing_to_tune(lead) if lead is not None else "") or "search done"
+
     def rule(self, todo: list[Entry]) -> RaceRule | None:
         """The decisions the next rung takes between its rounds (None: a rung of fixed rounds, as
         the final pairs, a chain's rounds and a settling rung are): :meth:`judge`'s drop test and

@@ -80,9 +80,9 @@ def tune(profile: JobProfile, proposed: list[tuple], target: Path,
     while not doc["stop_reason"]:
         todo = the_race.next_rung()
         if not todo:
-            doc["stop_reason"] = the_race.stopped or "search done"
+            doc["stop_reason"] = the_race.done()
         elif not rungs.affordable(len(todo), the_race.rounds):  # a best's settling pairs: the search was over
-            doc["stop_reason"] = (the_race.stopped or "search done") if the_race.settling else "time budget"
+            doc["stop_reason"] = the_race.done() if the_race.settling else "time budget"
         else:
             reference = the_race.entries[the_race.ref].fixes if the_race.ref else None
             the_race.record(rungs.run(todo, the_race.rounds, reference, the_race.rule(todo)))
