@@ -184,3 +184,11 @@ def test_fsync_advice_names_the_call_the_library_makes():
     assert commands and all("fsync(fd)" not in c for c in commands) and "H5Fflush(file" in commands[0]
     posix = _finding(CORPUS / "generated" / "n_fsync_per_write_Y_4k" / "case.darshan", "MD010")
     assert "fsync(fd)" in posix.recommendation.commands[0] and "H5Fflush" not in posix.recommendation.text
+
+
+def test_alignment_on_ext4_is_its_block_size_not_a_stripe():
+    """IOR's 1,000,000-byte transfers on ext4: off the 4 KiB block Darshan recorded; the advice
+    names that block size, not Lustre's stripe size."""
+    f = _finding(CORPUS / "generated" / "i_misaligned_1000000" / "case.darshan", "IO020")
+    assert f.evidence["fs_without_stripes"] == "ext4"
+    assert "4 KiB, the block size of ext4" in f.recommendation.text and "stripe" not in f.recommendation.text
