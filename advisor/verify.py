@@ -28,12 +28,11 @@ from advisor.replay_plan import build_plan
 from advisor.units import GiB, MiB
 from advisor.verification import Side, Verification, sentence
 from replay import drift, safety, stats
-from replay.sampling import STOP_DECIDED
 from replay.launch import LaunchError, LaunchOptions, run_plans
 from replay.layout import LayoutError, Unsupported
 from replay.layout import wishes as layout_wishes
 from replay.plan import Plan
-from replay.sampling import RaceRule
+from replay.sampling import STOP_DECIDED, RaceRule
 from replay.reshape import fold
 from replay.transforms import apply_fix
 
