@@ -16,7 +16,7 @@ from advisor.api import load
 from advisor.commands.tune import proposals
 from advisor.config import ModelConfig
 from advisor.tune import chain, race, space
-from advisor.report.tune import search_plot
+from advisor.report.tune import search_plot, text
 from advisor.tune.result import apply_lines
 from advisor.tune.search import predict, starting_order
 from advisor.verify import replay_plan
@@ -497,3 +497,20 @@ def test_a_leader_extended_in_its_rung_keeps_the_lead_and_gets_no_settling_rung(
                                                 origin="setting") for i in range(6)},
                     [*fresh, *map(str, range(6))], nranks=2, max_pairs=10)
     assert big.rule(big.next_rung()).extend_to == 0
+
+
+def test_the_terminal_says_a_chained_candidate_was_measured_beside_another():
+    """A candidate raced only beside the leader has no pairs beside the job: its line says how many
+    rounds it had and that its speedup is chained, not '0 pairs' beside an interval."""
+    best = {"label": "coalesce transfer_size=16 MiB", "reason": "improved: 3.75x faster", "apply": [],
+            "verdict": "improved"}
+    chained = {"label": "coalesce transfer_size=16 MiB + collective cb_nodes=1", "status": race.SET_ASIDE,
+               "speedup": 1.15, "ci95": [0.41, 3.23], "pairs": 0, "rounds": 2, "why": "3.25x behind"}
+    direct = dict(chained, label="collective cb_nodes=1", pairs=2, rounds=2, speedup=1.01, ci95=[0.03, 31.05])
+    t = {"target": "/scratch/t", "fstype": "ext4", "load": None, "measured": 3, "space": 17, "rungs": 2,
+         "replay_s": 26.5, "budget_s": 180, "stop_reason": "search done", "np": 2, "scale": 1.0,
+         "best": best, "candidates": [chained, direct]}
+    lines = text(t, "job.darshan")
+    assert any("1.15x (0.41x-3.23x, 2 rounds beside another candidate, chained)" in x for x in lines), lines
+    assert any("1.01x (0.03x-31.05x, 2 pairs)" in x for x in lines) and not any("0 pairs" in x for x in lines)
+

@@ -106,6 +106,15 @@ def text(t: dict[str, Any], name: str) -> list[str]:
 def _measured(c: dict[str, Any]) -> str:
     if c["status"] == NOT_VERIFIABLE:
         return c["why"]
-    said = f"{fmt_speedup(c['speedup'])} ({fmt_speedup_range(c['ci95']) or 'no interval'}, {c['pairs']} pairs)" \
+    said = f"{fmt_speedup(c['speedup'])} ({fmt_speedup_range(c['ci95']) or 'no interval'}, {_sampled(c)})" \
         if c["speedup"] else "not measured"
     return f"{said}; {c['why']}" if c["status"] != RUNNER_UP else said
+
+
+def _sampled(c: dict[str, Any]) -> str:
+    """'3 pairs' beside the job; a candidate measured only beside another one is chained to the
+    job through it ('2 rounds, chained'), not a measurement of 0 pairs."""
+    if c["pairs"] or not c.get("rounds"):
+        return f"{c['pairs']} pair{'' if c['pairs'] == 1 else 's'}"
+    return f"{c['rounds']} round{'' if c['rounds'] == 1 else 's'} beside another candidate, chained"
+
