@@ -208,3 +208,8 @@ def test_the_per_rank_figure_names_its_layer_beside_the_jobs_io_time(corpus):
     assert "of POSIX + STDIO time, median" in page
     # the top files' seconds (1.2 s summed: POSIX's, MPI-IO's are 2.3 s) say where they were timed
     assert "summed over ranks, at the lowest layer that saw the file" in page
+    # the module chart's MPI-IO total is the layer account's (572.0 ms), not its three rounded parts' (572.1)
+    rows = _account(f"{LOGS}/release_logs/mpi-io-test-ppc64-3.1.8.darshan").rows
+    mpiio = next(r for r in rows if r.layer == "MPI-IO")
+    chart = d.figures["io_time"]
+    assert fmt_secs(chart["total"][chart["modules"].index("MPI-IO")]) == fmt_secs(mpiio.time_s) == "572.0 ms"

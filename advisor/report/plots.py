@@ -128,7 +128,8 @@ def io_time_plot(fig: dict) -> Plot:
     basis = str(fig.get("basis", "mean per process"))
     title = f"I/O time by module ({basis})"
     stacks = [("read", "c-read", read), ("write", "c-write", write), ("metadata", "c-meta", meta)]
-    totals = [r + w + m for r, w, m in zip(read, write, meta)]
+    summed = [r + w + m for r, w, m in zip(read, write, meta)]  # saved diagnoses before `total`
+    totals = [float(v) for v in fig.get("total") or summed]
     top = max(range(len(modules)), key=lambda i: totals[i]) if modules else None
     runtime = float(fig.get("runtime_s") or 0)
     alt = "No I/O time recorded." if top is None else (
