@@ -150,6 +150,12 @@ def test_tune_finds_a_coalesce_size_and_resumes(corpus, tmp_path):
     assert f"best: {best['label']}" in out.stdout and best["reason"] in out.stdout
     html = (tmp_path / "t.html").read_text()
     assert "<svg" in html and "The search" in html
+    for c in t["candidates"]:  # a runner-up with its measurement, the others under what was not chosen
+        if c["status"] == "runner-up":
+            section = html.split("Cannot be told apart from the best", 1)[-1].split("</ul>", 1)[0]
+            assert c["label"] in section and "x (" in section  # its speedup and interval
+        if c["status"] in ("ruled-out", "set-aside"):
+            assert "Not chosen, and why" in html and "Ruled out, and why" not in html
     plot = search_plot(t)
     assert len(plot.rows) == len(measured) and plot.rows[0][0] == best["label"]
     rows = (tmp_path / "model-data" / "pairs.csv").read_text().splitlines()
@@ -179,6 +185,8 @@ def _diagnose_shows_the_tune(corpus: Path, tmp_path: Path, t: dict) -> None:
     assert doc["data"]["tune"]["best"] == t["best"] and doc["data"]["tune"]["replay_s"] == t["replay_s"]
     html = (tmp_path / "d.html").read_text()
     assert 'id="tune"' in html and t["best"]["label"] in html and "<svg" in html
+    runners_up = [c for c in t["candidates"] if c["status"] == "runner-up"]
+    assert all(c["label"] in html for c in runners_up) and ("Cannot be told apart" in html) == bool(runners_up)
     bad = run("--tune-json", str(tmp_path / "d.json"))  # a diagnosis, not a tune result
     assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "d.json" in bad.stderr
     assert "not a tune result" in bad.stderr and "Traceback" not in bad.stderr

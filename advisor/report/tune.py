@@ -74,8 +74,9 @@ def _ticks(lo: float, hi: float, xs: Scale, gap: float = 44.0) -> list[float]:
 def context(doc: dict[str, Any]) -> dict[str, Any]:
     """What the template shows: the document's tune object, its plot and its times in words."""
     t = doc["tune"]
+    runners_up = {c["label"]: _measured(c) for c in t["candidates"] if c["status"] == RUNNER_UP}
     return {"input": doc["input"], "t": t, "plot": search_plot(t), "replay": fmt_secs(t["replay_s"]),
-            "budget": fmt_secs(t["budget_s"]), "shown": SHOWN}
+            "budget": fmt_secs(t["budget_s"]), "shown": SHOWN, "runners_up": runners_up}
 
 
 def text(t: dict[str, Any], name: str) -> list[str]:
