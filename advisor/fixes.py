@@ -106,7 +106,7 @@ class FixSummary:
         """What is known of the fix's effect, in one line."""
         parts = [measured_text(self)] if self.verdict else []
         if self.saving == "measured" and parts:
-            parts[0] += f", {saved_text(self.time_saved_s)} (measured)"
+            parts[0] += f", {saved_text(self.time_saved_s)} {_saving_basis(self.verdict, self.time_saved_s)}"
         if isinstance(self.predicted_speedup, (int, float)):
             parts.append("predicted " + predicted_text(self.predicted_speedup, self.predicted_interval,
                                                        self.time_saved_s if self.saving != "measured" else None))
@@ -134,6 +134,14 @@ def predicted_text(speedup: float, interval: Any = None, time_saved_s: Any = Non
     if isinstance(time_saved_s, (int, float)):
         text += ", " + saved_text(time_saved_s)
     return text
+
+
+def _saving_basis(verdict: str, time_saved_s: float) -> str:
+    """How far a measured saving holds: decided ('(measured)'), or only the point an undecided or
+    equivalent verdict measured (an inconclusive 1.26x, 0.86x-1.85x, does not save 17 ms for certain)."""
+    if verdict == "improved" or time_saved_s <= 0:
+        return "(measured)"
+    return "(measured, within the +-margin)" if verdict == "equivalent" else "(the measured point, not decided)"
 
 
 def saved_text(time_saved_s: float) -> str:

@@ -237,6 +237,13 @@ def test_a_measurement_outside_the_predicted_interval_is_said_and_the_saving_is_
     line = fix_summaries([f])[0].outcome()
     assert "saves ~63" in line and "(measured)" in line and "underestimates" in line
     assert line.index("saves") < line.index("predicted 2.03x")  # the saving belongs to the measurement
+    # an undecided measurement's saving is its point estimate, and says so
+    f.verification = Verification(verdict="inconclusive", reason="inconclusive: speedup 1.26x, 95 % CI 0.86x-1.85x",
+                                  speedup=1.26, ci95=[0.86, 1.85], pairs=10)
+    p.saving = "predicted"
+    against_measured(d)
+    line = fix_summaries([f])[0].outcome()
+    assert "saves ~" in line and "(the measured point, not decided)" in line and "(measured)" not in line
 
 
 def _ioadvisor(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
