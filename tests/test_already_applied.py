@@ -134,8 +134,8 @@ def test_no_stripes_or_osts_on_a_file_system_without_them():
 def test_striped_file_systems_other_than_lustre_keep_their_stripes():
     """CephFS (kernel or ceph-fuse), BeeGFS and OrangeFS set stripes per file as Lustre does: advice
     about them is not moot there; a job with one file on such a file system keeps it."""
-    assert without_stripes("ext4") == "ext4" and without_stripes("nfs, xfs") == "nfs, xfs"
-    for kinds in ("ceph", "fuse.ceph-fuse", "beegfs", "pvfs2", "ext4, beegfs"):
+    assert without_stripes(["ext4"]) == "ext4" and without_stripes(["nfs", "xfs"]) == "nfs, xfs"
+    for kinds in (["ceph"], ["fuse.ceph-fuse"], ["beegfs"], ["pvfs2"], ["beegfs", "ext4"], []):
         assert without_stripes(kinds) == "", kinds
 
 

@@ -214,11 +214,17 @@ def owner_files(ctx: FactContext, rec: ModuleRecords, key: str) -> np.ndarray:
     return np.where(files != 0, files, np.asarray(named, np.uint64))
 
 
+def data_fstypes(ctx: FactContext) -> list[str]:
+    """The file system types of the job's data files (the log's mount table: ['ext4', 'nfs']); []
+    where the input names none (an IOR output, a snapshot, a Recorder trace)."""
+    try:
+        return sorted({f.fstype for f in data_files(ctx) if f.fstype})
+    except Missing:
+        return []
+
+
 def not_lustre(ctx: FactContext) -> str:
     """The job's file systems ('ext4') when they are known and none is Lustre, else '': a value
     assumed as Lustre's default for such a job says so."""
-    try:
-        kinds = sorted({f.fstype for f in data_files(ctx) if f.fstype})
-    except Missing:  # not a Darshan log (IOR output, snapshot): nothing says where it ran
-        return ""
+    kinds = data_fstypes(ctx)
     return ", ".join(kinds) if kinds and "lustre" not in kinds else ""

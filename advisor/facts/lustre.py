@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
-from advisor.facts._darshan import darshan_like, data_files, not_lustre, nprocs
+from advisor.facts._darshan import darshan_like, data_files, data_fstypes, nprocs
 from advisor.units import GiB, MiB
 
 BIG_SHARED = param("big_shared_file_bytes", 1 * GiB, "a shared file this large deserves more than one stripe",
@@ -33,7 +33,7 @@ def layouts(ctx: FactContext) -> list:
     if on_lustre:
         raise Missing("files are on Lustre but the log has no LUSTRE records (Darshan built without the Lustre module)")
     if ctx.profile.mounts:
-        kinds = sorted({f.fstype for f in data_files(ctx) if f.fstype}) or ["unknown"]
+        kinds = data_fstypes(ctx) or ["unknown"]
         raise Missing(f"no file is on Lustre (file systems: {', '.join(kinds)})")
     raise Missing("no LUSTRE records in the log")
 
@@ -50,12 +50,12 @@ STRIPED = ("lustre", "ceph", "beegfs", "pvfs2", "orangefs")
       "does not say (a Recorder trace, an IOR output).",
       label="file systems without stripes")
 def fs_without_stripes(ctx: FactContext) -> str:
-    return without_stripes(not_lustre(ctx))
+    return without_stripes(data_fstypes(ctx))
 
 
-def without_stripes(kinds: str) -> str:
-    """`kinds` ('ext4, nfs'), or '' when one of them has per-file stripes (:data:`STRIPED`)."""
-    return "" if any(s in kind for kind in kinds.split(", ") for s in STRIPED) else kinds
+def without_stripes(kinds: list[str]) -> str:
+    """'ext4, nfs' for those `kinds`, or '' when there are none or one has per-file stripes (:data:`STRIPED`)."""
+    return "" if any(s in kind for kind in kinds for s in STRIPED) else ", ".join(kinds)
 
 
 @fact("fs_osts", "count",
