@@ -259,6 +259,18 @@ UNRECORDED_H5P = ("H5Pset_all_coll_metadata_ops", "H5Pset_coll_metadata_write", 
 UNTRACED_H5P = ("H5Pset_chunk_cache", "H5Pset_libver_bounds")  # nor does a Recorder 2.5 trace
 
 
+def _unseen_hints(hints_passed: int) -> str:
+    """Why the input cannot say which MPI-IO hints the job sets (`hints_passed`: see :func:`unchecked`)."""
+    if hints_passed < 0:
+        return "A Recorder trace does not record MPI-IO hints (it prints the info object as a pointer)"
+    if hints_passed:
+        return (f"The job hands MPI-IO an info object ({hints_passed:,} times, MPIIO_HINTS), which may hold no "
+                "hints at all (IOR's is empty); Darshan records neither the hints in it nor those of a "
+                "ROMIO_HINTS file")
+    # none passed: hints can still come from the environment, which no input records
+    return "Hints given in a ROMIO_HINTS file (or MPICH_MPIIO_HINTS) leave no trace in the input"
+
+
 def unchecked(text: str, commands: list[str], fix: dict[str, Any] | None, hints_passed: int | None,
               properties_recorded: bool | None) -> str | None:
     """What the input could not check about the settings a finding's advice (`text`, `commands`, `fix`)
@@ -268,17 +280,9 @@ def unchecked(text: str, commands: list[str], fix: dict[str, Any] | None, hints_
     `properties_recorded` the fact hdf5_properties_recorded. None when there is nothing the input left unchecked."""
     said = []
     hints = (fix or {}).get("transform") == "hints" or any(h in c for c in [text, *commands] for h in HINT_WORDS)
-    if hints and hints_passed and hints_passed < 0:
-        said.append("A Recorder trace does not record MPI-IO hints (it prints the info object as a pointer), so "
-                    "whether the job already sets these is not checked: set only those it does not.")
-    elif hints and hints_passed:
-        said.append(f"The job hands MPI-IO an info object ({hints_passed:,} times, MPIIO_HINTS), which may hold no "
-                    "hints at all (IOR's is empty); Darshan records neither the hints in it nor those of a "
-                    "ROMIO_HINTS file, so whether the job already sets these is not checked: set only those it "
-                    "does not.")
-    elif hints and hints_passed == 0:  # none passed: hints can still come from the environment, which no input records
-        said.append("Hints given in a ROMIO_HINTS file (or MPICH_MPIIO_HINTS) leave no trace in the input, so "
-                    "whether the job already sets these is not checked: set only those it does not.")
+    if hints and hints_passed is not None:
+        said.append(_unseen_hints(hints_passed) + ", so whether the job already sets these is not checked: set "
+                    "only those it does not.")
     unseen = UNTRACED_H5P if properties_recorded else UNRECORDED_H5P
     names = [p for p in unseen if any(p + "(" in c for c in commands)]
     if names:
