@@ -155,9 +155,15 @@ def fmt_speedup(x: float) -> str:
     return f"{float(x):.2f}x"
 
 
+SPEEDUP_SHOWN = 10_000.0  # an interval of 2 pairs (a Student-t of 1 degree of freedom) may reach 1e23x
+
+
 def fmt_speedup_range(pair: Any) -> str:
-    """'2.30x-5.45x' for an interval of two speedups, '' for anything else."""
+    """'2.30x-5.45x' for an interval of two speedups, '' for anything else; a top beyond
+    ``SPEEDUP_SHOWN`` reads '0.00x to over 10,000x' (its digits would say nothing)."""
     if isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(v, (int, float)) for v in pair):
+        if pair[1] > SPEEDUP_SHOWN:
+            return f"{fmt_speedup(pair[0])} to over {SPEEDUP_SHOWN:,.0f}x"
         return f"{fmt_speedup(pair[0])}-{fmt_speedup(pair[1])}"
     return ""
 

@@ -144,7 +144,10 @@ class Schedule:
     def progress(self) -> str:
         """One line after a round, for the caller's progress display: 'round 3 of at most 40, 2
         fixes still undecided, 12 s'."""
-        most = self.policy.max_pairs if self.adaptive else max(self.repeat, self.race.extend_to if self.race else 0)
+        if self.extended is not None:  # a race's leader going on beside the reference after its rounds
+            return (f"round {self.rounds}, the leader beside the reference (at most {self.race.extend_to}), "
+                    f"{time.monotonic() - self._started:.0f} s")
+        most = self.policy.max_pairs if self.adaptive else self.repeat
         open_ = len(self.active()[1:])
         undecided = f", {open_} fix{'es' if open_ != 1 else ''} still undecided" if self.adaptive and open_ else ""
         return f"round {self.rounds} of at most {most}{undecided}, {time.monotonic() - self._started:.0f} s"

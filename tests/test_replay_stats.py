@@ -365,6 +365,10 @@ def test_a_race_extends_an_undecided_leader_beside_the_reference_up_to_its_proje
     n = len(schedule.times[lead])
     decided = stats.sequential(schedule.log_ratios(lead), policy).decided
     assert decided or n >= max(first.more_pairs, 5)
+    # the progress line counts the rung's rounds, then says the leader went on (not "of at most 10")
+    assert schedule.progress().startswith(f"round {schedule.rounds}, the leader beside the reference (at most 10)")
+    assert Schedule(3, policy, adaptive=False, repeat=3, race=RaceRule(keep=1, extend_to=10)).progress() \
+        .startswith("round 0 of at most 3,")
     # decided within the rounds: the rung ends there
     sure = Schedule(3, policy, adaptive=False, repeat=3, race=RaceRule(keep=1, extend_to=10))
     _run(sure, lambda v, r: {0: 1.0, 1: 0.1, 2: 0.11}[v] * math.exp(noise[v, r] / 10))

@@ -522,3 +522,17 @@ def test_the_terminal_says_a_chained_candidate_was_measured_beside_another():
     assert any("1.15x (0.41x-3.23x, 2 rounds beside another candidate, chained)" in x for x in lines), lines
     assert any("1.01x (0.03x-31.05x, 2 pairs)" in x for x in lines) and not any("0 pairs" in x for x in lines)
 
+
+
+def test_the_terminal_writes_one_rung_and_an_interval_of_two_pairs_in_words():
+    """A search of one rung says '1 rung'; an interval of 2 pairs whose top reaches 2.5e23x (a
+    Student-t of one degree of freedom) reads 'to over 10,000x', not 24 digits."""
+    wild = {"label": "collective cb_nodes=1", "status": race.SET_ASIDE, "speedup": 0.07, "pairs": 2, "rounds": 2,
+            "ci95": [0.0, 2.456e23], "why": "14.31x behind sequential, not separated with confidence"}
+    t = {"target": "/scratch/t", "fstype": "ext4", "load": None, "measured": 2, "space": 26, "rungs": 1,
+         "replay_s": 15.5, "budget_s": 300, "stop_reason": "nothing to tune", "np": 2, "scale": 0.5,
+         "best": {"label": "sequential", "reason": "inconclusive", "apply": [], "verdict": "inconclusive"},
+         "candidates": [wild]}
+    lines = text(t, "job.darshan")
+    assert "configurations measured in 1 rung, " in lines[0], lines[0]
+    assert any("0.07x (0.00x to over 10,000x, 2 pairs)" in x for x in lines), lines

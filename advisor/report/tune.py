@@ -83,7 +83,8 @@ def text(t: dict[str, Any], name: str) -> list[str]:
     """The result for the terminal: the best, the runners-up, what was ruled out and why."""
     where = place(t["target"], t["fstype"], t["load"])
     out = [f"tune {name} on {where}: {t['measured']} of {t['space']} configurations measured in "
-           f"{t['rungs']} rungs, {fmt_secs(t['replay_s'])} of replay (budget {fmt_secs(t['budget_s'])}, "
+           f"{t['rungs']} rung{'' if t['rungs'] == 1 else 's'}, {fmt_secs(t['replay_s'])} of replay "
+           f"(budget {fmt_secs(t['budget_s'])}, "
            f"{t['stop_reason']}); {t['np']} ranks, scale {t['scale']}"]
     best = t["best"]
     if best is None:

@@ -195,7 +195,7 @@ def nothing_to_tune(lead: Entry, hopeful: list[Entry] = ()) -> str:
     if lo > 1.0 or (len(d) < MIN_FLAT and (test.speedup > ALIKE or hopeful)):
         return ""
     return (f"nothing to tune: the fastest candidate, {lead.label()}, cannot be told from the job as recorded "
-            f"({test.speedup:.2f}x, 95 % CI {lo:.2f}x-{hi:.2f}x, {len(d)} pairs)")
+            f"({test.speedup:.2f}x in {len(d)} pairs, 95 % CI {lo:.2f}x-{hi:.2f}x over these rounds alone)")
 
 
 class Race:
