@@ -536,3 +536,28 @@ def test_the_terminal_writes_one_rung_and_an_interval_of_two_pairs_in_words():
     lines = text(t, "job.darshan")
     assert "configurations measured in 1 rung, " in lines[0], lines[0]
     assert any("0.07x (0.00x to over 10,000x, 2 pairs)" in x for x in lines), lines
+
+
+def test_a_best_the_job_matches_is_reported_not_recommended(tmp_path):
+    """A best not measured faster than the job with confidence (nothing to tune) is the fastest
+    measured, its settings shown but not as what to apply, in the terminal and the HTML; an
+    improved best is 'best' with 'apply'."""
+    from advisor.report.html import write_tune_html
+
+    flat = {"label": "sequential", "reason": "inconclusive: speedup 0.98x, 95 % CI 0.60x-1.59x after 3 pairs",
+            "apply": ["access files sequentially"], "verdict": "inconclusive", "fixes": [{"transform": "sequential"}],
+            "speedup": 0.98, "ci95": [0.6, 1.59]}
+    row = dict(flat, status=race.BEST, pairs=3, rounds=3, predicted=None, why="")
+    t = {"target": "/scratch/t", "fstype": "ext4", "load": None, "measured": 1, "space": 6, "rungs": 1,
+         "replay_s": 15.5, "budget_s": 300, "stop_reason": "nothing to tune", "np": 2, "scale": 1.0,
+         "best": flat, "candidates": [row]}
+    lines = text(t, "job.darshan")
+    assert lines[1].startswith("fastest measured: sequential (not shown faster than the job") and \
+        not any("apply:" in x for x in lines) and "  its settings: access files sequentially" in lines
+    write_tune_html(tmp_path / "t.html", {"input": "job.darshan", "tune": t})
+    html = (tmp_path / "t.html").read_text()
+    assert "Fastest measured: sequential" in html and "Best:" not in html and "1 rung of" in html
+    assert "</span> speedup 0.98x" in html  # the badge says the verdict once
+    good = dict(t, best=dict(flat, verdict="improved", reason="improved: 2.00x faster"))
+    lines = text(good, "job.darshan")
+    assert lines[1] == "best: sequential" and "  apply: access files sequentially" in lines

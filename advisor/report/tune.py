@@ -72,11 +72,21 @@ def _ticks(lo: float, hi: float, xs: Scale, gap: float = 44.0) -> list[float]:
 
 
 def context(doc: dict[str, Any]) -> dict[str, Any]:
-    """What the template shows: the document's tune object, its plot and its times in words."""
-    t = doc["tune"]
+    """What the template shows: the input, and as ``section`` (the macro ``tune_section``'s one
+    argument) the document's tune object, its plot, its times in words and whether its best is
+    advice."""
+    return {"input": doc["input"], "section": _section(doc["tune"])}
+
+
+def _section(t: dict[str, Any]) -> dict[str, Any]:
     runners_up = {c["label"]: _measured(c) for c in t["candidates"] if c["status"] == RUNNER_UP}
-    return {"input": doc["input"], "t": t, "plot": search_plot(t), "replay": fmt_secs(t["replay_s"]),
-            "budget": fmt_secs(t["budget_s"]), "shown": SHOWN, "runners_up": runners_up}
+    best = t["best"] or {}
+    reason = best.get("reason", "")
+    verdict = f"{best.get('verdict')}: "
+    return {"t": t, "plot": search_plot(t), "replay": fmt_secs(t["replay_s"]),
+            "budget": fmt_secs(t["budget_s"]), "shown": SHOWN, "runners_up": runners_up,
+            "worth": bool(best) and worth_applying(best), "not_worth": NOT_WORTH,
+            "reason": reason[len(verdict):] if reason.startswith(verdict) else reason}
 
 
 def text(t: dict[str, Any], name: str) -> list[str]:
@@ -89,8 +99,12 @@ def text(t: dict[str, Any], name: str) -> list[str]:
     best = t["best"]
     if best is None:
         return out + ["no configuration could be measured here"]
-    out += [f"best: {best['label']}", f"  {best['reason']}"]
-    out += [f"  apply: {line}" for line in best["apply"]]
+    if worth_applying(best):
+        out += [f"best: {best['label']}", f"  {best['reason']}"]
+        out += [f"  apply: {line}" for line in best["apply"]]
+    else:
+        out += [f"fastest measured: {best['label']} ({NOT_WORTH})", f"  {best['reason']}"]
+        out += [f"  its settings: {line}" for line in best["apply"]]
     groups = {RUNNER_UP: "cannot be told apart from the best", RULED_OUT: "ruled out",
               SET_ASIDE: "set aside (halving)", NOT_VERIFIABLE: "not verifiable here"}
     for status, title in groups.items():
@@ -103,6 +117,15 @@ def text(t: dict[str, Any], name: str) -> list[str]:
         out.append(f"not measured: {len(untried)} (the search did not reach them, or their replay is identical "
                    "to one measured; the JSON lists them)")
     return out
+
+
+NOT_WORTH = "not shown faster than the job as recorded: nothing to apply yet"
+
+
+def worth_applying(best: dict[str, Any]) -> bool:
+    """Whether the best's settings are advice: only a best measured faster than the job with
+    confidence. The fastest of candidates the job matches is reported, not recommended."""
+    return best.get("verdict") == "improved"
 
 
 def _measured(c: dict[str, Any]) -> str:

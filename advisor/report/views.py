@@ -77,7 +77,7 @@ def tune_view(data: dict | None) -> dict | None:
         return None
     from advisor.report.tune import context
 
-    return context({"input": "", "tune": data["tune"]})
+    return context({"input": "", "tune": data["tune"]})["section"]
 
 
 def _job_name(d: Diagnosis) -> str:
