@@ -28,6 +28,7 @@ class Call:
     mode: str = ""  # MPI-IO: indep, coll, split, nb
     counter: str = ""  # the Darshan counter one call adds 1 to, where its kind does not say
     path2: int = -1  # position of a second path: the new name of rename and link
+    size_bias: int = 0  # bytes the recorded size exceeds what the call wrote by
 
 
 def _posix() -> dict[str, Call]:
@@ -69,7 +70,9 @@ def _stdio() -> dict[str, Call]:
         "fclose": Call("STDIO", CLOSE),
         "fread": Call("STDIO", READ, path=3, size=1, nmemb=2),
         "fwrite": Call("STDIO", WRITE, path=3, size=1, nmemb=2),
-        "vfprintf": Call("STDIO", WRITE, size=1),
+        # fprintf, recorded as vfprintf: Recorder's wrapper writes vsnprintf(NULL, 0, ...) + 1, the
+        # formatted length with the terminating NUL that fprintf never writes
+        "vfprintf": Call("STDIO", WRITE, size=1, size_bias=1),
         "fseek": Call("STDIO", SEEK, offset=1, whence=2), "fseeko": Call("STDIO", SEEK, offset=1, whence=2),
         "ftell": Call("STDIO", SEEK), "ftello": Call("STDIO", SEEK),
         "fileno": Call("STDIO", META), "tmpfile": Call("STDIO", OPEN, path=-1),
