@@ -149,6 +149,22 @@ def test_hdf5_calls_bind_files_and_datasets_and_take_bytes_from_below(tmp_path: 
     assert profile.extras["recorder"]["kinds"]["H5Awrite"] == "hdf5 attribute"
 
 
+def test_datasets_chunked_by_h5pset_chunk_are_not_called_contiguous(tmp_path: Path):
+    """Recorder has no chunk counters; H5Pset_chunk's dimensions are a pointer. HDF005's chunk check
+    said 'no chunked HDF5 dataset (contiguous layout)' of a job chunking 2 MiB chunks (recorded here
+    with Recorder c1c3dcbf: H5Pset_chunk(dcpl, 2, %p) before each H5Dcreate2)."""
+    from advisor.config import SiteConfig
+    from advisor.facts import FactContext, Missing
+
+    chunked = HDF5_CALLS[:1] + [("H5Pcreate", 0, ("720575940379279378",)),
+                                ("H5Pset_chunk", 0, ("720575940379279378", "2", "%p"))] + HDF5_CALLS[1:]
+    for calls, why in ((chunked, r"chunks its datasets \(1 H5Pset_chunk calls\).*chunk dimensions"),
+                       (HDF5_CALLS, "no chunked HDF5 dataset")):
+        ctx = FactContext(load(write_trace(tmp_path / str(len(calls)), [_timed(calls)])), SiteConfig())
+        with pytest.raises(Missing, match=why):
+            ctx.get("hdf5_chunk_misfit_datasets")
+
+
 def test_a_function_this_reader_does_not_know_is_counted_and_named(tmp_path: Path):
     functions = (*FUNCTIONS, "H5Xnew_call")
     calls = _timed([("open", 0, (A, "0")), ("H5Xnew_call", 0, ("1",)), (250, 0, ("x",)),

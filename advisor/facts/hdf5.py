@@ -275,6 +275,12 @@ def _chunk_misfits(ctx: FactContext) -> list[tuple[int, int, int, float]]:
     dims = [col(rec, f"CHUNK_SIZE_D{d}") for d in range(1, 6)]
     chunked = dims[0] > 0
     if not chunked.any():
+        # A Recorder trace has no chunk counters: its H5Pset_chunk calls say the datasets are chunked,
+        # their dimensions are a pointer Recorder does not follow.
+        hdf5 = ctx.profile.extras.get("recorder", {}).get("calls", {}).get("HDF5", {})
+        if n := hdf5.get("H5Pset_chunk", 0):
+            raise Missing(f"the job chunks its datasets ({n:,} H5Pset_chunk call{'s' * (n != 1)}), but a "
+                          "Recorder trace does not hold the chunk dimensions (a pointer)")
         raise Missing("no chunked HDF5 dataset (H5D_CHUNK_SIZE_D1 0: contiguous layout)")
     chunk = np.prod([np.where(d > 0, d, 1) for d in dims], axis=0) * np.maximum(col(rec, "DATATYPE_SIZE"), 1)
     files = _dataset_files(ctx, rec)
