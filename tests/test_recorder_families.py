@@ -158,7 +158,7 @@ def test_datasets_chunked_by_h5pset_chunk_are_not_called_contiguous(tmp_path: Pa
 
     chunked = HDF5_CALLS[:1] + [("H5Pcreate", 0, ("720575940379279378",)),
                                 ("H5Pset_chunk", 0, ("720575940379279378", "2", "%p"))] + HDF5_CALLS[1:]
-    for calls, why in ((chunked, r"chunks its datasets \(1 H5Pset_chunk calls\).*chunk dimensions"),
+    for calls, why in ((chunked, r"chunks its datasets \(1 H5Pset_chunk call\).*chunk dimensions"),
                        (HDF5_CALLS, "no chunked HDF5 dataset")):
         ctx = FactContext(load(write_trace(tmp_path / str(len(calls)), [_timed(calls)])), SiteConfig())
         with pytest.raises(Missing, match=why):
