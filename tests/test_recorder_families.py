@@ -165,6 +165,31 @@ def test_datasets_chunked_by_h5pset_chunk_are_not_called_contiguous(tmp_path: Pa
             ctx.get("hdf5_chunk_misfit_datasets")
 
 
+def test_independent_reads_of_a_file_also_read_collectively_cost_their_own_time(tmp_path: Path):
+    """A file read with 2 collective calls of 1 MiB (0.1 s each, 0.01 s of it in pread) and 100
+    independent ones of 4,000 B (0.1 ms each, half of it in pread), as a program recorded here read
+    its file (32 read_all, 2,000 read_at): MPI004 priced the independent reads with the whole file's
+    time above POSIX, 837 ms per process where they took 3 ms."""
+    from advisor.config import SiteConfig
+    from advisor.facts import FactContext
+
+    calls = [("MPI_File_open", 0, ("MPI_COMM_WORLD", M, "37", "%p", "0-0"), 0.0, 0.001)]
+    t = 0.01
+    for i in range(2):
+        calls += [("MPI_File_read_at_all", 0, ("0-0", str(i << 20), "%p", "1048576", "MPI_BYTE", "%p"), t, t + 0.1),
+                  ("pread", 1, (M, "%p", "1048576", str(i << 20)), t + 0.05, t + 0.06)]
+        t += 0.2
+    for i in range(100):
+        calls += [("MPI_File_read_at", 0, ("0-0", str((2 << 20) + i * 4000), "%p", "4000", "MPI_BYTE", "%p"),
+                   t, t + 0.0001), ("pread", 1, (M, "%p", "4000", str((2 << 20) + i * 4000)), t + 0.00002, t + 0.00007)]
+        t += 0.001
+    calls += [("MPI_File_close", 0, ("0-0",), t, t + 0.001)]
+    ctx = FactContext(load(write_trace(tmp_path / "t", [calls])), SiteConfig())
+    assert ctx.get("mpiio_indep_read_above_posix_s") == pytest.approx(100 * 0.00005, rel=1e-3)
+    m = _one(ctx.profile, "MPI-IO", M)
+    assert m("MPIIO_F_READ_OWN_TIME") == pytest.approx(2 * 0.09 + 100 * 0.00005)
+
+
 def test_a_function_this_reader_does_not_know_is_counted_and_named(tmp_path: Path):
     functions = (*FUNCTIONS, "H5Xnew_call")
     calls = _timed([("open", 0, (A, "0")), ("H5Xnew_call", 0, ("1",)), (250, 0, ("x",)),

@@ -105,6 +105,8 @@ def module_records(module: str, calls: Calls, res: Resolved, sel: np.ndarray, pl
         mask = _time_mask(k, kind)
         if mask.any():
             out.add(k, rec[mask], dur[mask])
+    if module == "MPI-IO" and res.io_below is not None:
+        _own_time(out, rec, kind, plans["mode"][calls.gid[sel]], dur - res.io_below[sel])
     for span in _SPANS[module]:
         mask = kind == K[span]
         if mask.any():
@@ -152,6 +154,18 @@ def _meta_io(module: str, out: Counters, rec: np.ndarray, kind: np.ndarray, dur:
     out.add("F_META_IO_TIME", rec[other], io_below[other])
     if module == "H5F":
         out.add("F_FLUSH_TIME", rec[flush], dur[flush])
+
+
+def _own_time(out: Counters, rec: np.ndarray, kind: np.ndarray, mode: np.ndarray, own: np.ndarray) -> None:
+    """Ours, not Darshan's (MPIIO_F_READ_TIME does not split by mode): F_READ_OWN_TIME and
+    F_WRITE_OWN_TIME, the seconds reads and writes spent above the calls they made below, and
+    F_INDEP_READ_OWN_TIME, F_INDEP_WRITE_OWN_TIME, those of the independent and non-blocking ones, so
+    that a file read both ways prices its independent calls by their own time, not its collective calls'."""
+    indep = np.isin(mode, [MODES.index("indep"), MODES.index("nb")])
+    for k in (C.READ, C.WRITE):
+        sel = kind == K[k]
+        out.add(f"F_{k.upper()}_OWN_TIME", rec[sel], own[sel])
+        out.add(f"F_INDEP_{k.upper()}_OWN_TIME", rec[sel & indep], own[sel & indep])
 
 
 # what an HDF5 record's calls did beneath them in MPI-IO, as Darshan's flags say it
