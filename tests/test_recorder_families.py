@@ -150,15 +150,18 @@ def test_hdf5_calls_bind_files_and_datasets_and_take_bytes_from_below(tmp_path: 
 
 
 def test_datasets_chunked_by_h5pset_chunk_are_not_called_contiguous(tmp_path: Path):
-    """Recorder has no chunk counters; H5Pset_chunk's dimensions are a pointer. HDF005's chunk check
-    said 'no chunked HDF5 dataset (contiguous layout)' of a job chunking 2 MiB chunks (recorded here
-    with Recorder c1c3dcbf: H5Pset_chunk(dcpl, 2, %p) before each H5Dcreate2)."""
+    """Recorder has no chunk counters; H5Pset_chunk's dimensions are a pointer, and an opened dataset's
+    layout is not in the trace. HDF005's chunk check said 'no chunked HDF5 dataset (contiguous layout)'
+    of a job chunking 2 MiB chunks and of one reading them back (recorded here with Recorder c1c3dcbf:
+    H5Pset_chunk(dcpl, 2, %p) before each H5Dcreate2; H5Dopen2 of those datasets)."""
     from advisor.config import SiteConfig
     from advisor.facts import FactContext, Missing
 
     chunked = HDF5_CALLS[:1] + [("H5Pcreate", 0, ("720575940379279378",)),
                                 ("H5Pset_chunk", 0, ("720575940379279378", "2", "%p"))] + HDF5_CALLS[1:]
+    opened = [("H5Dopen2", 0, (FILE_ID, "density", "0")) if c[0] == "H5Dcreate2" else c for c in HDF5_CALLS]
     for calls, why in ((chunked, r"chunks its datasets \(1 H5Pset_chunk call\).*chunk dimensions"),
+                       (opened, r"opens datasets \(1 H5Dopen call\) whose layout a Recorder trace does not"),
                        (HDF5_CALLS, "no chunked HDF5 dataset")):
         ctx = FactContext(load(write_trace(tmp_path / str(len(calls)), [_timed(calls)])), SiteConfig())
         with pytest.raises(Missing, match=why):

@@ -276,11 +276,16 @@ def _chunk_misfits(ctx: FactContext) -> list[tuple[int, int, int, float]]:
     chunked = dims[0] > 0
     if not chunked.any():
         # A Recorder trace has no chunk counters: its H5Pset_chunk calls say the datasets are chunked,
-        # their dimensions are a pointer Recorder does not follow.
-        hdf5 = ctx.profile.extras.get("recorder", {}).get("calls", {}).get("HDF5", {})
+        # their dimensions are a pointer Recorder does not follow; a dataset opened has the layout it
+        # was created with, which the trace does not hold.
+        recorder = ctx.profile.extras.get("recorder")
+        hdf5 = recorder.get("calls", {}).get("HDF5", {}) if recorder else {}
         if n := hdf5.get("H5Pset_chunk", 0):
             raise Missing(f"the job chunks its datasets ({n:,} H5Pset_chunk call{'s' * (n != 1)}), but a "
                           "Recorder trace does not hold the chunk dimensions (a pointer)")
+        if n := hdf5.get("H5Dopen2", 0) + hdf5.get("H5Dopen1", 0):
+            raise Missing(f"the job opens datasets ({n:,} H5Dopen call{'s' * (n != 1)}) whose layout a Recorder "
+                          "trace does not hold")
         raise Missing("no chunked HDF5 dataset (H5D_CHUNK_SIZE_D1 0: contiguous layout)")
     chunk = np.prod([np.where(d > 0, d, 1) for d in dims], axis=0) * np.maximum(col(rec, "DATATYPE_SIZE"), 1)
     files = _dataset_files(ctx, rec)
