@@ -347,3 +347,43 @@ def hdf5_chunk_misfit_files(ctx: FactContext) -> list[str]:
     for row, _size, _stripe, seconds in _misfits(ctx):
         weight[row] = seconds + 1e-12
     return _files_by(ctx, rec, weight)
+
+
+def _fill(ctx: FactContext):
+    """H5D records and their fill seconds, on the datasets the job then wrote in full (at least as many
+    bytes as the fill); Missing where the input does not split dataset creation."""
+    rec = _datasets(ctx)
+    if not rec.has("H5D_F_FILL_TIME"):
+        raise Missing("the log does not say what creating the datasets wrote (H5D_F_META_TIME does not split; "
+                      "a Recorder trace shows the writes beneath H5Dcreate)")
+    ids, row = np.unique(rec.ids, return_inverse=True)
+    filled = np.bincount(row, col(rec, "FILL_BYTES"), len(ids))
+    full = (filled > 0) & (np.bincount(row, col(rec, "BYTES_WRITTEN"), len(ids)) >= filled)
+    return rec, np.where(full[row], col(rec, "F_FILL_TIME"), 0.0), np.where(full[row], col(rec, "FILL_BYTES"), 0.0)
+
+
+@fact("hdf5_fill_time_s", "seconds", "Seconds per process H5Dcreate spent writing the datasets' fill value into "
+      "the space parallel HDF5 allocates at creation (the writes of 64 KiB or more beneath H5Dcreate in a "
+      "Recorder trace: H5D_F_FILL_TIME, ours), on the datasets the job then wrote in full.",
+      label="time writing fill values per process")
+def hdf5_fill_time_s(ctx: FactContext) -> float:
+    return float(_fill(ctx)[1].sum()) / nprocs(ctx)
+
+
+@fact("hdf5_fill_bytes", "bytes", "Bytes of fill value written creating datasets, all ranks (H5D_FILL_BYTES, ours).",
+      label="fill value written")
+def hdf5_fill_bytes(ctx: FactContext) -> int:
+    return int(_fill(ctx)[2].sum())
+
+
+@fact("hdf5_fill_datasets", "count", "Datasets whose creation wrote fill values.", label="datasets filled at creation")
+def hdf5_fill_datasets(ctx: FactContext) -> int:
+    rec, _seconds, filled = _fill(ctx)
+    return int(arrays.unique(rec.ids[filled > 0]).size)
+
+
+@fact("hdf5_fill_files", "path", "HDF5 files whose dataset creation wrote the most fill values.",
+      label="HDF5 files written with fill values")
+def hdf5_fill_files(ctx: FactContext) -> list[str]:
+    rec, seconds, _filled = _fill(ctx)
+    return _files_by(ctx, rec, seconds)

@@ -120,6 +120,9 @@ def module_records(module: str, calls: Calls, res: Resolved, sel: np.ndarray, pl
     _driver(module, out, rec, res.via[sel] if res.via is not None else None)
     if module in ("H5F", "H5D") and res.io_below is not None:
         _meta_io(module, out, rec, kind, dur, res.io_below[sel])
+    if module == "H5D" and res.fill_below is not None:  # ours: what creating the datasets filled
+        out.add("F_FILL_TIME", rec, res.fill_below[sel])
+        out.add("FILL_BYTES", rec, res.fill_bytes[sel])
     ids = record_ids(res.name[heads], plans, names)
     records = ModuleRecords(module, ids, calls.rank[heads].astype(np.int64), out.ints, out.floats)
     if module == "H5D":
