@@ -98,3 +98,26 @@ def test_fill_values_written_at_creation_are_their_own_finding_not_metadata(tmp_
     part = FactContext(load(write_trace(tmp_path / "part", [_created_then_written(1 << 20)])), SiteConfig())
     assert part.get("hdf5_fill_bytes") == 0
     assert "HDF006" not in {f.code for f in diagnose_profile(part.profile).findings}
+
+
+def test_metadata_advice_names_only_what_the_job_does(tmp_path: Path) -> None:
+    """HDF002 told every job to keep files open instead of reopening them and to drop H5Fflush from loops;
+    a collective job recorded here that opens its file and each dataset once and never flushes was told so.
+    The checkpoint flushes (8) and reopens nothing (its 4 dataset names are created again in each step's
+    group: one record per name, 2 creates, not a reopen): only the flushes are named."""
+    from tests.recorder_build import write_trace
+
+    ctx = _facts("hdf5-ckpt-collmeta")
+    assert ctx.get("hdf5_reopens") == 0 and ctx.get("hdf5_flushes") == 8
+    (hdf002,) = [f for f in diagnose_profile(ctx.profile).findings if f.code == "HDF002"]
+    assert "Drop H5Fflush from loops (8 flushes)" in hdf002.recommendation.text
+    assert "reopening" not in hdf002.recommendation.text
+    h, fid = "/scratch/t/r.h5", "72057594037927936"
+    twice = [("H5Fcreate", 0, (h, "2", "0", "%p"), 0.0, 0.1), ("H5Fclose", 0, (fid,), 0.2, 0.3),
+             ("H5Fopen", 0, (h, "0", "%p"), 0.4, 0.5), ("H5Fclose", 0, (fid,), 0.6, 0.7)]
+    again = FactContext(load(write_trace(tmp_path / "t", [twice, twice])), SiteConfig())
+    assert again.get("hdf5_reopens") == 2  # one per rank
+    steps = [("H5Fcreate", 0, (h, "2", "0", "%p"), 0.0, 0.1), ("H5Dcreate2", 0, (fid, "u", "1", "2", "3", "4", "5"),
+                                                              0.1, 0.2)]
+    steps += [("H5Dopen2", 0, (fid, "u", "0"), 0.3 + 0.1 * i, 0.35 + 0.1 * i) for i in range(3)]
+    assert FactContext(load(write_trace(tmp_path / "s", [steps])), SiteConfig()).get("hdf5_reopens") == 3

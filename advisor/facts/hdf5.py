@@ -17,6 +17,7 @@ from advisor.facts import FactContext, Missing, fact
 from advisor.facts.access import MISALIGNED_PENALTY  # a straddled stripe's share of a request's time
 from advisor.facts._darshan import col, data_records, maybe, nprocs, owner_files, records, total
 from advisor.facts.requests import register_small_calls
+from advisor.profile import SHARED_RANK
 
 DATASET_OPS = ("READS", "WRITES")
 
@@ -154,6 +155,24 @@ def hdf5_file_opens(ctx: FactContext) -> int:
       label="HDF5 dataset opens")
 def hdf5_dataset_opens(ctx: FactContext) -> int:
     return int(_dataset_total(ctx, "OPENS"))
+
+
+@fact("hdf5_reopens", "ops", "HDF5 file and dataset opens beyond the first of each file or dataset on each rank "
+      "(H5F_OPENS, H5D_OPENS per record; a shared record counts one per rank), all ranks. A Recorder trace names "
+      "a dataset as the job gave it, not by its full path: there a dataset record's opens beyond its creates "
+      "(H5D_CREATES, ours) are its reopens, as one name created in several groups is several datasets.",
+      label="HDF5 reopens")
+def hdf5_reopens(ctx: FactContext) -> int:
+    n = nprocs(ctx)
+    reopens = 0
+    for module in ("H5F", "H5D"):
+        rec = ctx.profile.records.get(module)
+        if rec is not None and len(rec):
+            first = np.where(rec.ranks == SHARED_RANK, n, 1)  # a record reduced over the ranks
+            if module == "H5D" and rec.has("H5D_CREATES"):
+                first = np.maximum(first, col(rec, "CREATES"))
+            reopens += int(np.maximum(col(rec, "OPENS") - first, 0).sum())
+    return reopens
 
 
 @fact("hdf5_flushes", "ops", "H5Fflush and H5Dflush calls, all ranks.", label="HDF5 flushes")

@@ -105,7 +105,10 @@ def _mpiio() -> dict[str, Call]:
 def _hdf5() -> dict[str, Call]:
     calls = {"H5Fcreate": Call("H5F", OPEN), "H5Fopen": Call("H5F", OPEN), "H5Fclose": Call("H5F", CLOSE),
              "H5Fflush": Call("H5F", FLUSH)}
-    calls.update({f: Call("H5D", OPEN, path=1) for f in ("H5Dcreate1", "H5Dcreate2", "H5Dopen1", "H5Dopen2")})
+    calls.update({f: Call("H5D", OPEN, path=1) for f in ("H5Dopen1", "H5Dopen2")})
+    # H5D_CREATES, ours: a record is named by the dataset's name as given, not its full path, so
+    # datasets of one name in several groups share one; its opens beyond its creates are reopens
+    calls.update({f: Call("H5D", OPEN, path=1, counter="CREATES") for f in ("H5Dcreate1", "H5Dcreate2")})
     calls.update({"H5Dclose": Call("H5D", CLOSE), "H5Dread": Call("H5D", READ), "H5Dwrite": Call("H5D", WRITE),
                   "H5Dset_extent": Call("H5D", META)})
     calls.update({f: Call("H5D", META) for f in ("H5Dget_space", "H5Dget_type", "H5Dget_create_plist")})

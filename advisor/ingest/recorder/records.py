@@ -219,6 +219,8 @@ def _counts(module: str, out: Counters, rec: np.ndarray, kind: np.ndarray, plans
             name = _OPS.get((module, k), "")
             if k == C.SYNC and module != "MPI-IO" and counter:
                 out.add_column(COUNTERS[counter], table[:, j])
+        if k == C.OPEN and module == "H5D" and counter:
+            out.add_column(COUNTERS[counter], table[:, j])
         if name:
             out.add_column(name, table[:, j])
 
