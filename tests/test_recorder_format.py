@@ -91,6 +91,20 @@ def test_short_timestamps_and_other_versions(corpus: Path, tmp_path: Path) -> No
         RecorderTrace(folder)
 
 
+def test_the_later_gotcha_layout_of_2_5_0_is_named_not_read_as_compressed(tmp_path: Path) -> None:
+    """Recorder's GOTCHA line also writes VERSION 2.5.0, with another RecorderMetadata (include/
+    recorder-logger.h at uiuc-hpc/Recorder gotcha a62d702); read with ours, its 1e-7 resolution's high
+    word was 'compressed timestamps (algorithm 1048238066)'."""
+    import struct
+
+    from tests.recorder_build import FUNCTIONS, write_trace
+    folder = write_trace(tmp_path / "t", [[("open", 0, ("/scratch/a", "0", "0"), 0.001, 0.002)]])
+    head = struct.pack("<i6B6xddi4B", 1, 1, 1, 1, 1, 0, 1, 1.7e9, 1e-7, 1 << 20, 1, 0, 0, 0)
+    (folder / "recorder.mt").write_bytes(head + "".join(f"{f}\n" for f in FUNCTIONS).encode())
+    with pytest.raises(TraceError, match=r"layout of Recorder's later 2\.5\.0 \(GOTCHA"):
+        RecorderTrace(folder)
+
+
 @pytest.mark.parametrize("position, value, reason", [
     (3, -1, r"1\.cfg: grammar rules are recursive"),  # the start rule's first symbol: itself
     (3, -999, r"1\.cfg: grammar references missing rule -999"),

@@ -17,6 +17,7 @@ from advisor.facts import FactContext, Missing, fact
 from advisor.facts.access import MISALIGNED_PENALTY  # a straddled stripe's share of a request's time
 from advisor.facts._darshan import col, data_records, maybe, nprocs, owner_files, records, total
 from advisor.facts.requests import register_small_calls
+from advisor.profile import SHARED_RANK
 
 DATASET_OPS = ("READS", "WRITES")
 
@@ -156,6 +157,24 @@ def hdf5_dataset_opens(ctx: FactContext) -> int:
     return int(_dataset_total(ctx, "OPENS"))
 
 
+@fact("hdf5_reopens", "ops", "HDF5 file and dataset opens beyond the first of each file or dataset on each rank "
+      "(H5F_OPENS, H5D_OPENS per record; a shared record counts one per rank), all ranks. A Recorder trace names "
+      "a dataset as the job gave it, not by its full path: there a dataset record's opens beyond its creates "
+      "(H5D_CREATES, ours) are its reopens, as one name created in several groups is several datasets.",
+      label="HDF5 reopens")
+def hdf5_reopens(ctx: FactContext) -> int:
+    n = nprocs(ctx)
+    reopens = 0
+    for module in ("H5F", "H5D"):
+        rec = ctx.profile.records.get(module)
+        if rec is not None and len(rec):
+            first = np.where(rec.ranks == SHARED_RANK, n, 1)  # a record reduced over the ranks
+            if module == "H5D" and rec.has("H5D_CREATES"):
+                first = np.maximum(first, col(rec, "CREATES"))
+            reopens += int(np.maximum(col(rec, "OPENS") - first, 0).sum())
+    return reopens
+
+
 @fact("hdf5_flushes", "ops", "H5Fflush and H5Dflush calls, all ranks.", label="HDF5 flushes")
 def hdf5_flushes(ctx: FactContext) -> int:
     return int(col(records(ctx, "H5F"), "FLUSHES").sum() + _dataset_total(ctx, "FLUSHES"))
@@ -275,6 +294,17 @@ def _chunk_misfits(ctx: FactContext) -> list[tuple[int, int, int, float]]:
     dims = [col(rec, f"CHUNK_SIZE_D{d}") for d in range(1, 6)]
     chunked = dims[0] > 0
     if not chunked.any():
+        # A Recorder trace has no chunk counters: its H5Pset_chunk calls say the datasets are chunked,
+        # their dimensions are a pointer Recorder does not follow; a dataset opened has the layout it
+        # was created with, which the trace does not hold.
+        recorder = ctx.profile.extras.get("recorder")
+        hdf5 = recorder.get("calls", {}).get("HDF5", {}) if recorder else {}
+        if n := hdf5.get("H5Pset_chunk", 0):
+            raise Missing(f"the job chunks its datasets ({n:,} H5Pset_chunk call{'s' * (n != 1)}), but a "
+                          "Recorder trace does not hold the chunk dimensions (a pointer)")
+        if n := hdf5.get("H5Dopen2", 0) + hdf5.get("H5Dopen1", 0):
+            raise Missing(f"the job opens datasets ({n:,} H5Dopen call{'s' * (n != 1)}) whose layout a Recorder "
+                          "trace does not hold")
         raise Missing("no chunked HDF5 dataset (H5D_CHUNK_SIZE_D1 0: contiguous layout)")
     chunk = np.prod([np.where(d > 0, d, 1) for d in dims], axis=0) * np.maximum(col(rec, "DATATYPE_SIZE"), 1)
     files = _dataset_files(ctx, rec)
@@ -336,3 +366,43 @@ def hdf5_chunk_misfit_files(ctx: FactContext) -> list[str]:
     for row, _size, _stripe, seconds in _misfits(ctx):
         weight[row] = seconds + 1e-12
     return _files_by(ctx, rec, weight)
+
+
+def _fill(ctx: FactContext):
+    """H5D records and their fill seconds, on the datasets the job then wrote in full (at least as many
+    bytes as the fill); Missing where the input does not split dataset creation."""
+    rec = _datasets(ctx)
+    if not rec.has("H5D_F_FILL_TIME"):
+        raise Missing("the log does not say what creating the datasets wrote (H5D_F_META_TIME does not split; "
+                      "a Recorder trace shows the writes beneath H5Dcreate)")
+    ids, row = np.unique(rec.ids, return_inverse=True)
+    filled = np.bincount(row, col(rec, "FILL_BYTES"), len(ids))
+    full = (filled > 0) & (np.bincount(row, col(rec, "BYTES_WRITTEN"), len(ids)) >= filled)
+    return rec, np.where(full[row], col(rec, "F_FILL_TIME"), 0.0), np.where(full[row], col(rec, "FILL_BYTES"), 0.0)
+
+
+@fact("hdf5_fill_time_s", "seconds", "Seconds per process H5Dcreate spent writing the datasets' fill value into "
+      "the space parallel HDF5 allocates at creation (the writes of 64 KiB or more beneath H5Dcreate in a "
+      "Recorder trace: H5D_F_FILL_TIME, ours), on the datasets the job then wrote in full.",
+      label="time writing fill values per process")
+def hdf5_fill_time_s(ctx: FactContext) -> float:
+    return float(_fill(ctx)[1].sum()) / nprocs(ctx)
+
+
+@fact("hdf5_fill_bytes", "bytes", "Bytes of fill value written creating datasets, all ranks (H5D_FILL_BYTES, ours).",
+      label="fill value written")
+def hdf5_fill_bytes(ctx: FactContext) -> int:
+    return int(_fill(ctx)[2].sum())
+
+
+@fact("hdf5_fill_datasets", "count", "Datasets whose creation wrote fill values.", label="datasets filled at creation")
+def hdf5_fill_datasets(ctx: FactContext) -> int:
+    rec, _seconds, filled = _fill(ctx)
+    return int(arrays.unique(rec.ids[filled > 0]).size)
+
+
+@fact("hdf5_fill_files", "path", "HDF5 files whose dataset creation wrote the most fill values.",
+      label="HDF5 files written with fill values")
+def hdf5_fill_files(ctx: FactContext) -> list[str]:
+    rec, seconds, _filled = _fill(ctx)
+    return _files_by(ctx, rec, seconds)

@@ -22,7 +22,7 @@ import numpy as np
 
 from advisor.facts import FactContext, Missing, NotApplicable
 from advisor.facts._darshan import darshan_like, nprocs
-from advisor.facts.aggregation import mpiio_modes
+from advisor.facts.aggregation import indep_own_share, mpiio_modes
 from advisor.facts.layer_above import time_above
 from advisor.facts.layer_views import (FIELDS, LAYERS, LIBRARY_LAYERS, NO_FILE, Layer, LayerFiles, ModuleView,
                                        carrier, group_keys, layer_files, layer_time, views_of)
@@ -207,8 +207,12 @@ def _own_work(ctx: FactContext, layer: Layer, same: np.ndarray) -> str:
     NFS: 5.4 s per process above POSIX, all of it independent writes, none of it collective buffering)."""
     if layer.name != "MPI-IO":
         return layer.own
-    modes = mpiio_modes(ctx)
-    collective = [modes[i] for i in same.tolist() if i in modes]
+    share = indep_own_share(ctx)
+    if share is not None:  # by the time the calls spent, where the records say it
+        collective = [share[i] < 0.5 for i in same.tolist() if i in share]
+    else:
+        modes = mpiio_modes(ctx)
+        collective = [modes[i] for i in same.tolist() if i in modes]
     return INDEPENDENT_OWN if collective and not any(collective) else layer.own
 
 

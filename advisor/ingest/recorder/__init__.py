@@ -48,7 +48,8 @@ def _load(path: Path) -> JobProfile:
         for batch in trace.batches():
             plans.extend(trace.signatures)
             terminal = np.concatenate([c.terminal for c in batch])
-            chunks.append(_counted(batch, terminal, plans, first_call))
+            chunks.append(_counted(batch, terminal, plans, first_call, trace.meta.layers,
+                                   trace.meta.time_resolution))
             # calls per signature (cheaper than per function: no gather of the calls)
             seen = np.bincount(terminal, minlength=len(trace.signatures))
             seen[:per_signature.size] += per_signature
@@ -64,18 +65,44 @@ def _load(path: Path) -> JobProfile:
     return _profile(trace, path, counted, plans, per_function, runtime, time.perf_counter() - started)
 
 
-def _counted(batch: list[RankCalls], terminal: np.ndarray, plans: PlanTable, first_call: int) -> tuple:
+def _counted(batch: list[RankCalls], terminal: np.ndarray, plans: PlanTable, first_call: int,
+             layers: np.ndarray, resolution: float) -> tuple:
     """The columns of :class:`Calls` for the calls of a batch of ranks that a plan counts."""
     keep = np.flatnonzero(plans.group[terminal] > 0)
     sizes = np.array([len(c) for c in batch], np.int64)
     rank_start = np.repeat(np.cumsum(sizes) - sizes, sizes)
-    parent = _parents(batch[0].signatures.level[terminal], keep, rank_start)
+    level = batch[0].signatures.level
+    # RECORDER_LOG_LEVEL=0 writes every call at depth 0: the nesting is then read from the times
+    level = level[terminal] if level.any() else depths_from_times(batch, layers, resolution)
+    parent = _parents(level, keep, rank_start)
     cuts = np.searchsorted(keep, np.cumsum(sizes)).tolist()  # each rank's kept calls: keep[lo:hi]
     local = [keep[lo:hi] - start for lo, hi, start in zip([0, *cuts], cuts, (np.cumsum(sizes) - sizes).tolist())]
     return (np.repeat(np.array([c.rank for c in batch], np.int32), sizes)[keep], keep + first_call,
             np.where(parent >= 0, parent + first_call, -1), terminal[keep],
             np.concatenate([c.tstart[k] for c, k in zip(batch, local)]),
             np.concatenate([c.tend[k] for c, k in zip(batch, local)]))
+
+
+def depths_from_times(batch: list[RankCalls], layers: np.ndarray, resolution: float) -> np.ndarray:
+    """Each call's depth as its rank's calls nest in time, in ticks: a call of a lower layer (POSIX
+    below MPI below MPI-IO below HDF5) that starts before an open call ends and ends no later is
+    inside it. Recorder times the caller around its wrapped call, so a traced call's children start
+    after it and end before it, and never in its own layer (calls inside a library are not
+    interposed). The layer keeps apart neighbours of one layer that overlap by a tick (each time is
+    truncated to a tick from the previous call's start: R1 has an lseek at the tick its read ended)."""
+    rank_of = np.array([0, 2, 1, 3, 4], np.int8)[layers]  # recorder2text's layer -> nesting rank
+    out = []
+    for calls in batch:
+        starts = np.rint(calls.tstart / resolution).astype(np.int64).tolist()
+        ends = np.rint(calls.tend / resolution).astype(np.int64).tolist()
+        depth, stack = [0] * len(starts), []
+        for i, (start, end, rank) in enumerate(zip(starts, ends, rank_of[calls.func].tolist())):
+            while stack and not (start < stack[-1][0] and end <= stack[-1][0] and rank < stack[-1][1]):
+                stack.pop()
+            depth[i] = min(len(stack), 255)
+            stack.append((end, rank))
+        out.append(np.array(depth, np.uint8))
+    return np.concatenate(out) if out else np.zeros(0, np.uint8)
 
 
 def _parents(level: np.ndarray, keep: np.ndarray, rank_start: np.ndarray) -> np.ndarray:

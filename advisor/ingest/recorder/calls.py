@@ -28,6 +28,7 @@ class Call:
     mode: str = ""  # MPI-IO: indep, coll, split, nb
     counter: str = ""  # the Darshan counter one call adds 1 to, where its kind does not say
     path2: int = -1  # position of a second path: the new name of rename and link
+    size_bias: int = 0  # bytes the recorded size exceeds what the call wrote by
 
 
 def _posix() -> dict[str, Call]:
@@ -69,7 +70,9 @@ def _stdio() -> dict[str, Call]:
         "fclose": Call("STDIO", CLOSE),
         "fread": Call("STDIO", READ, path=3, size=1, nmemb=2),
         "fwrite": Call("STDIO", WRITE, path=3, size=1, nmemb=2),
-        "vfprintf": Call("STDIO", WRITE, size=1),
+        # fprintf, recorded as vfprintf: Recorder's wrapper writes vsnprintf(NULL, 0, ...) + 1, the
+        # formatted length with the terminating NUL that fprintf never writes
+        "vfprintf": Call("STDIO", WRITE, size=1, size_bias=1),
         "fseek": Call("STDIO", SEEK, offset=1, whence=2), "fseeko": Call("STDIO", SEEK, offset=1, whence=2),
         "ftell": Call("STDIO", SEEK), "ftello": Call("STDIO", SEEK),
         "fileno": Call("STDIO", META), "tmpfile": Call("STDIO", OPEN, path=-1),
@@ -102,7 +105,10 @@ def _mpiio() -> dict[str, Call]:
 def _hdf5() -> dict[str, Call]:
     calls = {"H5Fcreate": Call("H5F", OPEN), "H5Fopen": Call("H5F", OPEN), "H5Fclose": Call("H5F", CLOSE),
              "H5Fflush": Call("H5F", FLUSH)}
-    calls.update({f: Call("H5D", OPEN, path=1) for f in ("H5Dcreate1", "H5Dcreate2", "H5Dopen1", "H5Dopen2")})
+    calls.update({f: Call("H5D", OPEN, path=1) for f in ("H5Dopen1", "H5Dopen2")})
+    # H5D_CREATES, ours: a record is named by the dataset's name as given, not its full path, so
+    # datasets of one name in several groups share one; its opens beyond its creates are reopens
+    calls.update({f: Call("H5D", OPEN, path=1, counter="CREATES") for f in ("H5Dcreate1", "H5Dcreate2")})
     calls.update({"H5Dclose": Call("H5D", CLOSE), "H5Dread": Call("H5D", READ), "H5Dwrite": Call("H5D", WRITE),
                   "H5Dset_extent": Call("H5D", META)})
     calls.update({f: Call("H5D", META) for f in ("H5Dget_space", "H5Dget_type", "H5Dget_create_plist")})

@@ -55,6 +55,9 @@ class Resolved:
     file: np.ndarray  # int64 string id of an H5D record's file (-1 elsewhere)
     via: np.ndarray | None = None  # uint8 per HDF5 call: VIA_MPIIO | VIA_COLLECTIVE of the MPI-IO calls it made
     io_below: np.ndarray | None = None  # float64 per call: seconds its direct callees spent reading, writing, syncing
+    # float64 seconds and int64 bytes per H5D open call of its direct callees' fill-value writes (not in io_below)
+    fill_below: np.ndarray | None = None
+    fill_bytes: np.ndarray | None = None
 
 
 def resolve(calls: Calls, plans: PlanTable) -> Resolved:
@@ -74,7 +77,7 @@ def resolve(calls: Calls, plans: PlanTable) -> Resolved:
     hdf5 = np.flatnonzero(group == HDF5)
     _hdf5(calls, plans, hdf5, np.where(mpi_below > 0, mpi_below, below), out)
     out.via = _via_mpiio(calls, plans, mpiio)
-    out.io_below = _io_below(calls, np.concatenate((files, mpiio)), out)
+    out.io_below, out.fill_below, out.fill_bytes = _io_below(calls, np.concatenate((files, mpiio)), out)
     return out
 
 
@@ -97,15 +100,29 @@ def _via_mpiio(calls: Calls, plans: PlanTable, mpiio: np.ndarray) -> np.ndarray:
 _MOVING = (K[C.READ], K[C.WRITE], K[C.SYNC])
 
 
-def _io_below(calls: Calls, below: np.ndarray, out: Resolved) -> np.ndarray:
+# HDF5's metadata writes are object headers and B-tree nodes (its metadata blocks: 2 KiB by default);
+# a write this large beneath H5Dcreate is the dataset's space being filled with its fill value
+FILL_MIN = 64 << 10
+
+
+def _io_below(calls: Calls, below: np.ndarray, out: Resolved) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per call, the seconds its direct callees among `below` (POSIX and MPI-IO calls) spent reading,
     writing and syncing: beneath HDF5's metadata calls, the metadata I/O that collective metadata and
-    larger metadata blocks act on, not the file's opens and closes nor HDF5's waits for the other ranks."""
+    larger metadata blocks act on, not the file's opens and closes nor HDF5's waits for the other ranks.
+    Apart, the seconds and bytes of the writes of FILL_MIN or more beneath a dataset's creation: parallel
+    HDF5 allocates a dataset's space when it creates it and writes the fill value into it (a collective
+    write of 2 MiB chunks wrote each chunk twice), which H5Pset_fill_time NEVER removes, no metadata setting."""
     sel = below[np.isin(out.kind[below], _MOVING)]
-    seconds = np.zeros(len(calls))
     at, found = _callers(calls, sel)
-    np.add.at(seconds, at[found], (calls.end - calls.start)[sel[found]])
-    return seconds
+    caller, callee = at[found], sel[found]
+    fill = (out.module[caller] == M["H5D"]) & (out.kind[caller] == K[C.OPEN]) \
+        & (out.kind[callee] == K[C.WRITE]) & (out.size[callee] >= FILL_MIN)
+    dur = (calls.end - calls.start)[callee]
+    seconds, fill_seconds, fill_bytes = np.zeros(len(calls)), np.zeros(len(calls)), np.zeros(len(calls), np.int64)
+    np.add.at(seconds, caller[~fill], dur[~fill])
+    np.add.at(fill_seconds, caller[fill], dur[fill])
+    np.add.at(fill_bytes, caller[fill], out.size[callee[fill]])
+    return seconds, fill_seconds, fill_bytes
 
 
 def stable_order(key: np.ndarray) -> np.ndarray:

@@ -31,6 +31,11 @@ USER_FUNCTION = 255
 # RecorderMetadata: int ranks, double start_ts, double resolution, int buffer elements,
 # int ts compression, int interprocess compression (x86-64 alignment: 40 bytes).
 _METADATA = struct.Struct("<i4xddiii4x")
+# The later 2.5.0 of Recorder's GOTCHA line (branch gotcha, 2023-10 on) writes the same VERSION with
+# another RecorderMetadata: int ranks, 6 bools (layers traced, tid, call depth), double start_ts,
+# double resolution, int buffer elements, 4 bools (zlib timestamps, interprocess compression, pattern
+# recognition), also 40 bytes; read as ours, its start time lands where our resolution is.
+_GOTCHA_METADATA = struct.Struct("<i6B6xddi4B")
 # Call signature key head: pthread_t tid, uchar func_id, uchar level, uchar arg_count, int strlen.
 _KEY_HEAD = struct.Struct("<QBBBi")
 _KEY_HEAD_DTYPE = np.dtype([("tid", "<u8"), ("func", "u1"), ("level", "u1"), ("count", "u1"), ("strlen", "<i4")])
@@ -167,6 +172,11 @@ def read_metadata(folder: Path) -> Metadata:
     if len(raw) < _METADATA.size:
         raise _fail(folder, f"recorder.mt truncated ({len(raw)} bytes)")
     ranks, start, resolution, _, ts_compression, interprocess = _METADATA.unpack_from(raw)
+    if resolution > 1 and 0 < _GOTCHA_METADATA.unpack_from(raw)[8] <= 1:
+        # no tick is longer than a second: this is a start time, the other layout's
+        raise _fail(folder, "recorder.mt has the layout of Recorder's later 2.5.0 (GOTCHA interception: "
+                    "layer flags, zlib timestamps, pattern recognition), which this reader does not decode; "
+                    "it reads the 2.5.0 of branch pilgrim (c1c3dcbf)")
     if ranks < 1 or not resolution > 0:
         raise _fail(folder, f"recorder.mt damaged ({ranks} ranks, time resolution {resolution})")
     if ts_compression != 0:

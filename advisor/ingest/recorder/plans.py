@@ -53,6 +53,7 @@ def plan(name: str, args: tuple[str, ...]) -> Plan | None:
         if not C.traced_path(path):
             return None
         size = C.integer(arg(spec.size)) * (C.integer(arg(spec.nmemb)) if spec.nmemb >= 0 else 1)
+        size = max(size - spec.size_bias, 0)
         other = arg(spec.path2)
         return Plan(FILES, spec, path, size, C.integer(arg(spec.offset)) if spec.offset >= 0 else -1,
                     C.integer(arg(spec.whence)) if spec.whence >= 0 else None,

@@ -105,6 +105,8 @@ def module_records(module: str, calls: Calls, res: Resolved, sel: np.ndarray, pl
         mask = _time_mask(k, kind)
         if mask.any():
             out.add(k, rec[mask], dur[mask])
+    if module == "MPI-IO" and res.io_below is not None:
+        _own_time(out, rec, kind, plans["mode"][calls.gid[sel]], dur - res.io_below[sel])
     for span in _SPANS[module]:
         mask = kind == K[span]
         if mask.any():
@@ -118,6 +120,9 @@ def module_records(module: str, calls: Calls, res: Resolved, sel: np.ndarray, pl
     _driver(module, out, rec, res.via[sel] if res.via is not None else None)
     if module in ("H5F", "H5D") and res.io_below is not None:
         _meta_io(module, out, rec, kind, dur, res.io_below[sel])
+    if module == "H5D" and res.fill_below is not None:  # ours: what creating the datasets filled
+        out.add("F_FILL_TIME", rec, res.fill_below[sel])
+        out.add("FILL_BYTES", rec, res.fill_bytes[sel])
     ids = record_ids(res.name[heads], plans, names)
     records = ModuleRecords(module, ids, calls.rank[heads].astype(np.int64), out.ints, out.floats)
     if module == "H5D":
@@ -152,6 +157,18 @@ def _meta_io(module: str, out: Counters, rec: np.ndarray, kind: np.ndarray, dur:
     out.add("F_META_IO_TIME", rec[other], io_below[other])
     if module == "H5F":
         out.add("F_FLUSH_TIME", rec[flush], dur[flush])
+
+
+def _own_time(out: Counters, rec: np.ndarray, kind: np.ndarray, mode: np.ndarray, own: np.ndarray) -> None:
+    """Ours, not Darshan's (MPIIO_F_READ_TIME does not split by mode): F_READ_OWN_TIME and
+    F_WRITE_OWN_TIME, the seconds reads and writes spent above the calls they made below, and
+    F_INDEP_READ_OWN_TIME, F_INDEP_WRITE_OWN_TIME, those of the independent and non-blocking ones, so
+    that a file read both ways prices its independent calls by their own time, not its collective calls'."""
+    indep = np.isin(mode, [MODES.index("indep"), MODES.index("nb")])
+    for k in (C.READ, C.WRITE):
+        sel = kind == K[k]
+        out.add(f"F_{k.upper()}_OWN_TIME", rec[sel], own[sel])
+        out.add(f"F_INDEP_{k.upper()}_OWN_TIME", rec[sel & indep], own[sel & indep])
 
 
 # what an HDF5 record's calls did beneath them in MPI-IO, as Darshan's flags say it
@@ -202,6 +219,8 @@ def _counts(module: str, out: Counters, rec: np.ndarray, kind: np.ndarray, plans
             name = _OPS.get((module, k), "")
             if k == C.SYNC and module != "MPI-IO" and counter:
                 out.add_column(COUNTERS[counter], table[:, j])
+        if k == C.OPEN and module == "H5D" and counter:
+            out.add_column(COUNTERS[counter], table[:, j])
         if name:
             out.add_column(name, table[:, j])
 
