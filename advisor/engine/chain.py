@@ -127,10 +127,11 @@ def _unknown(rule: Rule, scope: _RuleScope, out: Outcome) -> None:
 
 
 def _finding(rule: Rule, scope: _RuleScope, ev: Evaluator, runtime_s: float) -> Finding | None:
-    cost = ev.evaluate(rule.cost) if rule.cost is not None else None
+    with scope.ctx.tracing() as cost_assumed:
+        cost = ev.evaluate(rule.cost) if rule.cost is not None else None
     cost_s = float(cost) if isinstance(cost, (int, float)) and math.isfinite(cost) and cost > 0 else 0.0
     share = cost_s / runtime_s if runtime_s > 0 else None
-    severity, confidence = _graded(rule, scope, cost_s, runtime_s)
+    severity, confidence = _graded(rule, scope, cost_s, runtime_s, _lustre_defaults_elsewhere(cost_assumed))
     if severity is None:
         return None  # evidence too small to matter
     evidence = {name: scope.lookup(name) for name in rule.evidence}
@@ -188,9 +189,18 @@ def _with_handoff(commands: list[str], scope: _RuleScope, fix: dict[str, Any] | 
     return commands if line is None else [*commands[:1], line, *commands[1:]]
 
 
-def _graded(rule: Rule, scope: _RuleScope, cost_s: float, runtime_s: float) -> tuple[str | None, Confidence]:
+def _lustre_defaults_elsewhere(assumed: dict[Assumption, None]) -> tuple[str, str]:
+    """(the Lustre defaults a cost assumed, the file systems the job ran on instead): ('', '') when it
+    assumed none, or the job's files are on Lustre or on no known file system (a Recorder trace)."""
+    elsewhere = [a for a in assumed if a.ran_on]
+    return ("; ".join(a.value for a in elsewhere), elsewhere[0].ran_on) if elsewhere else ("", "")
+
+
+def _graded(rule: Rule, scope: _RuleScope, cost_s: float, runtime_s: float,
+            estimate: tuple[str, str] = ("", "")) -> tuple[str | None, Confidence]:
     """Severity and confidence (advisor.engine.significance); the declared severity for rules
-    whose cost does not set it."""
+    whose cost does not set it. `estimate`: the Lustre defaults a counted cost rests on, and the file
+    system the job ran on instead (the cost is then an estimate: at most warn)."""
     if rule.cost is None or not rule.cost_sets_severity:
         return rule.severity, DECLARED
     ctx = scope.ctx
@@ -201,7 +211,8 @@ def _graded(rule: Rule, scope: _RuleScope, cost_s: float, runtime_s: float) -> t
         noise = ctx.value("timing_noise")
         noise = noise and {**noise, "seconds": noise.get("mean_seconds"), "why": noise.get("mean_why")}
         return grade(rule.severity, "timing", impact, noise, Limits.of(scope.config, rule.code))
-    return grade(rule.severity, "counts", impact, None, Limits.of(scope.config, rule.code), _counted(rule, scope))
+    return grade(rule.severity, "counts", impact, None, Limits.of(scope.config, rule.code), _counted(rule, scope),
+                 estimate)
 
 
 def _timed(rule: Rule, scope: _RuleScope, cost_s: float) -> bool:
