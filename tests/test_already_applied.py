@@ -57,6 +57,18 @@ def test_no_collective_metadata_without_the_mpiio_driver(log):
     assert "Darshan records no HDF5 property list" in f.recommendation.text
 
 
+def test_hdf5_metadata_advice_names_only_the_reopens_and_flushes_the_job_makes():
+    """review11: h5py writing one byte per rank opens each file once and never flushes; HDF002 told it to
+    keep files open instead of reopening them and to drop H5Fflush from loops. Its half_flush sibling
+    flushes (H5F_FLUSHES) and keeps that advice."""
+    f = _finding(LOGS / "hdf5_diagonal_write_only" / "hdf5_diagonal_write_1_byte_dxt.darshan", "HDF002")
+    assert f.evidence["hdf5_file_reopens"] == 0 and f.evidence["hdf5_flushes"] == 0
+    assert "reopening" not in f.recommendation.text and "H5Fflush" not in f.recommendation.text
+    assert f.recommendation.text.startswith("Let HDF5 write its metadata in larger blocks.")
+    flushed = _finding(LOGS / "hdf5_diagonal_write_only" / "hdf5_diagonal_write_half_flush_dxt.darshan", "HDF002")
+    assert flushed.evidence["hdf5_flushes"] > 0 and "drop H5Fflush from loops" in flushed.recommendation.text
+
+
 def test_hints_passed_are_named_where_the_log_cannot_say_which():
     """skew-autobench-ior: IOR hands MPI-IO an info object at each of its 2,048 opens (MPIIO_HINTS);
     the aggregation hints IMB003 names may already be among them."""

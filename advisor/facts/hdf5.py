@@ -17,6 +17,7 @@ from advisor.facts import FactContext, Missing, fact
 from advisor.facts.access import MISALIGNED_PENALTY  # a straddled stripe's share of a request's time
 from advisor.facts._darshan import col, data_records, maybe, nprocs, owner_files, records, total
 from advisor.facts.requests import register_small_calls
+from advisor.profile import SHARED_RANK
 
 DATASET_OPS = ("READS", "WRITES")
 
@@ -154,6 +155,16 @@ def hdf5_file_opens(ctx: FactContext) -> int:
       label="HDF5 dataset opens")
 def hdf5_dataset_opens(ctx: FactContext) -> int:
     return int(_dataset_total(ctx, "OPENS"))
+
+
+@fact("hdf5_file_reopens", "ops", "HDF5 file opens beyond one per file per rank that opened it (a shared "
+      "record counts one per process), all ranks: what keeping the files open would save. Datasets are not "
+      "counted: a Recorder trace names them without their file (FLASH's checkpoints each open /dens anew).",
+      label="HDF5 file reopens")
+def hdf5_file_reopens(ctx: FactContext) -> int:
+    rec = records(ctx, "H5F")
+    once = np.where(rec.ranks == SHARED_RANK, nprocs(ctx), 1)
+    return int(np.clip(col(rec, "OPENS") - once, 0, None).sum())
 
 
 @fact("hdf5_flushes", "ops", "H5Fflush and H5Dflush calls, all ranks.", label="HDF5 flushes")
