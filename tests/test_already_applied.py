@@ -204,3 +204,17 @@ def test_alignment_on_ext4_is_its_block_size_not_a_stripe():
     f = _finding(CORPUS / "generated" / "i_misaligned_1000000" / "case.darshan", "IO020")
     assert f.evidence["fs_without_stripes"] == "ext4"
     assert "4 KiB, the block size of ext4" in f.recommendation.text and "stripe" not in f.recommendation.text
+
+
+def test_no_striping_advice_for_reads_from_files_already_striped_wide():
+    """review11: a DLIO training reader (Polaris, /grand reached through a symbolic link the mount table
+    matches only to '/', overlay) reads 10.5 GiB from npz files whose LUSTRE records spread each over 160
+    OSTs: IO040 had told it to tune 'read-ahead and striping for reads'. A job reading files of one stripe
+    each (sample-goodost, file per process) keeps the striping."""
+    dlio = LOGS / "dlio_logs" / "snyder_python3_id3116902-2110483_12-19-66980-15861026832475351160_1.darshan"
+    f = _finding(dlio, "IO040")
+    assert f.evidence["main_direction_striped_share"] > 0.99 and not f.evidence["fs_without_stripes"]
+    assert "striping" not in f.recommendation.text
+    good = _finding(CORPUS / "darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample-goodost.darshan",
+                    "IO040")
+    assert good.evidence["main_direction_striped_share"] == 0 and "striping" in good.recommendation.text
