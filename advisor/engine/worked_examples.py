@@ -49,10 +49,11 @@ EXAMPLES = (
             {"seconds": 0.05616, "why": "chance spread of 4,022 operations per rank over 4 ranks "
                                             "(mean 532 us, no DXT)",
              "page_cache": False}),
-    Example("traps/T03/case.darshan", "MPI001", "counts", "high", Impact(0.093112, 0.153492, 0.095351), None,
-            estimate=(ESTIMATE, "ext4")),
+    Example("traps/T03/case.darshan", "MPI001", "counts", "high", Impact(0.093112, 0.153492, 0.095351), None),
     Example("generated/b_small_io_shared_4k/case.darshan", "IO001", "counts", "high",
-            Impact(0.064933, 0.122244, 0.081861), None, "small_write_count 16,384", (ESTIMATE, "ext4")),
+            Impact(0.064933, 0.122244, 0.081861), None, "small_write_count 16,384"),
+    Example("generated/h3_segments_s16/case.darshan", "IO001", "counts", "high",
+            Impact(0.022878, 0.217926, 0.081268), None, "small_write_count 1,024", (ESTIMATE, "ext4")),
     Example("darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample-badost.darshan", "LUS010",
             "timing", "high", Impact(766.788363, 780.0, 34.187007),
             {"seconds": 10.826551, "why": "chance spread of 152 operations per rank over 2,048 ranks "
@@ -96,9 +97,12 @@ A rule's `severity` is a ceiling. A finding's severity is the lowest of three le
    - `counts` (operations, bytes, sizes, offsets): as certain as the counters, however short the run
      (400,000 fwrites of 100 bytes are a pattern, not an accident): confidence high; except where the seconds
      the counted pattern costs are priced with Lustre's defaults (a request's latency, the RPC size, the stripe
-     size: no site config gave them) and the job's files are on another file system (ext4, NFS, GPFS): the
-     count is certain, its cost an estimate, so confidence medium, at most warn (review11: IOR -t 256k on ext4
-     was high on 23 ms priced with a Lustre RPC's 100 us); `[system]` values in the site config make it exact;
+     size: no site config gave them), the job's files are on another file system (ext4, NFS, GPFS), and the
+     assumed latency decides the severity (a local call's 10 us instead of an RPC's 100 us would give
+     another): the count is certain, its cost an estimate, so confidence medium, at most warn (review11: IOR
+     -t 256k on ext4 was high on 23 ms priced with a Lustre RPC's 100 us, 6 % of its time at 10 us; 4 KiB
+     writes lose most of their time at either and stay high); `[system]` values in the site config make it
+     exact;
    - `timing` (stragglers, time imbalance, metadata time, per-OST rates, a model's shortfall): the cost is
      compared with the job's timing noise (the fact `timing_noise`), the largest of
      - the floor `timing_floor_s` ({fmt_secs(floor)}): scheduler slices, MPI start-up skew and timer
