@@ -218,7 +218,10 @@ def _same_severity_with_local_latency(rule: Rule, scope: _RuleScope, cost_s: flo
     if rule.cost is None or ctx.config.system.request_latency_s:
         return True
     there = ctx.memo("chain.local_latency", local)
-    alt = Evaluator(_RuleScope(rule, there, there.config).lookup, lambda code: False).evaluate(rule.cost)
+    try:
+        alt = Evaluator(_RuleScope(rule, there, there.config).lookup, lambda code: False).evaluate(rule.cost)
+    except (expr.ExprError, ValueError, TypeError):
+        return False  # cannot say: the assumption may decide it
     if not isinstance(alt, (int, float)) or not math.isfinite(alt):
         return False
     limits = Limits.of(scope.config, rule.code)
