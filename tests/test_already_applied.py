@@ -57,6 +57,18 @@ def test_no_collective_metadata_without_the_mpiio_driver(log):
     assert "Darshan records no HDF5 property list" in f.recommendation.text
 
 
+def test_hdf5_metadata_advice_names_only_the_reopens_and_flushes_the_job_makes():
+    """review11: h5py writing one byte per rank opens each file once and never flushes; HDF002 told it to
+    keep files open instead of reopening them and to drop H5Fflush from loops. Its half_flush sibling
+    flushes (H5F_FLUSHES) and keeps that advice."""
+    f = _finding(LOGS / "hdf5_diagonal_write_only" / "hdf5_diagonal_write_1_byte_dxt.darshan", "HDF002")
+    assert f.evidence["hdf5_reopens"] == 0 and f.evidence["hdf5_flushes"] == 0
+    assert "reopening" not in f.recommendation.text and "H5Fflush" not in f.recommendation.text
+    assert f.recommendation.text.startswith("Let HDF5 write its metadata in larger blocks (the job opens each")
+    flushed = _finding(LOGS / "hdf5_diagonal_write_only" / "hdf5_diagonal_write_half_flush_dxt.darshan", "HDF002")
+    assert flushed.evidence["hdf5_flushes"] > 0 and "Drop H5Fflush from loops" in flushed.recommendation.text
+
+
 def test_hints_passed_are_named_where_the_log_cannot_say_which():
     """skew-autobench-ior: IOR hands MPI-IO an info object at each of its 2,048 opens (MPIIO_HINTS);
     the aggregation hints IMB003 names may already be among them."""
@@ -192,3 +204,17 @@ def test_alignment_on_ext4_is_its_block_size_not_a_stripe():
     f = _finding(CORPUS / "generated" / "i_misaligned_1000000" / "case.darshan", "IO020")
     assert f.evidence["fs_without_stripes"] == "ext4"
     assert "4 KiB, the block size of ext4" in f.recommendation.text and "stripe" not in f.recommendation.text
+
+
+def test_no_striping_advice_for_reads_from_files_already_striped_wide():
+    """review11: a DLIO training reader (Polaris, /grand reached through a symbolic link the mount table
+    matches only to '/', overlay) reads 10.5 GiB from npz files whose LUSTRE records spread each over 160
+    OSTs: IO040 had told it to tune 'read-ahead and striping for reads'. A job reading files of one stripe
+    each (sample-goodost, file per process) keeps the striping."""
+    dlio = LOGS / "dlio_logs" / "snyder_python3_id3116902-2110483_12-19-66980-15861026832475351160_1.darshan"
+    f = _finding(dlio, "IO040")
+    assert f.evidence["main_direction_striped_share"] > 0.99 and not f.evidence["fs_without_stripes"]
+    assert "striping" not in f.recommendation.text
+    good = _finding(CORPUS / "darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample-goodost.darshan",
+                    "IO040")
+    assert good.evidence["main_direction_striped_share"] == 0 and "striping" in good.recommendation.text

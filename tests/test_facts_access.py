@@ -130,6 +130,23 @@ def test_rereading_through_stdio_is_redundant_reading(corpus: Path):
     assert ctx.get("redundant_read_files")[0].startswith("/lus/grand/")
     (io030,) = [f for f in diagnose(log, SiteConfig()).findings if f.code == "IO030"]
     assert io030.severity == "warn" and io030.cost_s > 0.25 * log.job.runtime_s
+    # review11 (its darshan-parser dump): each rank rereads its own file, so there is no other rank to
+    # share one read with: keep it in memory, no MPI_Bcast
+    assert ctx.get("redundant_read_shared_share") < 0.01
+    assert "mostly by the one rank that reads each file" in io030.message
+    assert "share it with MPI" not in io030.recommendation.text
+    assert not any("MPI_Bcast" in c for c in io030.recommendation.commands)
+
+
+def test_a_shared_file_read_again_by_every_rank_keeps_the_one_read_shared_with_mpi(corpus: Path):
+    """IOR -i 3 reads its shared file three times over four ranks: the bytes read again are on a file
+    several ranks opened, where one read shared with MPI is the other way to read them once."""
+    from advisor.engine import diagnose
+
+    log = load(corpus / "generated/h4_repetitions_i3/case.darshan")
+    assert FactContext(log, SiteConfig()).get("redundant_read_shared_share") == 1.0
+    (io030,) = [f for f in diagnose(log, SiteConfig()).findings if f.code == "IO030"]
+    assert any("MPI_Bcast" in c for c in io030.recommendation.commands)
 
 
 def test_requests_smaller_than_the_alignment_cost_only_the_boundaries_they_cross(corpus):

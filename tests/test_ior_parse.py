@@ -163,3 +163,15 @@ def test_cut_or_damaged_output_never_raises_anything_but_input_error(name):
                 assert "\n" not in str(exc)
                 continue
             assert all(s.max_mib >= s.min_mib for t in run.tests for s in t.summaries.values())
+
+
+def test_a_run_shorter_than_its_whole_second_stamps_lasts_its_phases():
+    """review11: IOR -vvv -t 1m -b 4m wrote and read 16 MiB in 5.6 ms; Began and Finished name the same
+    second, and the header said 'run time 0 s'. The run lasted at least its phases' total times."""
+    from tests.conftest import CORPUS
+    from tests.helpers import require
+
+    path = CORPUS / "generated" / "l3_verbose_vvv" / "ior.txt"
+    require(path.exists(), f"{path} not found")
+    profile = load_profile(path)
+    assert abs(profile.job.runtime_s - (0.004868 + 0.000705)) < 1e-6

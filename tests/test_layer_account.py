@@ -181,6 +181,16 @@ def test_independent_mpiio_time_above_posix_is_not_said_to_be_collective_bufferi
         "collective buffering's data exchange")
 
 
+def test_the_time_above_names_only_what_the_jobs_calls_and_file_systems_can_have(corpus):
+    """review11: mpi-io-test on ext4 (independent calls) was told of the locks ROMIO takes on NFS, and h5py
+    with the sec2 driver (no MPI-IO) of waits in collective calls; a collective HDF5 job keeps its waits."""
+    mpiio = _account(f"{LOGS}/release_logs/mpi-io-test-x86_64-3.1.3.darshan").row("MPI-IO")
+    assert mpiio.own.startswith("independent calls, no collective exchange") and "NFS" not in mpiio.own
+    sec2 = _account(HDF5_SEC2).row("HDF5")
+    assert sec2.below == "POSIX" and "collective" not in sec2.own
+    assert "waits in collective calls" in _account("generated/f2_hdf5_collective_256k/case.darshan").row("HDF5").own
+
+
 def test_time_above_and_the_layers_figures_per_file_are_the_accounts() -> None:
     """The account's own time of E3SM's MPI-IO row is layer_above.time_above's total, and its per-file
     figures (layer_views.layer_files) are the rows' bytes: one definition of each, read by both."""

@@ -213,3 +213,25 @@ def test_terminal_and_html_say_why_a_timed_finding_is_low():
     text = " ".join(buffer.getvalue().split())
     assert f"confidence low: {f.confidence['reason']}" in text
     assert f"confidence low: {f.confidence['reason']}" in render_html([d])
+
+
+def test_a_counted_cost_priced_with_lustre_defaults_off_lustre_is_an_estimate():
+    """review11: IOR -a POSIX -s 16 -t 256k on ext4 (0.22 s run) had IO001 and IO003 high on 22.9 ms, the
+    writes' seconds times the share a Lustre RPC's 100 us latency would save (6 % at a local call's 10 us):
+    the 1,024 writes are counted, their cost is not. Off Lustre, with no site config, a cost whose severity
+    the assumed latency decides is an estimate (medium, at most warn); the site's own latency and RPC size
+    make it exact again."""
+    from advisor.config import SystemConfig
+
+    rel = "generated/h3_segments_s16/case.darshan"
+    by_code = {f.code: f for f in diagnosis(rel).findings}
+    for code in ("IO001", "IO003"):
+        f = by_code[code]
+        assert (f.severity, f.confidence["level"]) == ("warn", "medium")
+        assert "priced with Lustre's defaults" in f.confidence["reason"] and "ext4" in f.confidence["reason"]
+    site = SiteConfig(system=SystemConfig(rpc_size=1 << 20, request_latency_s=1e-4))
+    exact = {f.code: f for f in api.diagnose_path(CORPUS / rel, site).findings}
+    assert exact["IO001"].confidence["level"] == "high" and exact["IO001"].severity == "high"
+    # 4 KiB writes lose most of their time whatever a request's latency: the count decides, high stays
+    (small,) = [f for f in diagnosis("generated/b_small_io_shared_4k/case.darshan").findings if f.code == "IO001"]
+    assert (small.severity, small.confidence["level"]) == ("high", "high")

@@ -9,7 +9,7 @@ follows the cost's share of the run time, and its templates are rendered with th
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -18,10 +18,11 @@ from advisor.config import SiteConfig
 from advisor.engine import expr, render
 from advisor.engine.evaluator import Evaluator
 from advisor.engine.rules import Catalogue, Rule
-from advisor.engine.significance import DECLARED, Confidence, Impact, Limits, grade
+from advisor.engine.significance import DECLARED, Confidence, Impact, Limits, grade, impact_level
 from advisor.facts import (Assumption, Fact, FactContext, Missing, NotApplicable, describe, is_param, known,
                            meta_of)
 from advisor.facts.fix_cost import recovered_s
+from advisor.facts.requests import DEFAULT_REQUEST_LATENCY_S
 from advisor.fixes import hints_handoff, unchecked
 from advisor.formatting import fmt_num
 from advisor.findings import Finding, NotChecked, Recommendation
@@ -127,10 +128,14 @@ def _unknown(rule: Rule, scope: _RuleScope, out: Outcome) -> None:
 
 
 def _finding(rule: Rule, scope: _RuleScope, ev: Evaluator, runtime_s: float) -> Finding | None:
-    cost = ev.evaluate(rule.cost) if rule.cost is not None else None
+    with scope.ctx.tracing() as cost_assumed:
+        cost = ev.evaluate(rule.cost) if rule.cost is not None else None
     cost_s = float(cost) if isinstance(cost, (int, float)) and math.isfinite(cost) and cost > 0 else 0.0
     share = cost_s / runtime_s if runtime_s > 0 else None
-    severity, confidence = _graded(rule, scope, cost_s, runtime_s)
+    estimate = _lustre_defaults_elsewhere(cost_assumed)
+    if estimate[0] and _same_severity_with_local_latency(rule, scope, cost_s, runtime_s):
+        estimate = ("", "")  # the assumption does not decide the severity: the count does
+    severity, confidence = _graded(rule, scope, cost_s, runtime_s, estimate)
     if severity is None:
         return None  # evidence too small to matter
     evidence = {name: scope.lookup(name) for name in rule.evidence}
@@ -188,9 +193,48 @@ def _with_handoff(commands: list[str], scope: _RuleScope, fix: dict[str, Any] | 
     return commands if line is None else [*commands[:1], line, *commands[1:]]
 
 
-def _graded(rule: Rule, scope: _RuleScope, cost_s: float, runtime_s: float) -> tuple[str | None, Confidence]:
+def _lustre_defaults_elsewhere(assumed: dict[Assumption, None]) -> tuple[str, str]:
+    """(the Lustre defaults a cost assumed, the file systems the job ran on instead): ('', '') when it
+    assumed none, or the job's files are on Lustre or on no known file system (a Recorder trace)."""
+    elsewhere = [a for a in assumed if a.ran_on]
+    return ("; ".join(a.value for a in elsewhere), elsewhere[0].ran_on) if elsewhere else ("", "")
+
+
+LOCAL_LATENCY_S = DEFAULT_REQUEST_LATENCY_S / 10
+"""A request's fixed cost on a file system without network RPCs (a local call and copy: ~10 us), the other
+end of what the assumed Lustre RPC latency (100 us) may be off the job's file system."""
+
+
+def _same_severity_with_local_latency(rule: Rule, scope: _RuleScope, cost_s: float, runtime_s: float) -> bool:
+    """Whether the rule's cost gives the same severity were a request's latency a local call's, not a Lustre
+    RPC's: then the assumed latency does not decide it (16,384 writes of 4 KiB lose most of their time at
+    either; 1,024 of 256 KiB lose a third at 100 us, 6 % at 10 us)."""
+    ctx = scope.ctx
+
+    def local() -> FactContext:
+        config = replace(ctx.config, system=replace(ctx.config.system, request_latency_s=LOCAL_LATENCY_S))
+        return FactContext(ctx.profile, config, ctx.expectation)
+
+    if rule.cost is None or ctx.config.system.request_latency_s:
+        return True
+    there = ctx.memo("chain.local_latency", local)
+    try:
+        alt = Evaluator(_RuleScope(rule, there, there.config).lookup, lambda code: False).evaluate(rule.cost)
+    except (expr.ExprError, ValueError, TypeError):
+        return False  # cannot say: the assumption may decide it
+    if not isinstance(alt, (int, float)) or not math.isfinite(alt):
+        return False
+    limits = Limits.of(scope.config, rule.code)
+    io_time = ctx.value("io_time_s")
+    return impact_level(Impact(float(alt), runtime_s, io_time), limits) == impact_level(
+        Impact(cost_s, runtime_s, io_time), limits)
+
+
+def _graded(rule: Rule, scope: _RuleScope, cost_s: float, runtime_s: float,
+            estimate: tuple[str, str] = ("", "")) -> tuple[str | None, Confidence]:
     """Severity and confidence (advisor.engine.significance); the declared severity for rules
-    whose cost does not set it."""
+    whose cost does not set it. `estimate`: the Lustre defaults a counted cost rests on, and the file
+    system the job ran on instead (the cost is then an estimate: at most warn)."""
     if rule.cost is None or not rule.cost_sets_severity:
         return rule.severity, DECLARED
     ctx = scope.ctx
@@ -201,7 +245,8 @@ def _graded(rule: Rule, scope: _RuleScope, cost_s: float, runtime_s: float) -> t
         noise = ctx.value("timing_noise")
         noise = noise and {**noise, "seconds": noise.get("mean_seconds"), "why": noise.get("mean_why")}
         return grade(rule.severity, "timing", impact, noise, Limits.of(scope.config, rule.code))
-    return grade(rule.severity, "counts", impact, None, Limits.of(scope.config, rule.code), _counted(rule, scope))
+    return grade(rule.severity, "counts", impact, None, Limits.of(scope.config, rule.code), _counted(rule, scope),
+                 estimate)
 
 
 def _timed(rule: Rule, scope: _RuleScope, cost_s: float) -> bool:

@@ -101,12 +101,20 @@ class Impact(Frozen):
         return self.cost_s / self.io_time_s if self.io_time_s else None
 
 
-def confidence(kind: str, impact: Impact, noise: dict | None, limits: Limits, counted: str = "") -> Confidence:
+def confidence(kind: str, impact: Impact, noise: dict | None, limits: Limits, counted: str = "",
+               estimate: tuple[str, str] = ("", "")) -> Confidence:
     """The confidence of a cost resting on evidence of `kind`, against the job's timing `noise`
     ({'seconds', 'why'} from the fact ``timing_noise``; None when unknown); `counted` names the
-    count behind counted evidence ('small_write_count 262,144')."""
+    count behind counted evidence ('small_write_count 262,144'); `estimate` the Lustre defaults a
+    counted cost's seconds rest on and the file system the job ran on instead."""
     if kind == "counts":
         what = f" ({counted})" if counted else ""
+        assumed, ran_on = estimate
+        if assumed:
+            # the count is certain, the seconds it costs are not: they are priced with a Lustre RPC's
+            # latency and size on a file system that has neither (ext4, NFS, GPFS): an estimate
+            return Confidence("medium", f"counted{what}, but its seconds are priced with Lustre's defaults "
+                              f"(see Assumed values) and this job ran on {ran_on}: an estimate")
         return Confidence("high", f"counted{what}, not timed: certain however short the run")
     if not noise or not noise.get("seconds"):
         return Confidence("medium", "timed, and the timing noise of this input is unknown")
@@ -140,9 +148,9 @@ def impact_level(impact: Impact, limits: Limits) -> str | None:
 
 
 def grade(ceiling: str, kind: str, impact: Impact, noise: dict | None,
-          limits: Limits, counted: str = "") -> tuple[str | None, Confidence]:
+          limits: Limits, counted: str = "", estimate: tuple[str, str] = ("", "")) -> tuple[str | None, Confidence]:
     """The finding's severity (None: no finding) and its confidence."""
-    sure = confidence(kind, impact, noise, limits, counted)
+    sure = confidence(kind, impact, noise, limits, counted, estimate)
     by_cost = impact_level(impact, limits)
     if by_cost is None:
         return None, sure

@@ -24,7 +24,12 @@ class Example:
     impact: Impact
     noise: dict | None  # the fact timing_noise (timing evidence only)
     counted: str = ""  # the operation count quoted for counted evidence
+    # the Lustre defaults a counted cost is priced with, and the file system the job ran on instead
+    estimate: tuple[str, str] = ("", "")
 
+
+ESTIMATE = "a latency of 100 us per request (a Lustre RPC round trip); an RPC size of 1 MiB (Lustre's default)"
+"""What the small-request costs assume without a site config (advisor.facts.requests)."""
 
 EXAMPLES = (
     Example("darshan-logs/darshan_logs/release_logs/mpi-io-test-x86_64-3.4.5.darshan", "IMB003", "timing", "high",
@@ -47,6 +52,8 @@ EXAMPLES = (
     Example("traps/T03/case.darshan", "MPI001", "counts", "high", Impact(0.093112, 0.153492, 0.095351), None),
     Example("generated/b_small_io_shared_4k/case.darshan", "IO001", "counts", "high",
             Impact(0.064933, 0.122244, 0.081861), None, "small_write_count 16,384"),
+    Example("generated/h3_segments_s16/case.darshan", "IO001", "counts", "high",
+            Impact(0.022878, 0.217926, 0.081268), None, "small_write_count 1,024", (ESTIMATE, "ext4")),
     Example("darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample-badost.darshan", "LUS010",
             "timing", "high", Impact(766.788363, 780.0, 34.187007),
             {"seconds": 10.826551, "why": "chance spread of 152 operations per rank over 2,048 ranks "
@@ -58,7 +65,8 @@ EXAMPLES = (
 def outcome(example: Example, limits: Limits | None = None):
     """(severity, confidence) the engine gives the example (default limits)."""
     limits = limits or Limits.of()
-    return grade(example.ceiling, example.kind, example.impact, example.noise, limits, example.counted)
+    return grade(example.ceiling, example.kind, example.impact, example.noise, limits, example.counted,
+                 example.estimate)
 
 
 def severity_section(limits: Limits | None = None) -> str:
@@ -87,7 +95,14 @@ A rule's `severity` is a ceiling. A finding's severity is the lowest of three le
    the I/O, even when I/O is a small part of the run);
 3. **significance**, from what the cost rests on (`evidence_kind` in the rule file, required with a `cost`):
    - `counts` (operations, bytes, sizes, offsets): as certain as the counters, however short the run
-     (400,000 fwrites of 100 bytes are a pattern, not an accident): confidence high;
+     (400,000 fwrites of 100 bytes are a pattern, not an accident): confidence high; except where the seconds
+     the counted pattern costs are priced with Lustre's defaults (a request's latency, the RPC size, the stripe
+     size: no site config gave them), the job's files are on another file system (ext4, NFS, GPFS), and the
+     assumed latency decides the severity (a local call's 10 us instead of an RPC's 100 us would give
+     another): the count is certain, its cost an estimate, so confidence medium, at most warn (review11: IOR
+     -t 256k on ext4 was high on 23 ms priced with a Lustre RPC's 100 us, 6 % of its time at 10 us; 4 KiB
+     writes lose most of their time at either and stay high); `[system]` values in the site config make it
+     exact;
    - `timing` (stragglers, time imbalance, metadata time, per-OST rates, a model's shortfall): the cost is
      compared with the job's timing noise (the fact `timing_noise`), the largest of
      - the floor `timing_floor_s` ({fmt_secs(floor)}): scheduler slices, MPI start-up skew and timer

@@ -290,12 +290,15 @@ class FactContext:
 
     @contextmanager
     def tracing(self) -> Iterator[dict[Assumption, None]]:
-        """What every fact read inside the block assumed (the engine traces one rule at a time)."""
+        """What every fact read inside the block assumed (the engine traces one rule at a time, and
+        inside it the rule's cost); an enclosing block sees them too."""
         self._collecting.append({})
         try:
             yield self._collecting[-1]
         finally:
-            self._collecting.pop()
+            found = self._collecting.pop()
+            if self._collecting:
+                self._collecting[-1].update(found)
 
     def assumptions(self, name: str) -> tuple[Assumption, ...]:
         """What fact `name` assumed, itself or through the facts it read (after it was computed)."""

@@ -6,6 +6,7 @@ import numpy as np
 
 from advisor.facts import FactContext, Missing, fact
 from advisor.facts._darshan import col, data_records, data_summary, nprocs, summary, top_files
+from advisor.profile import shared_mask
 
 RANDOM_PENALTY = 0.5  # share of a random request's time a sequential stream would save (read-ahead, seeks)
 MISALIGNED_PENALTY = 0.3  # share of a misaligned request's time spent on the extra stripe/page/lock
@@ -170,9 +171,10 @@ def _redundant_records(ctx: FactContext) -> list:
     return found
 
 
-def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str]]:
-    """(bytes moved, distinct bytes of the file extent, seconds per process, files) for `op`, per file
-    over POSIX and STDIO (a file both opened is one extent)."""
+def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str], float]:
+    """(bytes moved, distinct bytes of the file extent, seconds per process, files, share of the bytes
+    moved again that are of files several ranks opened) for `op`, per file over POSIX and STDIO (a file
+    both opened is one extent)."""
     b_col, m_col, t_col = (("BYTES_READ", "MAX_BYTE_READ", "F_READ_TIME") if op == "read"
                            else ("BYTES_WRITTEN", "MAX_BYTE_WRITTEN", "F_WRITE_TIME"))
     recs = _redundant_records(ctx)
@@ -185,7 +187,11 @@ def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str
     extra = (moved - extent).clip(min=0)
     waste = np.divide(extra, moved, out=np.zeros_like(moved), where=moved > 0) * seconds
     files = [ctx.profile.name_of(uniq[i]) for i in np.argsort(-extra) if extra[i] > 0]
-    return float(moved.sum()), float(np.minimum(extent, moved).sum()), float(waste.sum()) / nprocs(ctx), files
+    shared = np.zeros(len(uniq), bool)
+    shared[inv[np.concatenate([shared_mask(rec) for rec in recs])]] = True
+    again = float(extra.sum())
+    return (float(moved.sum()), float(np.minimum(extent, moved).sum()), float(waste.sum()) / nprocs(ctx), files,
+            float(extra[shared].sum()) / again if again else 0.0)
 
 
 for _op, _done in (("read", "read"), ("write", "written")):
@@ -193,13 +199,13 @@ for _op, _done in (("read", "read"), ("write", "written")):
         @fact(f"redundant_{op}_bytes", "bytes", f"Bytes {done} beyond each file's extent (the same bytes {done} "
               f"again), POSIX and STDIO.", label=f"bytes {done} again")
         def extra(ctx: FactContext) -> int:
-            moved, distinct, _, _ = ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))
+            moved, distinct, *_ = ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))
             return int(moved - distinct)
 
         @fact(f"redundant_{op}_factor", "ratio", f"Bytes {done} / distinct bytes of the files' extents.",
               label=f"bytes {done} / distinct bytes")
         def factor(ctx: FactContext) -> float:
-            moved, distinct, _, _ = ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))
+            moved, distinct, *_ = ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))
             return moved / distinct if distinct else 0.0
 
         @fact(f"redundant_{op}_cost_s", "seconds", f"Seconds per process spent on repeated {op}s.",
@@ -212,7 +218,13 @@ for _op, _done in (("read", "read"), ("write", "written")):
         def files(ctx: FactContext) -> list[str]:
             return ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))[3]
 
-        for fn in (extra, factor, cost, files):
+        @fact(f"redundant_{op}_shared_share", "fraction", f"Share of the bytes {done} again that are of files "
+              f"several ranks opened (the rest: each file {done} again by its one rank).",
+              label=f"share of the bytes {done} again on files several ranks opened")
+        def shared_share(ctx: FactContext) -> float:
+            return ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))[4]
+
+        for fn in (extra, factor, cost, files, shared_share):
             fn.__name__ = f"{fn.__name__}_{op}"
     _make_redundant()
 

@@ -34,9 +34,9 @@ class Layer:
 # Top first. STDIO is beside POSIX, not below anything Darshan sees; DAOS records objects, not files.
 LAYERS = (
     Layer("HDF5", ("H5F", "H5D"), ("MPI-IO", "POSIX"),
-          "HDF5's own work: metadata, chunking, type conversion, waits in collective calls"),
+          "HDF5's own work: metadata, chunking, type conversion"),
     Layer("PnetCDF", ("PNETCDF_FILE", "PNETCDF_VAR"), ("MPI-IO",),
-          "PnetCDF's own work: header, request aggregation, waits in collective calls"),
+          "PnetCDF's own work: header, request aggregation"),
     Layer("MPI-IO", ("MPI-IO",), ("POSIX", "DFS"),
           "collective buffering's data exchange, synchronisation, waits for the aggregators"),
     Layer("DFS", ("DFS",), ("DAOS",), "DFS's own work: path lookup, object mapping"),

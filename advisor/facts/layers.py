@@ -171,7 +171,7 @@ def _row(ctx: FactContext, layer: Layer, views: dict[str, ModuleView], per_file:
 def _compare(ctx: FactContext, row: LayerRow, layer: Layer, below: str, same: np.ndarray, matched: bool,
              views: dict[str, ModuleView], per_file: dict[str, LayerFiles], runtime: float) -> None:
     """The layer's time above `below` and the amplification, on the files both saw."""
-    row.below, row.own = below, _own_work(ctx, layer, same)
+    row.below, row.own = below, _own_work(ctx, layer, below, same)
     here, there = per_file[layer.name], per_file[below]
     unplaced = here.index(NO_FILE) is not None  # then its whole time and bytes are compared
     above = time_above(ctx, layer.name)
@@ -198,22 +198,31 @@ def _compare(ctx: FactContext, row: LayerRow, layer: Layer, below: str, same: np
 
 
 INDEPENDENT_OWN = ("independent calls, no collective exchange: the MPI library's work around its POSIX calls, "
-                   "such as the byte-range locks ROMIO and OMPIO take on NFS and packing non-contiguous buffers")
+                   "such as {locks}packing non-contiguous buffers")
+NFS_LOCKS = "the byte-range locks ROMIO and OMPIO take on NFS and "
+COLLECTIVE_WAITS = ", waits in collective calls"
 
 
-def _own_work(ctx: FactContext, layer: Layer, same: np.ndarray) -> str:
-    """What the layer's time above the layer below is spent on. MPI-IO's is collective buffering's exchange
-    and waits only where its calls were collective: a job of independent calls has none (mpi-io-test on
-    NFS: 5.4 s per process above POSIX, all of it independent writes, none of it collective buffering)."""
-    if layer.name != "MPI-IO":
-        return layer.own
+def _own_work(ctx: FactContext, layer: Layer, below: str, same: np.ndarray) -> str:
+    """What the layer's time above `below` is spent on, naming only what the job's calls and file systems
+    can have. MPI-IO's is collective buffering's exchange and waits only where its calls were collective
+    (by the time they spent, where the records say it, else by their count): a job of independent calls
+    has none (mpi-io-test on NFS: 5.4 s per process above POSIX, all of it independent writes), and NFS's
+    locks only on NFS (review11: mpi-io-test on ext4 was told of them). A library waits in collective
+    calls only where MPI-IO carries its files with collective calls (h5py with the sec2 driver on NFS was
+    told it did)."""
     share = indep_own_share(ctx)
-    if share is not None:  # by the time the calls spent, where the records say it
+    if share is not None:
         collective = [share[i] < 0.5 for i in same.tolist() if i in share]
     else:
         modes = mpiio_modes(ctx)
         collective = [modes[i] for i in same.tolist() if i in modes]
-    return INDEPENDENT_OWN if collective and not any(collective) else layer.own
+    if layer.name == "MPI-IO" and collective and not any(collective):
+        nfs = any(ctx.profile.fstype_of_record(i).startswith("nfs") for i in same.tolist())
+        return INDEPENDENT_OWN.format(locks=NFS_LOCKS if nfs else "")
+    if layer.name in LIBRARY_LAYERS and below == "MPI-IO" and any(collective):
+        return layer.own + COLLECTIVE_WAITS
+    return layer.own
 
 
 def _listed_files(ctx: FactContext, per_file: dict[str, LayerFiles]) -> tuple[np.ndarray, np.ndarray]:

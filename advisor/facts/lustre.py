@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact, param
-from advisor.facts._darshan import darshan_like, data_files, data_fstypes, nprocs
+from advisor.facts._darshan import col, darshan_like, data_files, data_fstypes, data_records, nprocs
 from advisor.units import GiB, MiB
 
 BIG_SHARED = param("big_shared_file_bytes", 1 * GiB, "a shared file this large deserves more than one stripe",
@@ -51,6 +51,28 @@ STRIPED = ("lustre", "ceph", "beegfs", "pvfs2", "orangefs")
       label="file systems without stripes")
 def fs_without_stripes(ctx: FactContext) -> str:
     return without_stripes(data_fstypes(ctx))
+
+
+@fact("main_direction_striped_share", "fraction",
+      "Share of the bytes of the job's main direction (reads when it read at least as much as it wrote, at POSIX + "
+      "STDIO on its data files) on files whose Lustre layout spreads them over more than one OST: striping for "
+      "that direction is already applied there.", label="share of the main direction's bytes on striped files")
+def main_direction_striped_share(ctx: FactContext) -> float:
+    moved: dict[str, float] = {"READ": 0.0, "WRITTEN": 0.0}
+    striped = dict(moved)
+    for module in ("POSIX", "STDIO"):
+        try:
+            rec = data_records(ctx, module)
+        except Missing:
+            continue
+        wide = np.array([(layout := ctx.profile.lustre.get(int(i))) is not None and layout.stripe_count > 1
+                         for i in rec.ids], bool)
+        for way in moved:
+            column = col(rec, f"BYTES_{way}")
+            moved[way] += float(column.sum())
+            striped[way] += float(column[wide].sum())
+    way = "READ" if moved["READ"] >= moved["WRITTEN"] else "WRITTEN"
+    return striped[way] / moved[way] if moved[way] else 0.0
 
 
 def without_stripes(kinds: list[str]) -> str:
