@@ -156,6 +156,19 @@ def test_misaligned_aggregator_requests_get_romio_alignment_not_new_offsets(corp
     assert "aggregators" not in posix["IO020"].message
 
 
+def test_requests_smaller_than_the_alignment_are_gathered_not_moved(corpus):
+    """ior -t 1k to a shared file on ext4: 1 KiB requests off the 4 KiB block. No offset makes such a
+    request a whole block (aligning 512-byte fsynced writes to 4 KiB measured 0.70x on a Recorder trace
+    recorded here): IO020's fix is IO001's, fewer larger requests, and the report shows it once."""
+    small = by_code(diagnosed(corpus / "generated/s_big_dxt_1k/case.darshan"))
+    io020 = small["IO020"]
+    assert io020.evidence["requests_below_alignment"] is True
+    assert io020.fix == small["IO001"].fix and io020.fix["transform"] == "coalesce"
+    assert "smaller than the alignment" in io020.recommendation.text and "Make offsets" not in io020.recommendation.text
+    whole = by_code(diagnosed(corpus / "generated/i_misaligned_1000000/case.darshan"))["IO020"]
+    assert whole.evidence["requests_below_alignment"] is False and whole.fix["transform"] == "align"
+
+
 def test_hints_reach_mpiio_through_the_library_the_job_calls(corpus):
     """ROMIO hints filled into an MPI_Info do nothing unless the call that opens the file gets
     it: HDF5 jobs are told to pass it with H5Pset_fapl_mpio; PnetCDF jobs (E3SM-IO) get the

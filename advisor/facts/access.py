@@ -128,6 +128,22 @@ def file_alignment(ctx: FactContext) -> int:
     return int(a)
 
 
+def _mean_request(ctx: FactContext) -> float:
+    """Mean POSIX request size of the job's data files (0 without requests)."""
+    s = _posix(ctx)
+    ops = s.reads + s.writes
+    return (s.bytes_read + s.bytes_written) / ops if ops else 0.0
+
+
+@fact("requests_below_alignment", "flag", "Whether the job's mean POSIX request is smaller than the file "
+      "alignment: no offset makes such a request a whole block or stripe (a 512-byte write aligned to 4 KiB "
+      "still writes part of a block), so the fix is fewer, larger requests, not other offsets.",
+      label="requests smaller than the alignment")
+def requests_below_alignment(ctx: FactContext) -> bool:
+    mean = _mean_request(ctx)
+    return 0 < mean < ctx.get("file_alignment")
+
+
 @fact("misaligned_cost_s", "seconds", "Seconds per process misaligned file requests lose (estimate): a misaligned "
       "request touches one more block or stripe than it needs, so it loses that block's share of its time "
       "(alignment / mean request size), at most MISALIGNED_PENALTY (30 %); a request smaller than the "
@@ -135,8 +151,7 @@ def file_alignment(ctx: FactContext) -> int:
       label="time misalignment loses per process")
 def misaligned_cost_s(ctx: FactContext) -> float:
     s = _posix(ctx)
-    ops = s.reads + s.writes
-    mean_size = (s.bytes_read + s.bytes_written) / ops if ops else 0.0
+    mean_size = _mean_request(ctx)
     alignment = ctx.get("file_alignment")
     if mean_size <= 0:
         penalty = MISALIGNED_PENALTY
