@@ -45,9 +45,11 @@ def test_the_demo_ranks_coalescing_before_the_collective_fix():
 
 def test_the_order_agrees_with_the_measured_speedups(corpus):
     """Pairs of ranked fixes whose measured speedups differ CLEAR-fold or more: 7 of 18 agreed when
-    the findings' cost ordered them, 15 of 18 now (the 3 others: two warn fixes that measured faster
-    than a high finding's collective fix on s_big_dxt_1k, and on n_fsync_per_write_Y_4k a collective
-    fix measured 6.6x, for reasons its findings' small-request cost does not hold)."""
+    the findings' cost ordered them, 15 of 18 then, 12 of 14 now: s_big_dxt_1k's 1 KiB requests are
+    smaller than the 4 KiB block, so IO020's fix is coalescing (measured 4.3x), not a separate align
+    (1.73x, which re-cut them into 4 KiB pieces); the 2 others: a warn fix that measured faster than
+    a high finding's collective fix on s_big_dxt_1k, and on n_fsync_per_write_Y_4k a collective fix
+    measured 6.6x, for reasons its findings' small-request cost does not hold."""
     agree, pairs = 0, 0
     for case, speedups in measured().items():
         ranked = [speedups.get(key(s.fix)) for s in diagnose_path(corpus / case / "case.darshan").fixes()]
@@ -57,13 +59,16 @@ def test_the_order_agrees_with_the_measured_speedups(corpus):
                 if max(first, later) / min(first, later) >= CLEAR:
                     pairs += 1
                     agree += first > later
-    assert pairs >= 15 and agree >= pairs - 3, (agree, pairs)
+    assert pairs >= 14 and agree >= pairs - 2, (agree, pairs)
 
 
 def test_aggregating_through_every_rank_wins_nothing_back(corpus):
     """IOR -a MPIIO on 4 ranks: MD001 offered "aggregate I/O through 4 ranks" (every rank still moves
-    its own bytes; its replay measured 1.04x) and ranked it first by its 79 ms of metadata time."""
+    its own bytes; its replay measured 1.04x) and ranked it first by its 79 ms of metadata time. It wins
+    nothing back and follows the fix that does (its order among fixes that win nothing, the collective
+    fix with one aggregator here, is their confidence's)."""
     fixes = diagnose_path(corpus / "generated/d_mpiio_independent_256k/json-run.darshan").fixes()
-    last = fixes[-1]
-    assert last.fix == {"transform": "aggregate", "aggregators": 4} and last.cost_s > 0 == last.recovered_s
+    (agg,) = [s for s in fixes if s.fix == {"transform": "aggregate", "aggregators": 4}]
+    assert agg.cost_s > 0 == agg.recovered_s
     assert fixes[0].fix["transform"] == "coalesce" and fixes[0].recovered_s > 0
+    assert all(s.recovered_s == 0 for s in fixes[1:])
