@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.facts import FactContext, Missing, fact
-from advisor.facts._darshan import col, data_records, data_summary, nprocs, summary, top_files
-from advisor.profile import shared_mask
+from advisor.facts._darshan import col, data_records, data_summary, dxt, nprocs, summary, top_files
+from advisor.profile import DXT_READ, DXT_WRITE, shared_mask
 
 RANDOM_PENALTY = 0.5  # share of a random request's time a sequential stream would save (read-ahead, seeks)
 MISALIGNED_PENALTY = 0.3  # share of a misaligned request's time spent on the extra stripe/page/lock
@@ -205,8 +205,50 @@ def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str
     shared = np.zeros(len(uniq), bool)
     shared[inv[np.concatenate([shared_mask(rec) for rec in recs])]] = True
     again = float(extra.sum())
+    by_others = _read_by_other_ranks(ctx, op, uniq)
+    if by_others is None:  # no DXT: a file several ranks opened is one they may share a read of
+        by_others = float(extra[shared].sum()) / again if again else 0.0
     return (float(moved.sum()), float(np.minimum(extent, moved).sum()), float(waste.sum()) / nprocs(ctx), files,
-            float(extra[shared].sum()) / again if again else 0.0)
+            by_others)
+
+
+def _read_by_other_ranks(ctx: FactContext, op: str, ids: np.ndarray) -> float | None:
+    """From DXT, the share of the bytes moved again (over the data files `ids`) that another rank had
+    moved (the ranks' extents of a file overlap), rather than the same rank again: IOR -i 3 has each of
+    its ranks read its own block of the shared file three times, which no MPI_Bcast shares. None
+    without a complete DXT trace."""
+    try:
+        trace = dxt(ctx)
+    except Missing:
+        return None
+    keep = (trace.op == (DXT_READ if op == "read" else DXT_WRITE)) & np.isin(trace.record_id, ids) & (trace.length > 0)
+    if not keep.any():
+        return None
+    file, rank = trace.record_id[keep], trace.rank[keep]
+    start, end = trace.offset[keep], trace.offset[keep] + trace.length[keep]
+    per_rank = _union_bytes(np.unique(np.stack([file, rank.astype(np.uint64)]), axis=1, return_inverse=True)[1].ravel(),
+                            start, end)
+    per_file = _union_bytes(np.unique(file, return_inverse=True)[1].ravel(), start, end)
+    cross, same = per_rank - per_file, float(trace.length[keep].sum()) - per_rank
+    return cross / (cross + same) if cross + same > 0 else 0.0
+
+
+def _union_bytes(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> float:
+    """Bytes covered by the extents [start, end), the union taken within each group, summed."""
+    order = np.lexsort((start, group))
+    g, s, e = group[order], start[order], end[order]
+    total = 0.0
+    for lo, hi in zip(*_runs(g)):
+        reach = np.maximum.accumulate(e[lo:hi])
+        before = np.concatenate([[s[lo]], reach[:-1]])  # the furthest byte an earlier extent covered
+        total += float(np.clip(e[lo:hi] - np.maximum(s[lo:hi], before), 0, None).sum())
+    return total
+
+
+def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the runs of equal values in a sorted array."""
+    edges = np.flatnonzero(np.diff(sorted_keys)) + 1
+    return np.concatenate([[0], edges]), np.concatenate([edges, [len(sorted_keys)]])
 
 
 for _op, _done in (("read", "read"), ("write", "written")):
@@ -233,8 +275,9 @@ for _op, _done in (("read", "read"), ("write", "written")):
         def files(ctx: FactContext) -> list[str]:
             return ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))[3]
 
-        @fact(f"redundant_{op}_shared_share", "fraction", f"Share of the bytes {done} again that are of files "
-              f"several ranks opened (the rest: each file {done} again by its one rank).",
+        @fact(f"redundant_{op}_shared_share", "fraction", f"Share of the bytes {done} again that another rank "
+              f"had {done} (DXT: the ranks' extents of each file compared); without DXT, that are of files "
+              f"several ranks opened (the rest: {done} again by the same rank).",
               label=f"share of the bytes {done} again on files several ranks opened")
         def shared_share(ctx: FactContext) -> float:
             return ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))[4]
