@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pathlib import Path
 
@@ -163,6 +165,17 @@ def test_union_of_extents_within_each_group():
     start = np.array([10, 0, 5, 0, 100])
     end = np.array([20, 8, 12, 50, 150])
     assert _union_bytes(group, start, end) == 20 + 50 + 50  # [0, 20) in group 0; [0, 50), [100, 150) in 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 200), st.integers(1, 40)), min_size=1, max_size=40))
+def test_union_of_extents_equals_the_bytes_counted_one_by_one(extents):
+    """The sweep against the set of bytes each group's extents cover, counted byte by byte."""
+    from advisor.facts.access import _union_bytes
+
+    group, start, length = (np.array(v) for v in zip(*extents))
+    covered = {(g, b) for g, s, n in extents for b in range(s, s + n)}
+    assert _union_bytes(group, start, start + length) == len(covered)
 
 
 def test_requests_smaller_than_the_alignment_cost_only_the_boundaries_they_cross(corpus):

@@ -188,8 +188,8 @@ def _redundant_records(ctx: FactContext) -> list:
 
 def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str], float]:
     """(bytes moved, distinct bytes of the file extent, seconds per process, files, share of the bytes
-    moved again that are of files several ranks opened) for `op`, per file over POSIX and STDIO (a file
-    both opened is one extent)."""
+    moved again that another rank had moved) for `op`, per file over POSIX and STDIO (a file both
+    opened is one extent)."""
     b_col, m_col, t_col = (("BYTES_READ", "MAX_BYTE_READ", "F_READ_TIME") if op == "read"
                            else ("BYTES_WRITTEN", "MAX_BYTE_WRITTEN", "F_WRITE_TIME"))
     recs = _redundant_records(ctx)
@@ -202,11 +202,11 @@ def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str
     extra = (moved - extent).clip(min=0)
     waste = np.divide(extra, moved, out=np.zeros_like(moved), where=moved > 0) * seconds
     files = [ctx.profile.name_of(uniq[i]) for i in np.argsort(-extra) if extra[i] > 0]
-    shared = np.zeros(len(uniq), bool)
-    shared[inv[np.concatenate([shared_mask(rec) for rec in recs])]] = True
-    again = float(extra.sum())
     by_others = _read_by_other_ranks(ctx, op, uniq)
     if by_others is None:  # no DXT: a file several ranks opened is one they may share a read of
+        shared = np.zeros(len(uniq), bool)
+        shared[inv[np.concatenate([shared_mask(rec) for rec in recs])]] = True
+        again = float(extra.sum())
         by_others = float(extra[shared].sum()) / again if again else 0.0
     return (float(moved.sum()), float(np.minimum(extent, moved).sum()), float(waste.sum()) / nprocs(ctx), files,
             by_others)
@@ -234,21 +234,17 @@ def _read_by_other_ranks(ctx: FactContext, op: str, ids: np.ndarray) -> float | 
 
 
 def _union_bytes(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> float:
-    """Bytes covered by the extents [start, end), the union taken within each group, summed."""
-    order = np.lexsort((start, group))
-    g, s, e = group[order], start[order], end[order]
-    total = 0.0
-    for lo, hi in zip(*_runs(g)):
-        reach = np.maximum.accumulate(e[lo:hi])
-        before = np.concatenate([[s[lo]], reach[:-1]])  # the furthest byte an earlier extent covered
-        total += float(np.clip(e[lo:hi] - np.maximum(s[lo:hi], before), 0, None).sum())
-    return total
-
-
-def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(starts, ends) of the runs of equal values in a sorted array."""
-    edges = np.flatnonzero(np.diff(sorted_keys)) + 1
-    return np.concatenate([[0], edges]), np.concatenate([edges, [len(sorted_keys)]])
+    """Bytes covered by the extents [start, end), the union taken within each group, summed: a sweep
+    over their edges (+1 at a start, -1 at an end), ordered by group then offset; a group's edges sum
+    to zero, so one running depth serves every group, and what lies between two edges of a group is
+    covered when the depth after the first is positive (one pass, however many ranks and files)."""
+    groups = np.concatenate([group, group])
+    where = np.concatenate([start, end])
+    step = np.concatenate([np.ones(len(start), np.int64), -np.ones(len(end), np.int64)])
+    order = np.lexsort((where, groups))
+    groups, where, depth = groups[order], where[order], np.cumsum(step[order])
+    span = (where[1:] - where[:-1]).astype(np.float64)
+    return float(span[(depth[:-1] > 0) & (groups[1:] == groups[:-1])].sum())
 
 
 for _op, _done in (("read", "read"), ("write", "written")):
@@ -278,7 +274,7 @@ for _op, _done in (("read", "read"), ("write", "written")):
         @fact(f"redundant_{op}_shared_share", "fraction", f"Share of the bytes {done} again that another rank "
               f"had {done} (DXT: the ranks' extents of each file compared); without DXT, that are of files "
               f"several ranks opened (the rest: {done} again by the same rank).",
-              label=f"share of the bytes {done} again on files several ranks opened")
+              label=f"share of the bytes {done} again that another rank had {done}")
         def shared_share(ctx: FactContext) -> float:
             return ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))[4]
 
