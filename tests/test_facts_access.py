@@ -153,8 +153,12 @@ def test_a_shared_file_each_rank_reads_its_own_block_of_again_is_kept_in_memory_
     assert ctx.get("redundant_read_bytes") == 256 << 20 and ctx.get("redundant_read_shared_share") == 0.0
     (io030,) = [f for f in diagnose(log, SiteConfig()).findings if f.code == "IO030"]
     assert not any("MPI_Bcast" in c for c in io030.recommendation.commands)
+    assert "without DXT" not in io030.recommendation.text
     log.dxt.clear()  # the same log without its trace: a shared file is one its ranks may share a read of
     assert FactContext(log, SiteConfig()).get("redundant_read_shared_share") == 1.0
+    # ... but the advice says the log cannot tell which rank read the bytes first
+    (io030,) = [f for f in diagnose(log, SiteConfig()).findings if f.code == "IO030"]
+    assert "without DXT the log cannot tell" in io030.recommendation.text
 
 
 def test_union_of_extents_within_each_group():

@@ -186,10 +186,10 @@ def _redundant_records(ctx: FactContext) -> list:
     return found
 
 
-def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str], float]:
+def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str], float, bool]:
     """(bytes moved, distinct bytes of the file extent, seconds per process, files, share of the bytes
-    moved again that another rank had moved) for `op`, per file over POSIX and STDIO (a file both
-    opened is one extent)."""
+    moved again that another rank had moved, whether DXT told that share) for `op`, per file over POSIX
+    and STDIO (a file both opened is one extent)."""
     b_col, m_col, t_col = (("BYTES_READ", "MAX_BYTE_READ", "F_READ_TIME") if op == "read"
                            else ("BYTES_WRITTEN", "MAX_BYTE_WRITTEN", "F_WRITE_TIME"))
     recs = _redundant_records(ctx)
@@ -203,13 +203,14 @@ def _redundant(ctx: FactContext, op: str) -> tuple[float, float, float, list[str
     waste = np.divide(extra, moved, out=np.zeros_like(moved), where=moved > 0) * seconds
     files = [ctx.profile.name_of(uniq[i]) for i in np.argsort(-extra) if extra[i] > 0]
     by_others = _read_by_other_ranks(ctx, op, uniq)
-    if by_others is None:  # no DXT: a file several ranks opened is one they may share a read of
+    traced = by_others is not None
+    if not traced:  # no DXT: a file several ranks opened is one they may share a read of
         shared = np.zeros(len(uniq), bool)
         shared[inv[np.concatenate([shared_mask(rec) for rec in recs])]] = True
         again = float(extra.sum())
         by_others = float(extra[shared].sum()) / again if again else 0.0
     return (float(moved.sum()), float(np.minimum(extent, moved).sum()), float(waste.sum()) / nprocs(ctx), files,
-            by_others)
+            by_others, traced)
 
 
 def _read_by_other_ranks(ctx: FactContext, op: str, ids: np.ndarray) -> float | None:
@@ -278,7 +279,13 @@ for _op, _done in (("read", "read"), ("write", "written")):
         def shared_share(ctx: FactContext) -> float:
             return ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))[4]
 
-        for fn in (extra, factor, cost, files, shared_share):
+        @fact(f"redundant_{op}_shared_traced", "flag", f"Whether DXT told which rank had {done} the bytes "
+              f"{done} again (without it, a shared file's record cannot tell a rank {done} its own block "
+              f"again from another rank's bytes).", label=f"DXT tells which rank had {done} the bytes first")
+        def shared_traced(ctx: FactContext) -> bool:
+            return ctx.memo(f"redundant.{op}", lambda: _redundant(ctx, op))[5]
+
+        for fn in (extra, factor, cost, files, shared_share, shared_traced):
             fn.__name__ = f"{fn.__name__}_{op}"
     _make_redundant()
 
