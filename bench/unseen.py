@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 # bench/replay.py would shadow the `replay` package: import from the repository, not from bench/
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "bench"]
 CORPUS = REPO.parent / "shared" / "corpus"
+PER_WORKLOAD_S = 40.0  # [replay] budget_s of one workload: the campaign's, which measured the training rows
 RECLIVE = REPO / "out" / "p13" / "rectraces"  # a copy of /tmp/rectraces (reclive's traces)
 
 
@@ -133,18 +134,20 @@ def list_fixes() -> None:
 def measure(half: str, model_path: str, target: Path, save: Path) -> None:
     """Predict and replay every fix of every workload of `half`, saving after each workload (resumes)."""
     from advisor import api
+    from advisor.config import ReplayConfig
     from advisor.models.check import compare
     from advisor.models.predict import load
     from advisor.models.store import describe
 
     model = load(model_path)
+    settings = ReplayConfig(budget_s=PER_WORKLOAD_S)
     doc = json.loads(save.read_text()) if save.exists() else {"model": describe(model.meta), "workloads": {}}
     for fam, h, label, path in workloads(half):
         if label in doc["workloads"]:
             continue
         t0, load0 = time.monotonic(), os.getloadavg()[0]
         try:
-            found = [c.to_dict() for c in compare(model, api.load(path), target, label=label)]
+            found = [c.to_dict() for c in compare(model, api.load(path), target, label=label, settings=settings)]
             error = ""
         except Exception as exc:  # one workload failing to replay is its own line, not the run's end
             found, error = [], f"{type(exc).__name__}: {exc}"
