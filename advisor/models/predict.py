@@ -161,8 +161,8 @@ def _measured_fix(model: Model, base, fixed, fix: dict, fstype: str, common: dic
     ratio, lo, hi = got
     _, said = learned.width_for(meta, transform, mount)
     still = learned.changes_nothing(meta, before, after)
-    basis = ([f"the fix changes nothing this model describes of the job's replay plan: 1.00x (as the "
-              f"{meta['no_change']['fixes']} measured fixes that changed nothing)"] if still else []) + said
+    basis = ([f"the fix changes nothing this model describes of the job's replay plan: it buys nothing, as the "
+              f"{meta['no_change']['fixes']} measured fixes that changed nothing"] if still else []) + said
     return Prediction(speedup=_round(ratio), interval=[_round(lo), _round(hi)], extrapolated=bool(said),
                       interval_basis="; ".join(basis), **common)
 
