@@ -77,3 +77,16 @@ def test_a_prediction_carries_the_calibrated_widening():
     assert lo2 == pytest.approx(lo / 10 ** 0.1) and hi2 == pytest.approx(hi * 10 ** 0.1)
     _, lo3, hi3 = speedup(before, after, -10.0)
     assert lo3 == hi3 == ratio  # narrowed at most to the point
+
+
+def test_mondrian_bins_hold_80_percent_each_and_a_sparse_bin_is_never_narrower_than_pooled():
+    from advisor.models.conformal import binned_quantile, quantile
+
+    rng = np.random.default_rng(0)
+    keys = np.concatenate([np.full(400, 0.02), np.full(200, 0.5), [0.2, 0.25]])
+    scores = np.concatenate([rng.uniform(0, 0.1, 400), rng.uniform(0, 0.4, 200), [0.01, 0.02]])
+    near, middle, far = binned_quantile(scores, keys, (0.1, 0.3), fewest=20)
+    assert near < quantile(scores) < far
+    for width, key in ((near, 0.02), (far, 0.5)):
+        assert (scores[keys == key] <= width).mean() >= 0.8
+    assert middle == quantile(scores)  # two fixes say too little: the pooled width, not their 0.02

@@ -199,8 +199,10 @@ def test_a_held_out_family_is_predicted_by_a_model_that_never_saw_it():
     held = rows.family == family
     expected = 10 ** speedup.predict(alone, rows.x[held])
     got = [j.predicted for j in judged if j.family == family]
-    for e, g in zip(expected, got):
-        assert g is None or abs(g - e) < 1e-9 * e
+    still = [speedup.unchanged(dict(zip(speedup.INPUTS, x))) for x in rows.x[held]]
+    assert any(still) and not all(still)
+    for e, g, s in zip(expected, got, still):  # a fix that changes nothing: 1.00x, as in production
+        assert g is None or abs(g - (1.0 if s else e)) < 1e-9 * e
     figures = speedup.figures(judged)
     assert figures["fixes"] == len(rows) and 0 <= figures["coverage"] <= 1
 
@@ -308,3 +310,58 @@ def test_the_sites_measured_fixes_go_where_the_config_says(tmp_path, monkeypatch
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     assert data_dir(ModelConfig()) == tmp_path / "xdg" / "ioadvisor" / "model-data"
     assert data_dir(ModelConfig(data=str(tmp_path / "site"))) == tmp_path / "site"
+
+
+def test_the_interval_is_calibrated_by_the_effect_predicted():
+    """Out-of-family residuals grow with the effect a fix is predicted to have (a fix near 1x is
+    predicted closer than one removing a sync per write): one width per bin of |log10 predicted|,
+    each the 80 % conformal quantile of its own fixes, each fix binned by its out-of-family
+    prediction; a model saved before the bins keeps the pooled width."""
+    rows = speedup.Rows.of(pairs.read(SHIPPED_PAIRS))
+    cal = speedup.out_of_family_calibration(rows)
+    widths = cal["widen_by_effect"]["widen_log10"]
+    assert cal["widen_by_effect"]["edges"] == list(speedup.EFFECT_EDGES)
+    assert sum(cal["widen_by_effect"]["fixes"]) == len(rows)
+    assert widths[0] < cal["widen_log10"] < widths[-1]
+    pred = speedup.family_predictions(rows)
+    for b, width in enumerate(widths):
+        mine = np.digitize(np.abs(pred), speedup.EFFECT_EDGES) == b
+        assert (np.abs(rows.y[mine] - pred[mine]) <= width + 1e-12).mean() >= 0.8
+    assert speedup.effect_width(cal, 0.0) == widths[0] and speedup.effect_width(cal, -1.5) == widths[-1]
+    assert speedup.effect_width(cal, None) == cal["widen_log10"]
+    assert speedup.effect_width({"widen_log10": 0.2}, 1.5) == 0.2
+
+
+def test_a_prediction_gets_the_width_of_its_effect_and_the_held_out_protocol_the_same_rule():
+    model = load("default")
+    meta = model.meta["speedup_model"]
+    before = pairs.plan_features(plan_for(_point(fsync="per-write"), "ext4"), "ext4")
+    after = pairs.plan_features(apply_fix(plan_for(_point(fsync="per-write"), "ext4"),
+                                          {"transform": "fsync", "mode": "at-close"}), "ext4")
+    ratio, low, high = speedup.predict_fix(model.speedup, meta, before, after, "fsync")
+    half = np.log10(high / ratio)
+    assert ratio > 2 and abs(half - speedup.effect_width(meta, np.log10(ratio))) < 1e-9
+    assert abs(np.log10(ratio / low) - half) < 1e-9
+    width, said = speedup.width_for(meta, "fsync", predicted=np.log10(ratio))
+    assert width == half and said == []
+
+
+def test_a_fix_that_changes_nothing_the_model_describes_is_predicted_to_buy_nothing():
+    """Coalescing writes each followed by an fsync merges none of them: the plan's description is
+    unchanged, so the fix buys nothing (1.00x), its interval that of the measured fixes that changed
+    nothing, not what the trees make of the plan alone."""
+    model = load("default")
+    meta = model.meta["speedup_model"]
+    (w,) = [w for ws in campaign.families().values() for w in ws
+            if w.write_only and w.point.fsync == "per-write" and campaign.COALESCE in campaign.fixes(w)]
+    plan = campaign.workload_plan(w, "ext4")
+    before, after = (pairs.plan_features(p, "ext4") for p in (plan, apply_fix(plan, campaign.COALESCE)))
+    assert speedup.unchanged(speedup.inputs(before, after)) and speedup.changes_nothing(meta, before, after)
+    ratio, low, high = speedup.predict_fix(model.speedup, meta, before, after, "coalesce")
+    width = max(meta["no_change"]["widen_log10"], speedup.effect_width(meta, 0.0))
+    assert ratio == 1.0 and abs(np.log10(high) - width) < 1e-9 and abs(np.log10(low) + width) < 1e-9
+    assert 0 < width < meta["widen_log10"]
+    # on another mount the cross-mount calibration still applies on top
+    _, low_far, high_far = speedup.predict_fix(model.speedup, meta, before, after, "coalesce", mount="lustre")
+    assert low_far < low and high_far > high
+    assert speedup.changes_nothing({}, before, after) is False  # a model saved before: the trees decide

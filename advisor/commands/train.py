@@ -58,12 +58,22 @@ def _report(model, collected, out: Path) -> None:
     if sm:
         con.print(printable(f"speedup of a fix: learned from {sm['fixes']} measured fixes of {sm['workloads']} "
                             f"workloads in {len(sm['families'])} families ({', '.join(sm['transforms'])}); "
-                            f"80 % interval x/÷{10 ** sm['widen_log10']:.2f} (out-of-family residuals)"
+                            f"80 % interval x/÷{10 ** sm['widen_log10']:.2f} (out-of-family residuals){_by_effect(sm)}"
                             f"{_beyond(sm)}"), markup=False, highlight=False)
     else:
         con.print("speedup of a fix: the ratio of two predicted bandwidths (no measured fixes among the data, "
                   "or too few: `--verify` adds them)", markup=False, highlight=False, style="dim")
     con.print(printable(f"model written to {out}: {describe(model.meta)}"), markup=False, highlight=False)
+
+
+def _by_effect(sm: dict) -> str:
+    """The out-of-family interval by the effect predicted (advisor.models.speedup.EFFECT_EDGES)."""
+    cal = sm.get("widen_by_effect")
+    if not cal:
+        return ""
+    bounds = [f"{10 ** e:.2f}" for e in cal["edges"]]
+    names = [f"predicted within x/÷{bounds[0]}"] + [f"to x/÷{b}" for b in bounds[1:]] + ["beyond"]
+    return "; by the effect " + ", ".join(f"{n}: x/÷{10 ** w:.2f}" for n, w in zip(names, cal["widen_log10"]))
 
 
 def _beyond(sm: dict) -> str:

@@ -100,6 +100,20 @@ def quantile(scores: np.ndarray, coverage: float = COVERAGE) -> float:
     return float(s[k - 1])
 
 
+def binned_quantile(scores: np.ndarray, keys: np.ndarray, edges: tuple[float, ...], fewest: int) -> list[float]:
+    """Mondrian conformal quantiles: :func:`quantile` of the `scores` whose `keys` fall in each bin cut at
+    `edges` (len(edges) + 1 bins, each [edge, next edge)); a bin with fewer than `fewest` scores
+    says too little alone and takes the widest of its own and the pooled quantile."""
+    scores, keys = np.asarray(scores, float), np.asarray(keys, float)
+    pooled = quantile(scores)
+    where = np.digitize(keys, edges)
+    out = []
+    for b in range(len(edges) + 1):
+        mine = scores[where == b]
+        out.append(quantile(mine) if len(mine) >= fewest else max(pooled, quantile(mine) if len(mine) else pooled))
+    return out
+
+
 def weighted_quantile(scores: dict[str, np.ndarray], level: float, slack: float = 0.0) -> float:
     """The `level` quantile of all scores, each factor's scores weighing 1 in all (`slack`: how far
     below `level` a cumulative weight still counts as reaching it)."""

@@ -154,14 +154,17 @@ def _measured_fix(model: Model, base, fixed, fix: dict, fstype: str, common: dic
     from advisor.models.pairs import plan_features
 
     meta, transform = model.meta.get("speedup_model") or {}, str(fix.get("transform", ""))
-    got = learned.predict_fix(model.speedup, meta, plan_features(base, fstype), plan_features(fixed, fstype),
-                              transform, mount)
+    before, after = plan_features(base, fstype), plan_features(fixed, fstype)
+    got = learned.predict_fix(model.speedup, meta, before, after, transform, mount)
     if isinstance(got, list):
         return Prediction(reason=f"{OUTSIDE} ({'; '.join(got[:3])})", **common)
     ratio, lo, hi = got
     _, said = learned.width_for(meta, transform, mount)
+    still = learned.changes_nothing(meta, before, after)
+    basis = ([f"the fix changes nothing this model describes of the job's replay plan: it buys nothing, as the "
+              f"{meta['no_change']['fixes']} measured fixes that changed nothing"] if still else []) + said
     return Prediction(speedup=_round(ratio), interval=[_round(lo), _round(hi)], extrapolated=bool(said),
-                      interval_basis="; ".join(said), **common)
+                      interval_basis="; ".join(basis), **common)
 
 
 def max_ranks(model: Model) -> int:

@@ -10,7 +10,10 @@ log10 of the speedup verification measured (:mod:`advisor.models.pairs`).
 
 The interval is symmetric in log10: the prediction widened by the 80 % conformal quantile of
 |measured - predicted| over fixes each predicted by a model that never saw their *family*
-(:func:`family_scores`), the distribution a new workload is predicted from.
+(:func:`family_scores`), the distribution a new workload is predicted from, taken apart by the
+effect predicted (:data:`EFFECT_EDGES`, :func:`out_of_family_calibration`): a fix predicted near 1x
+is predicted closer than one predicted to remove a dominant cost (a sync per write, tiny requests),
+whose size the model knows less well.
 
 A fix outside what the model measured gets no number (:func:`outside`): an input beyond the
 training rows' range (with a margin), or a fix that changes nothing the descriptors see and was
@@ -38,23 +41,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
 from advisor.models import conformal
-from advisor.models.pairs import DESCRIPTORS, descriptors
+from advisor.models.pairs import DESCRIPTORS
+from advisor.models.speedrows import (  # noqa: F401  the model's rows, inputs and regressor, used from here
+    INPUTS, LOAD, QUIET, Rows, fit, inputs, load_of, predict, ranges, regressor)
 
-LOAD = "load_per_cpu"
-INPUTS = [f"b_{d}" for d in DESCRIPTORS] + [f"d_{d}" for d in DESCRIPTORS] + [LOAD]
-"""The workload's descriptors (b_), the fix's change of them (d_), and the load the node ran under."""
-QUIET = 1.0
-"""The load per CPU a prediction is made for: the replay's own ranks on every CPU, nothing else.
-The load is a condition of the node, not of the workload: a fix whose calls cost CPU (small
-requests, MPI exchanges) gains differently on a busy node, so the model learns from the load each
-fix was measured under and predicts for a quiet node; below the quietest measurement, as there.
-It is never a reason to decline (:func:`outside`)."""
 SATURATING = {"b_log2_rank_phase_mib"}
 """Inputs never a reason to decline above what was measured: a phase moving more than the largest
 volume measured pays its fixed costs over more bytes still, so a fix's speedup nears its limit
@@ -66,82 +62,15 @@ STILL = 1e-6  # a change smaller than this is no change
 MIN_FAMILIES = 3  # fewer families say nothing about a new one
 MIN_FIXES = 20  # fewer measured fixes make no speedup model
 MIN_TRANSFORMS = 3  # fewer transforms measured say nothing about a new one
-
-
-def inputs(before: dict[str, float], after: dict[str, float], load_per_cpu: float = QUIET) -> dict[str, float]:
-    """The model's inputs of one fix: the plan before, the change the fix makes, the node's load."""
-    out = {f"b_{k}": before.get(k, math.nan) for k in DESCRIPTORS}
-    out[LOAD] = load_per_cpu
-    for k in DESCRIPTORS:
-        b, a = before.get(k, math.nan), after.get(k, math.nan)
-        out[f"d_{k}"] = (a - b) if math.isfinite(a) and math.isfinite(b) else math.nan
-    return out
-
-
-@dataclass
-class Rows:
-    """Measured fixes as a matrix: inputs, log10 speedup, family, transform."""
-
-    x: np.ndarray
-    y: np.ndarray
-    family: np.ndarray
-    transform: np.ndarray
-    workload: np.ndarray
-    origins: dict[str, int] = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return len(self.y)
-
-    def subset(self, keep: np.ndarray) -> Rows:
-        return Rows(self.x[keep], self.y[keep], self.family[keep], self.transform[keep], self.workload[keep],
-                    dict(self.origins))
-
-    @classmethod
-    def of(cls, rows: list[dict]) -> Rows:
-        x = np.array([[inputs(descriptors(r, "b"), descriptors(r, "a"), load_of(r))[n] for n in INPUTS] for r in rows],
-                     float).reshape(len(rows), len(INPUTS))
-        return cls(x, np.log10([float(r["speedup"]) for r in rows]), np.array([r["family"] for r in rows]),
-                   np.array([r["transform"] for r in rows]), np.array([r["workload"] for r in rows]))
-
-
-def load_of(row: dict) -> float:
-    """The load per CPU a fix was measured under (NaN when the row does not say)."""
-    try:
-        return float(row["load1"]) / float(row["cpus"])
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
-        return math.nan
-
-
-def regressor():
-    """The one regressor of log10 speedup (fixed with the held-out protocol, never tuned on it)."""
-    from sklearn.ensemble import HistGradientBoostingRegressor
-
-    return HistGradientBoostingRegressor(max_iter=150, learning_rate=0.05, max_leaf_nodes=7,
-                                         min_samples_leaf=5, l2_regularization=1.0, random_state=0)
-
-
-def fit(rows: Rows):
-    from advisor.models.train import one_thread
-
-    with one_thread():
-        return regressor().fit(rows.x, rows.y)
-
-
-def predict(estimator, x: np.ndarray) -> np.ndarray:
-    from advisor.models.train import one_thread
-
-    with one_thread():
-        return estimator.predict(np.atleast_2d(x))
-
-
-def ranges(rows: Rows) -> dict:
-    """What the model measured: each input's [min, max], and the transforms."""
-    out = {}
-    for j, name in enumerate(INPUTS):
-        col = rows.x[:, j]
-        seen = col[np.isfinite(col)]
-        out[name] = [float(seen.min()), float(seen.max())] if len(seen) else []
-    return {"inputs": out, "transforms": sorted(set(rows.transform.tolist()))}
+EFFECT_EDGES = (0.1, 0.3)
+"""Bins of the out-of-family interval by the effect predicted, |log10 speedup|: near 1x (within
+x/÷1.26, the replayer's run-to-run spread), up to x/÷2, beyond. One width for every fix would be
+too wide near 1x and too narrow where a fix removes a dominant cost: the campaign's out-of-family
+residuals are x1.35 near 1x and x2.05 beyond 2x (80 % quantiles, 382 and 134 fixes), and a
+prediction far from 1x is where a workload unlike the campaign's misses most (a sync per 512 B
+write: 28x predicted, 58-76x measured). Mondrian conformal: each bin's quantile holds 80 % of its
+own fixes, so the whole does too."""
+MIN_EFFECT_FIXES = 20  # fewer fixes in a bin: the widest of its own and the pooled quantile
 
 
 def outside(measured: dict, x: dict[str, float], transform: str) -> list[str]:
@@ -161,10 +90,25 @@ def outside(measured: dict, x: dict[str, float], transform: str) -> list[str]:
         slack = max(MARGIN * (span[1] - span[0]), floor)
         if value < span[0] - slack or (value > span[1] + slack and name not in SATURATING):
             out.append(f"{_said(name)} {value:.3g} vs measured {span[0]:.3g}..{span[1]:.3g}")
-    still = all(abs(x.get(f"d_{d}", 0.0)) < STILL or not math.isfinite(x.get(f"d_{d}", 0.0)) for d in DESCRIPTORS)
-    if still and transform not in (measured.get("transforms") or []):
+    if unchanged(x) and transform not in (measured.get("transforms") or []):
         out.append(f"the fix '{transform}' changes nothing this model describes and was never measured")
     return out
+
+
+def unchanged(x: dict[str, float]) -> bool:
+    """The fix changes nothing the inputs describe of the plan (every change NaN or under STILL)."""
+    return all(abs(x.get(f"d_{d}", 0.0)) < STILL or not math.isfinite(x.get(f"d_{d}", 0.0)) for d in DESCRIPTORS)
+
+
+def no_change_calibration(rows: Rows) -> dict | None:
+    """What the measured fixes that changed nothing the inputs describe measured: the 80 % conformal
+    quantile of |log10 measured| (what measuring a fix that does nothing measures), a floor of the
+    interval of such a fix, predicted 1.00x; None with fewer than MIN_EFFECT_FIXES of them."""
+    d = [INPUTS.index(f"d_{k}") for k in DESCRIPTORS]
+    still = np.all(~(np.abs(rows.x[:, d]) >= STILL), axis=1)  # NaN: unknown, no change seen
+    if still.sum() < MIN_EFFECT_FIXES:
+        return None
+    return {"widen_log10": conformal.quantile(np.abs(rows.y[still])), "fixes": int(still.sum())}
 
 
 def _said(name: str) -> str:
@@ -173,8 +117,33 @@ def _said(name: str) -> str:
 
 
 def out_of_family_width(rows: Rows) -> float:
-    """log10 half-width of the 80 % interval of a model of `rows` on a family it never saw."""
+    """log10 half-width of the 80 % interval of a model of `rows` on a family it never saw (pooled)."""
     return calibrated_width(_finite(family_scores(rows)))
+
+
+def out_of_family_calibration(rows: Rows) -> dict:
+    """The out-of-family interval's calibration: the pooled log10 half-width (``widen_log10``) and
+    one per bin of the effect predicted (``widen_by_effect``: :data:`EFFECT_EDGES`), from the same
+    residuals, each fix binned by its own out-of-family prediction (what a new workload's is)."""
+    pred = family_predictions(rows)
+    ok = np.isfinite(pred)
+    if not ok.any():
+        return {"widen_log10": math.inf}
+    scores, effect = np.abs(rows.y[ok] - pred[ok]), np.abs(pred[ok])
+    counts = np.bincount(np.digitize(effect, EFFECT_EDGES), minlength=len(EFFECT_EDGES) + 1)
+    return {"widen_log10": calibrated_width(scores),
+            "widen_by_effect": {"edges": list(EFFECT_EDGES), "fixes": counts.tolist(),
+                                "widen_log10": conformal.binned_quantile(scores, effect, EFFECT_EDGES,
+                                                                         MIN_EFFECT_FIXES)}}
+
+
+def effect_width(meta: dict, predicted: float | None) -> float:
+    """log10 half-width of the out-of-family interval of a prediction of log10 speedup `predicted`
+    (the pooled one for a model calibrated before the bins, or without a prediction)."""
+    cal = meta.get("widen_by_effect")
+    if not cal or predicted is None or not math.isfinite(predicted):
+        return float(meta["widen_log10"])
+    return float(cal["widen_log10"][int(np.digitize(abs(predicted), cal["edges"]))])
 
 
 def calibrated_width(scores: np.ndarray) -> float:
@@ -185,13 +154,19 @@ def calibrated_width(scores: np.ndarray) -> float:
 def family_scores(rows: Rows, by: str = "family") -> np.ndarray:
     """Residual (measured - predicted, log10) of every row, predicted by a model fitted without its
     `by` group (family or transform)."""
+    return rows.y - family_predictions(rows, by)
+
+
+def family_predictions(rows: Rows, by: str = "family") -> np.ndarray:
+    """Predicted log10 speedup of every row by a model fitted without its `by` group (NaN: too few
+    rows without it)."""
     groups = getattr(rows, by)
     out = np.full(len(rows), math.nan)
     for g in np.unique(groups):
         held = groups == g
         if (~held).sum() < 10:
             continue
-        out[held] = rows.y[held] - predict(fit(rows.subset(~held)), rows.x[held])
+        out[held] = predict(fit(rows.subset(~held)), rows.x[held])
     return out
 
 
@@ -230,27 +205,30 @@ def leave_out(rows: Rows, by: str = "family") -> list[Judged]:
         train = rows.subset(~held)
         if len(np.unique(getattr(train, by))) < 2:
             continue
-        meta = {"widen_log10": out_of_family_width(train), "measured": ranges(train),
-                "unseen_transform": unseen_transform(train)}
-        out += judge(rows, held, fit(train), meta["measured"], partial(width_for, meta))
+        meta = {**out_of_family_calibration(train), "measured": ranges(train),
+                "unseen_transform": unseen_transform(train), "no_change": no_change_calibration(train)}
+        out += judge(rows, held, fit(train), meta["measured"], partial(width_for, meta),
+                     still_is_one=bool(meta["no_change"]))
     return out
 
 
 def judge(rows: Rows, held: np.ndarray, estimator, measured: dict,
-          width: float | Callable[[str], tuple[float, list[str]] | list[str]],
-          shift: Callable[[str], float] | None = None) -> list[Judged]:
+          width: float | Callable[..., tuple[float, list[str]] | list[str]],
+          shift: Callable[[str], float] | None = None, still_is_one: bool = False) -> list[Judged]:
     """The `held` rows predicted by `estimator` (a model that never saw them), each with its interval:
     `width` a log10 half-width, or a transform's :func:`width_for` answer; `shift`: a transform's log10
-    move of the prediction (another mount's); no prediction for a fix outside what the model measured,
-    nor where no interval is honest."""
+    move of the prediction (another mount's); `still_is_one`: a fix that changes nothing the inputs
+    describe is predicted 1.00x (production's rule, :func:`predict_fix`); no prediction for a fix
+    outside what the model measured, nor where no interval is honest."""
     out = []
     for i, p in zip(np.flatnonzero(held), predict(estimator, rows.x[held])):
-        transform = str(rows.transform[i])
-        p = p + (shift(transform) if shift else 0.0)
-        why = outside(measured, dict(zip(INPUTS, rows.x[i])), transform)
+        transform, x = str(rows.transform[i]), dict(zip(INPUTS, rows.x[i]))
+        still = still_is_one and unchanged(x)
+        p = 0.0 if still else p + (shift(transform) if shift else 0.0)
+        why = outside(measured, x, transform)
         half = None
         if not why:
-            answer = width(transform) if callable(width) else (width, [])
+            answer = width(transform, predicted=p, still=still) if callable(width) else (width, [])
             why, half = (answer, None) if isinstance(answer, list) else ([], answer[0])
         out.append(Judged(str(rows.family[i]), str(rows.workload[i]), transform, float(10 ** rows.y[i]),
                           None if half is None else float(10 ** p),
@@ -278,13 +256,14 @@ def build(measured: list[dict], other_mount: list[dict] | None = None) -> tuple[
         return None
     meta = {"fixes": len(rows), "workloads": len(set(rows.workload)), "families": sorted(set(rows.family)),
             "transforms": sorted(set(rows.transform)), "coverage": conformal.COVERAGE,
-            "widen_log10": out_of_family_width(rows), "inputs": INPUTS, "measured": ranges(rows),
+            **out_of_family_calibration(rows), "inputs": INPUTS, "measured": ranges(rows),
             "target": "log10 of the speedup verification measured (before / after, paired)",
             "predicted_for": f"a quiet node: {LOAD} {QUIET} (the replay's own ranks on every CPU)",
             "method": "gradient-boosted regressor of what the plan is and what the fix changes of it; "
-                      "the interval the 80 % conformal quantile of out-of-family residuals",
+                      "the interval the 80 % conformal quantile of out-of-family residuals, by the effect "
+                      "predicted",
             "fstype": ", ".join(sorted({r.get("fstype", "") for r in measured} - {""})),
-            "unseen_transform": unseen_transform(rows)}
+            "unseen_transform": unseen_transform(rows), "no_change": no_change_calibration(rows)}
     if other_mount:
         meta["other_mount"] = other_mount_calibration(rows, other_mount)
     return fit(rows), meta
@@ -296,20 +275,38 @@ def predict_fix(estimator, meta: dict, before: dict[str, float], after: dict[str
     `mount`: the file system predicted for when it is not the one the fixes were measured on."""
     x = inputs(before, after)
     why = outside(meta.get("measured") or {}, x, transform)
-    width = why or width_for(meta, transform, mount)
+    if why:
+        return why
+    still = changes_nothing(meta, before, after)
+    if still:  # nothing the fix does is in the plan's description: it buys nothing (as measured)
+        log_ratio = 0.0
+    else:
+        (log_ratio,) = predict(estimator, np.array([[x[n] for n in meta.get("inputs", INPUTS)]], float))
+        if mount and meta.get("other_mount"):
+            log_ratio += mount_shift(meta["other_mount"], transform)
+    width = width_for(meta, transform, mount, float(log_ratio), still)
     if isinstance(width, list):
         return width
-    (log_ratio,) = predict(estimator, np.array([[x[n] for n in meta.get("inputs", INPUTS)]], float))
-    if mount and meta.get("other_mount"):
-        log_ratio += mount_shift(meta["other_mount"], transform)
     return float(10 ** log_ratio), float(10 ** (log_ratio - width[0])), float(10 ** (log_ratio + width[0]))
 
 
-def width_for(meta: dict, transform: str, mount: str = "") -> tuple[float, list[str]] | list[str]:
+def changes_nothing(meta: dict, before: dict[str, float], after: dict[str, float]) -> bool:
+    """The fix leaves every input describing the plan as it was, and the model calibrated what such
+    fixes measure (:func:`no_change_calibration`): predicted 1.00x, not what the trees make of the
+    plan alone (coalescing writes each followed by an fsync merges none of them)."""
+    return bool(meta.get("no_change")) and unchanged(inputs(before, after))
+
+
+def width_for(meta: dict, transform: str, mount: str = "", predicted: float | None = None,
+              still: bool = False) -> tuple[float, list[str]] | list[str]:
     """(log10 half-width, what it was calibrated for, in words) of a prediction of `transform` for
-    `mount` ("" : the model's own), or the reasons there is no honest interval: the widest of the
-    calibrations that apply (out of family; a transform never measured; another mount)."""
-    width, said = float(meta["widen_log10"]), []
+    `mount` ("" : the model's own), of log10 speedup `predicted` (None: the pooled out-of-family
+    width), `still`: of a fix that changes nothing the inputs describe (its own calibration), or
+    the reasons there is no honest interval: the widest of the calibrations that apply (out of
+    family, by the effect predicted; a transform never measured; another mount)."""
+    width, said = effect_width(meta, predicted), []
+    if still and meta.get("no_change"):  # never narrower than the out-of-family interval near 1x
+        width = max(width, float(meta["no_change"]["widen_log10"]))
     for half, missing, told in _conditions(meta, transform, mount):
         if half is None:
             return [missing]
