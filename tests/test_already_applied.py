@@ -228,3 +228,7 @@ def test_no_fix_that_aggregates_through_every_rank_the_job_has():
     md001 = next(f for f in diagnosis.findings if f.code == "MD001")
     assert md001.fix is None
     assert not any(f.fix and f.fix.get("transform") == "aggregate" for f in diagnosis.findings)
+    # its metadata time went to the one file the ranks share: not told to aggregate into shared files
+    assert md001.evidence["own_file_meta_share"] < 0.01
+    assert "aggregate into shared files" not in md001.recommendation.text
+    assert "already share" in md001.recommendation.text
