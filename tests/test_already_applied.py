@@ -218,3 +218,17 @@ def test_no_striping_advice_for_reads_from_files_already_striped_wide():
     good = _finding(CORPUS / "darshan-repo-logs/darshan-util/pydarshan/darshan/tests/input/sample-goodost.darshan",
                     "IO040")
     assert good.evidence["main_direction_striped_share"] == 0 and "striping" in good.recommendation.text
+
+
+def test_no_fix_that_aggregates_through_every_rank_the_job_has():
+    """IOR -a MPIIO -t 256k by 4 ranks on one shared file (review12): MD001's second fix, aggregating
+    through min(ranks, 8) = 4 ranks, leaves every rank doing its own I/O, as the job already does; it
+    was listed among the fixes as "aggregate I/O through 4 ranks"."""
+    diagnosis = api.diagnose_path(DATA / "mpiio-independent-256k-run2.darshan")
+    md001 = next(f for f in diagnosis.findings if f.code == "MD001")
+    assert md001.fix is None
+    assert not any(f.fix and f.fix.get("transform") == "aggregate" for f in diagnosis.findings)
+    # its metadata time went to the one file the ranks share: not told to aggregate into shared files
+    assert md001.evidence["own_file_meta_share"] < 0.01
+    assert "aggregate into shared files" not in md001.recommendation.text
+    assert "already share" in md001.recommendation.text

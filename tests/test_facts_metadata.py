@@ -27,5 +27,8 @@ def test_the_metadata_rules_fix_follows_where_the_time_went():
     md001 = load_catalogue().get("MD001")
     own = _meta([(3, 2, 2.0), (4, 3, 4.0)])
     shared = _meta([(1, SHARED, 3.0), (4, 3, 1.0)])
-    assert _fix(md001, Evaluator(own.get, lambda code: False)) == {"transform": "layout", "mode": "shared"}
-    assert _fix(md001, Evaluator(shared.get, lambda code: False)) == {"transform": "aggregate", "aggregators": 4}
+    assert _fix(md001, Evaluator(own.get, lambda code: False), own) == {"transform": "layout", "mode": "shared"}
+    # aggregators for 4 ranks would be all 4: every rank still moves its own bytes, no fix (review12)
+    assert _fix(md001, Evaluator(shared.get, lambda code: False), shared) is None
+    wide = facts(job(module("POSIX", [(1, SHARED, {"POSIX_OPENS": 1, "POSIX_F_META_TIME": 3.0})]), nprocs=64))
+    assert _fix(md001, Evaluator(wide.get, lambda code: False), wide) == {"transform": "aggregate", "aggregators": 8}

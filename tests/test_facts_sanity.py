@@ -97,3 +97,18 @@ def test_pydarshan_example_metadata_time_is_never_a_share_over_the_run(corpus):
     assert md and all(f.cost_s <= d.job["runtime_s"] for f in md)
     assert all(f.evidence.get("meta_share", 0) <= 1.0 for f in md)
     assert "3.1 h per process" in d.summary["counter_notes"][0]
+
+
+def test_a_negative_time_counts_as_zero_and_is_said_in_diagnose_and_show():
+    """mpi-io-test 3.1.5 on BG/Q (review12): POSIX_F_META_TIME -221.5 s in a 2 s run. It was counted as 0
+    without a word; the one I/O time stays MPI-IO's 449 ms and both reports now say why POSIX's is lower."""
+    from advisor.report.show import show_entry
+
+    log = Path(__file__).parent / "data" / "mpi-io-test-ppc64-3.1.5.darshan"
+    profile = load(log)
+    notes = FactContext(profile).get("counter_notes")
+    assert any("negative metadata time (POSIX_F_META_TIME -3.7 min" in n for n in notes)
+    d = diagnose(profile, SiteConfig())
+    assert d.summary["io_time_s"] == pytest.approx(0.4494, abs=1e-3) and d.summary["meta_time_s"] >= 0
+    assert d.summary["counter_notes"] == notes
+    assert show_entry(profile)["summary"]["counter_notes"] == notes

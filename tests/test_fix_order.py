@@ -49,7 +49,10 @@ def test_the_order_agrees_with_the_measured_speedups(corpus):
     smaller than the 4 KiB block, so IO020's fix is coalescing (measured 4.3x), not a separate align
     (1.73x, which re-cut them into 4 KiB pieces); the 2 others: a warn fix that measured faster than
     a high finding's collective fix on s_big_dxt_1k, and on n_fsync_per_write_Y_4k a collective fix
-    measured 6.6x, for reasons its findings' small-request cost does not hold."""
+    measured 6.6x, for reasons its findings' small-request cost does not hold. 11 of 12 since review12:
+    aggregation through all 4 ranks is no longer proposed (measured 1.04x on d_mpiio_independent_256k,
+    0.88x on j_imbalance_rank0_10x, 2.02x on s_big_dxt_1k, where it only merged each rank's own requests,
+    what its coalescing fix does at 4.3x), and two pairs held it."""
     agree, pairs = 0, 0
     for case, speedups in measured().items():
         ranked = [speedups.get(key(s.fix)) for s in diagnose_path(corpus / case / "case.darshan").fixes()]
@@ -59,7 +62,7 @@ def test_the_order_agrees_with_the_measured_speedups(corpus):
                 if max(first, later) / min(first, later) >= CLEAR:
                     pairs += 1
                     agree += first > later
-    assert pairs >= 14 and agree >= pairs - 2, (agree, pairs)
+    assert pairs >= 12 and agree >= pairs - 1, (agree, pairs)
 
 
 def test_aggregating_through_every_rank_wins_nothing_back(corpus):
@@ -68,7 +71,7 @@ def test_aggregating_through_every_rank_wins_nothing_back(corpus):
     nothing back and follows the fix that does (its order among fixes that win nothing, the collective
     fix with one aggregator here, is their confidence's)."""
     fixes = diagnose_path(corpus / "generated/d_mpiio_independent_256k/json-run.darshan").fixes()
-    (agg,) = [s for s in fixes if s.fix == {"transform": "aggregate", "aggregators": 4}]
-    assert agg.cost_s > 0 == agg.recovered_s
+    # since review12 such a fix is not proposed at all (tests/test_already_applied.py)
+    assert not [s for s in fixes if s.fix["transform"] == "aggregate"]
     assert fixes[0].fix["transform"] == "coalesce" and fixes[0].recovered_s > 0
     assert all(s.recovered_s == 0 for s in fixes[1:])

@@ -67,6 +67,9 @@ def test_ior_2_10_script_with_two_tests_and_a_headerless_table():
     assert len(shared.iterations) == len(fpp.iterations) == 8
     assert fpp.summaries["write"].max_mib == 2356.01 == fpp.max_lines["write"]
     assert shared.params.tasks == 2048 and shared.params.tasks_per_node == 1
+    # IOR 2.x never printed a "Summary of all tests" block: its absence is not a cut output (review12)
+    assert any("IOR 2.10.0.1 prints no 'Summary of all tests' block" in n for n in run.notes)
+    assert not any("cut short" in n for n in run.notes)
 
 
 def test_launcher_prefix_is_stripped_and_said():

@@ -53,6 +53,16 @@ def test_one_repetition_and_shared_file_on_one_stripe():
     assert found["BEN005"].recommendation.commands[0].startswith("lfs setstripe -c 2")
 
 
+def test_no_stripes_or_osts_for_an_object_store_api():
+    """IO500's ior-hard-write on Aurora's DAOS (`-a DFS`, 62,400 tasks, review12): DFS stores DAOS
+    objects, so a site config with Lustre's OSTs must not give it a stripe count nor `lfs setstripe`;
+    the same shared file through POSIX keeps BEN005."""
+    found, unchecked = _findings("io500_dfs_aurora_hard_write.txt")
+    assert "BEN005" not in found and "BEN005" not in unchecked
+    found, _ = _findings("ior_text_3.3.0.txt")
+    assert "BEN005" in found
+
+
 def _io500(corpus, name: str):
     return next((corpus / "ior-logs" / "public" / "IO500__submission-data" / "DKRZ").rglob(name))
 

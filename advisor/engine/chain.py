@@ -21,7 +21,7 @@ from advisor.engine.rules import Catalogue, Rule
 from advisor.engine.significance import DECLARED, Confidence, Impact, Limits, grade, impact_level
 from advisor.facts import (Assumption, Fact, FactContext, Missing, NotApplicable, describe, is_param, known,
                            meta_of)
-from advisor.facts.fix_cost import recovered_s
+from advisor.facts.fix_cost import changes_nothing, recovered_s
 from advisor.facts.requests import DEFAULT_REQUEST_LATENCY_S
 from advisor.fixes import hints_handoff, unchecked
 from advisor.formatting import fmt_num
@@ -141,7 +141,7 @@ def _finding(rule: Rule, scope: _RuleScope, ev: Evaluator, runtime_s: float) -> 
     evidence = {name: scope.lookup(name) for name in rule.evidence}
     files = _listed(ev.evaluate(rule.files)) if rule.files is not None else []
     ranks = [int(r) for r in _listed(ev.evaluate(rule.ranks))] if rule.ranks is not None else []
-    fix = _fix(rule, ev)
+    fix = _fix(rule, ev, scope.ctx)
     values = {**{k: scope.lookup(k) for k in rule.thresholds}, **evidence,
               "cost_s": cost_s, "cost_share": share, "files": files, "ranks": ranks, "fix": fix,
               "nprocs": scope.ctx.profile.job.nprocs, "runtime_s": runtime_s}
@@ -268,11 +268,15 @@ def _counted(rule: Rule, scope: _RuleScope) -> str:
     return ""
 
 
-def _fix(rule: Rule, ev: Evaluator) -> dict[str, Any] | None:
-    """The rule's first fix alternative whose `when` holds for this job, sized for it."""
+def _fix(rule: Rule, ev: Evaluator, ctx: FactContext) -> dict[str, Any] | None:
+    """The rule's first fix alternative whose `when` holds for this job, sized for it, passing over one
+    that, so sized, changes nothing (MD001's aggregation through min(ranks, 8) offered to IOR's 4 ranks:
+    every rank still moves its own bytes; review12)."""
     for alternative in rule.fix or []:
         if "when" not in alternative or ev.evaluate(alternative["when"]):
-            return _sized(alternative, ev)
+            fix = _sized(alternative, ev)
+            if fix is None or not changes_nothing(ctx, fix):
+                return fix
     return None
 
 

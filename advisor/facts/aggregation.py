@@ -112,17 +112,24 @@ def collective_below(ctx: FactContext, ids) -> bool:
 
 
 def aggregator_count(ctx: FactContext, record_id: int, posix) -> tuple[int, bool]:
-    """Aggregators that did a collectively accessed file's POSIX I/O, and whether they were counted:
-    the ranks with DXT segments on it, else estimated as its bytes over the slowest rank's bytes
-    (aggregators get even file domains), never more than the ranks."""
+    """Aggregators that did a collectively accessed file's POSIX I/O, and whether they were counted.
+
+    Collective buffering gives its aggregators even file domains, so an aggregator moves about as many
+    bytes as the busiest rank: with DXT, the ranks that moved at least half the busiest rank's bytes
+    (HDF5's metadata, written independently by every rank, puts the others in the trace with a few
+    bytes each: IOR -a HDF5 -c, one OMPIO aggregator and three ranks of 40-byte writes); without it,
+    the nearest whole number of the busiest rank's shares in the file's bytes (never fewer than one,
+    never more than the ranks)."""
     try:
         trace = dxt(ctx, "DXT_POSIX")
-        ranks = arrays.unique(trace.rank[trace.record_id == np.uint64(record_id)])
-        if len(ranks):
-            return len(ranks), True
+        mine = trace.record_id == np.uint64(record_id)
+        if mine.any():
+            ranks, where = np.unique(trace.rank[mine], return_inverse=True)
+            moved = np.bincount(where, weights=trace.length[mine].astype(np.float64), minlength=len(ranks))
+            return max(1, int((moved >= moved.max() / 2).sum())), True
     except Missing:
         pass
-    estimate = int(np.ceil(posix.bytes / posix.slowest_rank_bytes)) if posix.slowest_rank_bytes else nprocs(ctx)
+    estimate = int(np.floor(posix.bytes / posix.slowest_rank_bytes + 0.5)) if posix.slowest_rank_bytes else nprocs(ctx)
     return max(1, min(estimate, nprocs(ctx))), False
 
 

@@ -330,7 +330,8 @@ def shared_imbalance_count_exact(ctx: FactContext) -> bool:
 
 
 @fact("shared_imbalance_count", "count", "Ranks or aggregators the worst shared file's slowest one is "
-      "compared with (aggregators: counted in DXT, else estimated as bytes / the slowest rank's bytes).",
+      "compared with (aggregators: the ranks of DXT that moved at least half the busiest rank's bytes, else "
+      "the nearest whole number of the slowest rank's shares in the file's bytes).",
       label="ranks or aggregators compared")
 def shared_imbalance_count(ctx: FactContext) -> int:
     skew = ctx.memo("shared_skew", lambda: _shared_skew(ctx))

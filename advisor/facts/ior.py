@@ -239,9 +239,13 @@ def _osts_used(ctx: FactContext, test: IorTest) -> int | None:
       "OSTs than min(OSTs, tasks), or file-per-process files striped wider than 1 while tasks >= OSTs.",
       label="tests whose layout does not fit", fields=STRIPES)
 def ior_stripe_issues(ctx: FactContext) -> list[dict]:
+    tests = [t for t in _run(ctx).tests if _through_files(t)]
+    if not tests:
+        apis = sorted({t.params.api for t in _run(ctx).tests})
+        raise NotApplicable(f"{', '.join(apis)}: the API stores objects, not striped files (no OSTs)")
     osts = ctx.get("ior_osts")
     out = []
-    for test in _run(ctx).tests:
+    for test in tests:
         count, tasks = _stripe_count(ctx, test), test.params.tasks
         if count is None or not tasks:
             continue
@@ -252,6 +256,15 @@ def ior_stripe_issues(ctx: FactContext) -> list[dict]:
         elif test.params.access == FPP and count > 1 and tasks >= osts:
             out.append({**entry, "kind": "striped files per process contend for OSTs", "suggest_count": 1})
     return out
+
+
+# IOR backends that store objects of an object store (DAOS's DFS, S3, RADOS, ...), not files of a
+# file system: a stripe count, an OST or `lfs` means nothing to them (IO500 on Aurora's DAOS, 62,400 tasks)
+OBJECT_APIS = frozenset({"DFS", "DAOS", "S3", "S3-4C", "S3-LIBS3", "RADOS", "CHFS", "FINCHFS", "HDFS", "GFARM"})
+
+
+def _through_files(test: IorTest) -> bool:
+    return test.params.api.upper() not in OBJECT_APIS
 
 
 # ---- share of the sustainable peak ------------------------------------------------------------

@@ -56,7 +56,8 @@ def show_entry(profile: JobProfile, top_files: int = 10) -> dict:
 
     summary = summarize(profile)
     shown = per_file(profile, None if top_files <= 0 else top_files)
-    layers = layer_section(FactContext(profile))
+    ctx = FactContext(profile)
+    layers = layer_section(ctx)
     data = profile.results_data()
     j = profile.job
     return {
@@ -76,6 +77,8 @@ def show_entry(profile: JobProfile, top_files: int = 10) -> dict:
             "io_time_s": _num(summary.io_time_s), "io_time_per_rank_s": _num(summary.io_time_per_rank_s),
             "io_fraction": _num(summary.io_fraction), "files": summary.files,
             "rank_time_imbalance": _num(summary.rank_time_imbalance),
+            # the counters not believed as recorded, as `diagnose` says them (summary.counter_notes)
+            "counter_notes": ctx.value("counter_notes") or [],
             "modules": {name: _module_json(ms) for name, ms in summary.modules.items()},
         },
         "layers": json_ready(layers) if layers is not None else None,  # as `diagnose` has it in summary.layers
@@ -247,7 +250,7 @@ class Sections:
             out.header.append(f"I/O time {fmt_seconds(io['total'])} per process in {io['layer']}"
                               f"{_run_share(io['total'], j['runtime_s'])}; by layer:")
         out.header += [f"  {printable(line)}" for line in layer_lines(layers)]
-        out.header += [f"note: {printable(n)}" for n in e["source"]["notes"]]
+        out.header += [f"note: {printable(n)}" for n in (*e["source"]["notes"], *s.get("counter_notes", []))]
         layers = [layer_table(e["layers"]), file_table(e["layers"])] if e.get("layers") else []
         out.tables = [t for t in (_modules_table(e), *layers, _totals_table(s), _files_table(e),
                                   _lustre_table(e), _dxt_table(e)) if t[2]]

@@ -332,7 +332,11 @@ class _Parser:
         if self.cut_rows:
             run.notes.append(f"{self.cut_rows} incomplete table row(s) skipped (output cut short)")
         sources = {s.source for t in run.tests for s in t.summaries.values()}
-        if "results" in sources:
+        if "results" in sources and (run.version or "").startswith("2."):
+            # the block came with IOR 3: its absence from a 2.x output is no sign of a cut
+            run.notes.append(f"IOR {run.version} prints no 'Summary of all tests' block: statistics "
+                             "computed from the result rows")
+        elif "results" in sources:
             run.notes.append("no 'Summary of all tests' block for some tests (IO500 prints none; "
                              "otherwise the output was cut short): statistics computed from the "
                              "result rows")
