@@ -43,7 +43,7 @@ CASES = {  # name -> (log, fixes searched: codes or transforms; () = the diagnos
     "fpp-stripe": ("a_good_fpp_posix_1m/case.darshan", ("stripe",)),  # layouts: CephFS only
     "random-shared-64k": ("c_random_shared_64k/case.darshan", ()),  # reordering (sequential) among its fixes
     # aggregation and stripe count interact on a shared file (rank 0 writes 10x the others)
-    "shared-aggregate-stripe": ("j_imbalance_rank0_10x/case.darshan", ("IMB002", "stripe")),
+    "shared-aggregate-stripe": ("j_imbalance_rank0_10x/case.darshan", ("aggregate", "stripe")),
 }
 WITHIN = 0.05
 SHARE = 0.25
