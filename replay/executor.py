@@ -44,6 +44,7 @@ RESULT_SCHEMA = "ioadvisor/replay-result/v2"
 PREFILL_CHUNK = 4 << 20
 CACHE_POLICIES = ("drop", "evict", "neighbour", "none")
 EVICT = "evict (fdatasync + posix_fadvise DONTNEED of the files a pass reads before it; sync before every sample)"
+ABORT_GRACE_S = 0.5  # a failed replay is rare; half a second lets the reason reach the user
 
 
 class ReplayFailed(Exception):
@@ -95,6 +96,16 @@ def race_rule(args: argparse.Namespace) -> RaceRule | None:
                     extend_alike=args.extend_alike)
 
 
+def _abort(comm, code: int, reason: str) -> int:
+    """Say why on stderr and end every rank (the others may wait in a collective forever); the pause
+    lets the launcher's proxy forward the reason before MPI_Abort kills it."""
+    sys.stderr.write(f"replay: rank {comm.rank}: {reason}\n")
+    sys.stderr.flush()
+    time.sleep(ABORT_GRACE_S)
+    comm.Abort(code)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     die_with_parent(signal.SIGKILL)  # a rank whose launcher proxy is gone must not write on
@@ -107,19 +118,22 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        scratch = check_scratch(args.scratch)
+        scratch, refused = check_scratch(args.scratch), ""
+    except SafetyError as exc:
+        scratch, refused = None, str(exc)
+    # every rank learns of a refusal and exits normally: MPI_Abort can kill the launcher's proxies before
+    # they forward the reason to its stderr (seen at load 8: exit 4, nothing said)
+    if comm.allreduce(bool(refused), op=MPI.LOR):
+        if refused:
+            sys.stderr.write(f"replay: rank {comm.rank}: {refused}\n")
+        return 4
+    try:
         session = Session(comm, args, scratch)
         result = session.run()
     except (SafetyError, ReplayFailed, OSError, ValueError) as exc:
-        sys.stderr.write(f"replay: rank {comm.rank}: {exc}\n")
-        sys.stderr.flush()
-        comm.Abort(4)
-        return 4
+        return _abort(comm, 4, str(exc))
     except Exception as exc:  # a bug of ours: abort, or the other ranks wait in a collective forever
-        sys.stderr.write(f"replay: rank {comm.rank}: internal error: {type(exc).__name__}: {exc}\n")
-        sys.stderr.flush()
-        comm.Abort(5)
-        return 5
+        return _abort(comm, 5, f"internal error: {type(exc).__name__}: {exc}")
     if comm.rank == 0:
         out = Path(args.out)
         tmp = out.with_suffix(".tmp")

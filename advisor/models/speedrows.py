@@ -23,6 +23,8 @@ The load is a condition of the node, not of the workload: a fix whose calls cost
 requests, MPI exchanges) gains differently on a busy node, so the model learns from the load each
 fix was measured under and predicts for a quiet node; below the quietest measurement, as there.
 It is never a reason to decline (:func:`advisor.models.speedup.outside`)."""
+
+
 def inputs(before: dict[str, float], after: dict[str, float], load_per_cpu: float = QUIET) -> dict[str, float]:
     """The model's inputs of one fix: the plan before, the change the fix makes, the node's load."""
     out = {f"b_{k}": before.get(k, math.nan) for k in DESCRIPTORS}
