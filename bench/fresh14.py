@@ -19,13 +19,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import unseen  # noqa: E402  (bench/unseen.py: measure, judge)
 
 TRACES = unseen.REPO / "out" / "fresh14"
-HALF = "fresh"
+LIST = Path(__file__).resolve().parent / "fresh14" / "workloads.txt"
 
 
 def workloads() -> list[tuple[str, str, str, Path]]:
-    """(family, half, label, trace folder) of every fresh workload: one program each."""
-    names = sorted(p.stem for p in (Path(__file__).resolve().parent / "fresh14").glob("f*.c"))
-    return [(name, HALF, name, TRACES / name / "trace") for name in names]
+    """(family, half, label, trace folder) of every fresh workload (bench/fresh14/workloads.txt): each
+    its own family; the half is its batch (``fresh``: the 14 designed first; ``zone``: the addendum)."""
+    rows = [line.split() for line in LIST.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    return [(name, half, name, TRACES / name / "trace") for name, half, *_ in rows]
 
 
 def list_fixes() -> None:
