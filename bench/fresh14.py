@@ -29,18 +29,6 @@ def workloads() -> list[tuple[str, str, str, Path]]:
     return [(name, half, name, TRACES / name / "trace") for name, half, *_ in rows]
 
 
-def list_fixes() -> None:
-    from advisor import api, pipeline
-    from advisor.config import load_config
-    from advisor.fixes import proposed_fixes
-
-    config = load_config()
-    for _, _, label, path in workloads():
-        diagnosis = pipeline.run([api.load(path)], pipeline.Stages(), config).results[0].diagnosis
-        fixes = sorted({str(fix.get("transform")) for fix, _ in proposed_fixes(diagnosis.findings).values()})
-        print(f"{label:28} {', '.join(fixes) or '-'}")
-
-
 def main() -> int:
     from advisor.models.speedup import MARGIN_RULES
 
@@ -54,12 +42,9 @@ def main() -> int:
     ap.add_argument("--model", default=None)
     args = ap.parse_args()
     if args.list:
-        list_fixes()
+        unseen.list_fixes(workloads())
     elif args.measure:
-        if not args.target or not args.save:
-            sys.exit("--measure needs --target DIR and --save FILE")
-        args.target.mkdir(parents=True, exist_ok=True)
-        unseen.measure(workloads(), args.model or "default", args.target, args.save)
+        unseen.measure_to(workloads(), args)
     elif args.judge:
         for rule in args.rule or MARGIN_RULES:
             print(f"\n== margin rule: {rule}")

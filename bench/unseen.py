@@ -115,14 +115,15 @@ def workloads(half: str | None = None) -> list[tuple[str, str, str, Path]]:
             if half in (None, h)]
 
 
-def list_fixes() -> None:
-    """Every workload's family, half and the fixes its diagnosis proposes (no model, no prediction)."""
+def list_fixes(items: list[tuple[str, str, str, Path]] | None = None) -> None:
+    """Every workload's (of `items`, default :func:`workloads`) family, half and the fixes its
+    diagnosis proposes (no model, no prediction)."""
     from advisor import api, pipeline
     from advisor.config import load_config
     from advisor.fixes import proposed_fixes
 
     config = load_config()
-    for fam, half, label, path in workloads():
+    for fam, half, label, path in items or workloads():
         try:
             diagnosis = pipeline.run([api.load(path)], pipeline.Stages(), config).results[0].diagnosis
             fixes = sorted({f"{fix.get('transform')}" for fix, _ in proposed_fixes(diagnosis.findings).values()})
@@ -227,6 +228,14 @@ def judge(paths: list[Path], model_path: str | None, rule: str = "") -> list[tup
     return rows
 
 
+def measure_to(items: list[tuple[str, str, str, Path]], args: argparse.Namespace) -> None:
+    """:func:`measure` `items` as the command line says (--target, --save, --model)."""
+    if not args.target or not args.save:
+        sys.exit("--measure needs --target DIR and --save FILE")
+    args.target.mkdir(parents=True, exist_ok=True)
+    measure(items, args.model or "default", args.target, args.save)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--list", action="store_true")
@@ -240,10 +249,7 @@ def main() -> int:
     if args.list:
         list_fixes()
     elif args.measure:
-        if not args.target or not args.save:
-            sys.exit("--measure needs --target DIR and --save FILE")
-        args.target.mkdir(parents=True, exist_ok=True)
-        measure(workloads(args.measure), args.model or "default", args.target, args.save)
+        measure_to(workloads(args.measure), args)
     elif args.judge:
         judge(args.judge, args.model)
     else:
