@@ -115,14 +115,15 @@ def workloads(half: str | None = None) -> list[tuple[str, str, str, Path]]:
             if half in (None, h)]
 
 
-def list_fixes() -> None:
-    """Every workload's family, half and the fixes its diagnosis proposes (no model, no prediction)."""
+def list_fixes(items: list[tuple[str, str, str, Path]] | None = None) -> None:
+    """Every workload's (of `items`, default :func:`workloads`) family, half and the fixes its
+    diagnosis proposes (no model, no prediction)."""
     from advisor import api, pipeline
     from advisor.config import load_config
     from advisor.fixes import proposed_fixes
 
     config = load_config()
-    for fam, half, label, path in workloads():
+    for fam, half, label, path in items or workloads():
         try:
             diagnosis = pipeline.run([api.load(path)], pipeline.Stages(), config).results[0].diagnosis
             fixes = sorted({f"{fix.get('transform')}" for fix, _ in proposed_fixes(diagnosis.findings).values()})
@@ -131,8 +132,9 @@ def list_fixes() -> None:
         print(f"{half:6} {fam:26} {label:46} {', '.join(fixes) or '-'}")
 
 
-def measure(half: str, model_path: str, target: Path, save: Path) -> None:
-    """Predict and replay every fix of every workload of `half`, saving after each workload (resumes)."""
+def measure(items: list[tuple[str, str, str, Path]], model_path: str, target: Path, save: Path) -> None:
+    """Predict and replay every fix of every workload of `items` ((family, half, label, input), as
+    :func:`workloads`), saving after each workload (resumes)."""
     from advisor import api
     from advisor.config import ReplayConfig
     from advisor.models.check import compare
@@ -142,7 +144,7 @@ def measure(half: str, model_path: str, target: Path, save: Path) -> None:
     model = load(model_path)
     settings = ReplayConfig(budget_s=PER_WORKLOAD_S)
     doc = json.loads(save.read_text()) if save.exists() else {"model": describe(model.meta), "workloads": {}}
-    for fam, h, label, path in workloads(half):
+    for fam, h, label, path in items:
         if label in doc["workloads"]:
             continue
         t0, load0 = time.monotonic(), os.getloadavg()[0]
@@ -158,13 +160,16 @@ def measure(half: str, model_path: str, target: Path, save: Path) -> None:
               f"{' ' + error if error else ''}", file=sys.stderr)
 
 
-def judged(doc: dict, model_path: str | None) -> list[tuple[str, str, object]]:
-    """(family, half, comparison) of every measured fix, re-predicted by `model_path` (None: as saved)."""
+def judged(doc: dict, model_path: str | None, rule: str = "") -> list[tuple[str, str, object]]:
+    """(family, half, comparison) of every measured fix, re-predicted by `model_path` (None: as saved;
+    `rule`: with that margin of "outside", :data:`advisor.models.speedup.MARGIN_RULES`)."""
     from advisor import api
     from advisor.models.check import Comparison, repredict
     from advisor.models.predict import load
 
-    model = load(model_path) if model_path else None
+    model = load(model_path or "default") if model_path or rule else None
+    if rule:
+        model.meta["speedup_model"]["margin_rule"] = rule
     out = []
     for w in doc["workloads"].values():
         comps = [Comparison.from_dict(d) for d in w["comparisons"]]
@@ -201,10 +206,11 @@ def say(name: str, f: dict) -> None:
           f"{f['declined']} = {_share(f['declined_share'])}")
 
 
-def judge(paths: list[Path], model_path: str | None) -> None:
+def judge(paths: list[Path], model_path: str | None, rule: str = "") -> list[tuple[str, str, object]]:
+    """Print every measured fix re-predicted, and the protocol's figures by half; return the fixes."""
     rows = []
     for p in paths:
-        rows += judged(json.loads(p.read_text()), model_path)
+        rows += judged(json.loads(p.read_text()), model_path, rule)
     print(f"{'family':26} {'workload':40} {'fix':12} {'measured':>9} {'predicted [80 %]':>24} error")
     for fam, _, c in rows:
         pred = f"{c.predicted:.2f}x [{c.interval[0]:.2f}-{c.interval[1]:.2f}]" if c.predicted else "no prediction"
@@ -219,6 +225,15 @@ def judge(paths: list[Path], model_path: str | None) -> None:
         say(f"{half} half, plans that move data", figures([c for _, h, c in rows if h == half and
                                                           NO_DATA not in (c.reason or "")]))
     say("all", figures([c for _, _, c in rows]))
+    return rows
+
+
+def measure_to(items: list[tuple[str, str, str, Path]], args: argparse.Namespace) -> None:
+    """:func:`measure` `items` as the command line says (--target, --save, --model)."""
+    if not args.target or not args.save:
+        sys.exit("--measure needs --target DIR and --save FILE")
+    args.target.mkdir(parents=True, exist_ok=True)
+    measure(items, args.model or "default", args.target, args.save)
 
 
 def main() -> int:
@@ -234,10 +249,7 @@ def main() -> int:
     if args.list:
         list_fixes()
     elif args.measure:
-        if not args.target or not args.save:
-            sys.exit("--measure needs --target DIR and --save FILE")
-        args.target.mkdir(parents=True, exist_ok=True)
-        measure(args.measure, args.model or "default", args.target, args.save)
+        measure_to(workloads(args.measure), args)
     elif args.judge:
         judge(args.judge, args.model)
     else:

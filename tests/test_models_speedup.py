@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from advisor import api
 from advisor.findings import Finding, Prediction
@@ -106,6 +107,24 @@ def test_a_volume_above_what_was_measured_is_predicted_below_it_declined():
     assert speedup.outside(measured, {"b_log2_call_pages": 14.0}, "coalesce") != []
     (why,) = speedup.outside(measured, {"b_log2_rank_phase_mib": -3.0}, "coalesce")
     assert why == "log2_rank_phase_mib -3 vs measured -1..7"
+
+
+def test_a_log2_input_beyond_its_range_is_judged_by_the_margin_rule():
+    """The margin of a log2 input: 10 % of its span (at least 0.5), 0.5 whatever the span, or none;
+    a share input's margin is the same under every rule."""
+    measured = {"inputs": {"b_log2_call_pages": [-2.0, 14.0], "b_read_fraction": [0.0, 0.5]},
+                "transforms": ["coalesce"]}
+    small = {"b_log2_call_pages": -3.0}  # 512 B against 1 KiB measured: a factor 2 below
+    assert speedup.outside(measured, small, "coalesce", "share-of-span") == []
+    (why,) = speedup.outside(measured, small, "coalesce", "fixed-factor")
+    assert why == "log2_call_pages -3 vs measured -2..14"
+    assert speedup.outside(measured, {"b_log2_call_pages": -2.4}, "coalesce", "fixed-factor") == []
+    assert speedup.outside(measured, {"b_log2_call_pages": -2.4}, "coalesce", "none") != []
+    for rule in speedup.MARGIN_RULES:
+        assert speedup.outside(measured, {"b_read_fraction": 0.54}, "coalesce", rule) == []
+        assert speedup.outside(measured, {"b_read_fraction": 0.6}, "coalesce", rule) != []
+    with pytest.raises(ValueError):
+        speedup.outside(measured, small, "coalesce", "wide")
 
 
 def test_no_shipped_fix_lies_outside_the_other_families():

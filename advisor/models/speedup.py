@@ -58,6 +58,16 @@ for that pattern, what the trees predict at the largest volume (a verification's
 most 256 MiB a pass). Below the smallest volume measured, fixed costs weigh more: declined."""
 MARGIN = 0.1  # share of a feature's training span a value may lie beyond it
 MIN_SLACK = {"fraction": 0.05, "log2": 0.5}  # ... and at least this much (shares, log2 values)
+MARGIN_RULES = ("share-of-span", "fixed-factor", "none")
+"""Candidate margins of "outside" for a log2 input (a scale: size, volume, calls per MiB, bytes per
+fsync), judged on fresh workloads (bench/fresh14_protocol.md): ``share-of-span`` :data:`MARGIN` of
+the measured span, at least :data:`MIN_SLACK` (1.6 for request sizes: a factor 3); ``fixed-factor``
+:data:`MIN_SLACK` alone, a factor 1.41 whatever the span (what a measurement at the edge says of a
+neighbour depends on how far it is in that scale, not on how many sizes the campaign spanned);
+``none`` the measured range itself (the trees predict beyond it as at the edge). A share input's
+margin is the same in every rule."""
+MARGIN_RULE = "share-of-span"
+"""The rule production uses, unless a model's metadata names another (``margin_rule``)."""
 STILL = 1e-6  # a change smaller than this is no change
 MIN_FAMILIES = 3  # fewer families say nothing about a new one
 MIN_FIXES = 20  # fewer measured fixes make no speedup model
@@ -73,8 +83,12 @@ own fixes, so the whole does too."""
 MIN_EFFECT_FIXES = 20  # fewer fixes in a bin: the widest of its own and the pooled quantile
 
 
-def outside(measured: dict, x: dict[str, float], transform: str) -> list[str]:
-    """Why a fix lies outside what the model measured, in words ([] when inside)."""
+def outside(measured: dict, x: dict[str, float], transform: str, rule: str = "") -> list[str]:
+    """Why a fix lies outside what the model measured, in words ([] when inside); `rule`: the margin
+    of a log2 input (:data:`MARGIN_RULES`, default :data:`MARGIN_RULE`)."""
+    rule = rule or MARGIN_RULE
+    if rule not in MARGIN_RULES:
+        raise ValueError(f"{rule}: not one of {', '.join(MARGIN_RULES)}")
     out = []
     spans = measured.get("inputs") or {}
     for name in INPUTS:
@@ -86,13 +100,21 @@ def outside(measured: dict, x: dict[str, float], transform: str) -> list[str]:
         if not span:
             out.append(f"{_said(name)} {value:.3g}, never measured")
             continue
-        floor = MIN_SLACK["log2" if "log2" in name else "fraction"]
-        slack = max(MARGIN * (span[1] - span[0]), floor)
+        slack = _slack(name, span, rule)
         if value < span[0] - slack or (value > span[1] + slack and name not in SATURATING):
             out.append(f"{_said(name)} {value:.3g} vs measured {span[0]:.3g}..{span[1]:.3g}")
     if unchanged(x) and transform not in (measured.get("transforms") or []):
         out.append(f"the fix '{transform}' changes nothing this model describes and was never measured")
     return out
+
+
+def _slack(name: str, span: list[float], rule: str) -> float:
+    """How far beyond its measured `span` input `name` may lie and still be predicted, by `rule`."""
+    if "log2" not in name:
+        return max(MARGIN * (span[1] - span[0]), MIN_SLACK["fraction"])
+    if rule == "none":
+        return 0.0
+    return MIN_SLACK["log2"] if rule == "fixed-factor" else max(MARGIN * (span[1] - span[0]), MIN_SLACK["log2"])
 
 
 def unchanged(x: dict[str, float]) -> bool:
@@ -274,7 +296,7 @@ def predict_fix(estimator, meta: dict, before: dict[str, float], after: dict[str
     """(speedup, low, high) of one fix, or the reasons it lies outside what the model measured.
     `mount`: the file system predicted for when it is not the one the fixes were measured on."""
     x = inputs(before, after)
-    why = outside(meta.get("measured") or {}, x, transform)
+    why = outside(meta.get("measured") or {}, x, transform, meta.get("margin_rule", ""))
     if why:
         return why
     still = changes_nothing(meta, before, after)

@@ -1,0 +1,20 @@
+/* A shared file written rank-interleaved: record i of rank r at (i * nranks + r) * 2 KiB, 2,048 records
+   per rank (4 MiB), fsync after every 16th. */
+#include <mpi.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+#define REC 2048
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int fd = open(argv[1], O_CREAT | O_WRONLY, 0644);
+    char buf[REC]; memset(buf, 'a' + rank, sizeof buf);
+    for (int i = 0; i < 2048; i++) {
+        if (pwrite(fd, buf, REC, ((off_t)i * size + rank) * REC) != REC) return 1;
+        if (i % 16 == 15) fsync(fd);
+    }
+    close(fd);
+    MPI_Finalize();
+    return 0;
+}
