@@ -175,3 +175,55 @@ def fsync_files(ctx: FactContext) -> list[str]:
     from advisor.facts._darshan import top_files
 
     return top_files(ctx, rec, col(rec, "WRITES") * _fsync_heavy(ctx))
+
+
+def _sync_seconds(ctx: FactContext) -> tuple[float, float, list[str]]:
+    """(seconds in fsync/fdatasync, write seconds, files) summed over the files that sync. Darshan (and
+    our Recorder reader, as Darshan does) adds a sync's time to the file's write time, and DXT times each
+    write alone: what the writes' own durations leave of the write time is the syncs'."""
+    from advisor.facts._darshan import dxt, top_files
+    from advisor.profile import DXT_WRITE
+
+    rec = records(ctx, "POSIX")
+    syncs = col(rec, "FSYNCS") + col(rec, "FDSYNCS")
+    trace = dxt(ctx)
+    synced = np.unique(rec.ids[syncs > 0])
+    if not len(synced):
+        return 0.0, 0.0, []
+    at = np.searchsorted(synced, rec.ids).clip(max=len(synced) - 1)
+    on = synced[at] == rec.ids
+    write_s = np.bincount(at[on], weights=col(rec, "F_WRITE_TIME")[on], minlength=len(synced))
+    writes = (trace.op == DXT_WRITE) & np.isin(trace.record_id, synced)
+    dxt_s = np.bincount(np.searchsorted(synced, trace.record_id[writes]),
+                        weights=(trace.end - trace.start)[writes], minlength=len(synced))
+    sync_s = (write_s - dxt_s).clip(min=0)
+    weight = np.zeros(len(rec))
+    weight[on] = sync_s[at[on]]
+    return float(sync_s.sum()), float(write_s.sum()), top_files(ctx, rec, weight)
+
+
+@fact("sync_time_s", "seconds", "Seconds per process in fsync/fdatasync calls: on the files that sync, the write "
+      "time less the writes' own durations (DXT; Darshan counts a sync's time as write time).",
+      label="time in fsync per process")
+def sync_time_s(ctx: FactContext) -> float:
+    return ctx.memo("metadata.syncs", lambda: _sync_seconds(ctx))[0] / nprocs(ctx)
+
+
+@fact("sync_share_of_write_time", "fraction", "Share of the write time of the files that sync spent in the "
+      "syncs themselves (DXT).", label="share of their write time in fsync")
+def sync_share_of_write_time(ctx: FactContext) -> float:
+    sync_s, write_s, _ = ctx.memo("metadata.syncs", lambda: _sync_seconds(ctx))
+    return sync_s / write_s if write_s else 0.0
+
+
+@fact("synced_files", "path", "Files whose syncs took the most time.", label="files synced")
+def synced_files(ctx: FactContext) -> list[str]:
+    return ctx.memo("metadata.syncs", lambda: _sync_seconds(ctx))[2]
+
+
+@fact("writes_per_sync", "count", "Writes per fsync/fdatasync call on the files that sync.",
+      label="writes per sync")
+def writes_per_sync(ctx: FactContext) -> float:
+    rec = records(ctx, "POSIX")
+    syncs = col(rec, "FSYNCS") + col(rec, "FDSYNCS")
+    return float(col(rec, "WRITES")[syncs > 0].sum() / syncs.sum()) if syncs.sum() else 0.0
