@@ -60,6 +60,21 @@ def test_csv_results():
     assert test.summaries["write"].max_mib == 1993.8311 and test.summaries["write"].source == "results"
 
 
+def test_csv_row_cut_short_is_not_a_result(tmp_path):
+    """A CSV output that ends inside its read row (review13): the row's last number may be cut
+    (15554 of 15554.7128), so the row is dropped and said, and the complete write row stays."""
+    text = (DATA / "ior_csv_4.0.0.txt").read_text()
+    cut = tmp_path / "ior.csv"
+    cut.write_text(text[:text.index("read,") + len("read,6300")])
+    run = load_run(cut)
+    (test,) = run.tests
+    assert set(test.summaries) == {"write"} and test.summaries["write"].max_mib == 1993.8311
+    assert any("the output ends inside it" in n for n in run.notes)
+    cut.write_text(text[:text.index("write,") + len("write,1993")])
+    with pytest.raises(InputError, match="without any result row"):
+        load_run(cut)
+
+
 def test_ior_2_10_script_with_two_tests_and_a_headerless_table():
     run = load_run(DATA / "ior_2.10_two_tests.txt")
     shared, fpp = run.tests
