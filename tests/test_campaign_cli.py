@@ -76,7 +76,8 @@ def test_an_io500_result_folder_is_a_campaign_and_show_reads_it(corpus):
     own result.txt, result_summary.txt and config.ini. The run's companion files are skipped as the
     READMEs are (they were four error lines and exit 2); named alone, a per-rank CSV is still refused
     with its reason. `show` walks the folder as `diagnose` does."""
-    folder = next((corpus / "ior-logs" / "public" / "IO500__submission-data" / "GWDG").rglob("ior-rnd4K-read.txt")).parent
+    gwdg = corpus / "ior-logs" / "public" / "IO500__submission-data" / "GWDG"
+    folder = next(gwdg.rglob("ior-rnd4K-read.txt")).parent
     proc = _run("diagnose", str(folder), "--json", "-")
     assert proc.returncode == 0 and "error" not in proc.stderr, proc.stderr
     docs = json.loads(proc.stdout)
