@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from advisor.errors import InputError
-from advisor.ingest import load_profile
+from advisor.ingest import expand_inputs, load_profile
 from advisor.ingest.ior.model import FPP, SHARED, IorProfile, IorTest, label
 from advisor.ingest.iozone import KBS, IozoneProfile
 from advisor.profile import JobInfo, JobProfile, Provenance
@@ -326,16 +326,15 @@ def thread_counts(profile: IozoneProfile) -> set[int]:
 
 
 def load_runs(paths: list[str | Path]) -> tuple[list[JobProfile], list[str]]:
-    """IOR (or IOzone) profiles from files and directories (every such output in a directory, not recursive).
+    """IOR (or IOzone) profiles from files and directories (the inputs in a directory, not recursive).
 
     Files that are not usable IOR or IOzone output are skipped with their one-line reason.
     """
     profiles, skipped = [], []
-    files: list[Path] = []
-    for path in map(Path, paths):
-        files.extend(sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path])
-    for file in files:
+    for file in expand_inputs(map(str, paths)):
         try:
+            if isinstance(file, InputError):  # a directory with no input in it
+                raise file
             profile = load_profile(file)
         except InputError as exc:
             skipped.append(str(exc))

@@ -57,7 +57,7 @@ def test_diagnose_keeps_every_good_result_beside_every_kind_of_bad_input(tmp_pat
         assert doc["error"], name
     errors = out.stderr.splitlines()
     assert len(errors) == len(bad) and all(line.startswith("ioadvisor: error: ") for line in errors)
-    assert "no Darshan log, darshan-parser dump, IOR output, Recorder trace or snapshot in this directory" in out.stderr
+    assert "darshan-parser dump, benchmark output, Recorder trace or snapshot in this directory" in out.stderr
 
 
 def test_show_keeps_every_good_result_beside_every_kind_of_bad_input(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import calendar
+
 import json
 import subprocess
 import sys
@@ -63,6 +65,14 @@ def test_mdtest_summary_rows(corpus, case):
     ops = {m.operation: m for m in run.measurements}
     assert {"File creation", "File stat", "File removal", "Tree creation"} <= set(ops)
     assert all(m.unit == "ops/s" and m.max >= m.mean >= m.min > 0 for m in run.measurements)
+
+
+def test_mdtest_start_and_run_time_from_its_own_lines(corpus):
+    """mdtest prints "-- started at 11/21/2026 18:52:48 --" and "-- finished at ... --" (review13:
+    the run time was shown as 0 s and the start as unknown)."""
+    job = mdtest.load(GENERATED / "g_mdtest_files_n2000" / "mdtest.txt").job
+    assert job.start_time == calendar.timegm((2026, 11, 21, 18, 52, 48, 0, 0, 0))
+    assert job.end_time >= job.start_time and job.runtime_s == job.end_time - job.start_time
 
 
 def test_mdtest_show_json(corpus):

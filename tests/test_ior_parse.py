@@ -60,6 +60,35 @@ def test_csv_results():
     assert test.summaries["write"].max_mib == 1993.8311 and test.summaries["write"].source == "results"
 
 
+def test_csv_row_cut_short_is_not_a_result(tmp_path):
+    """A CSV output that ends inside its read row (review13): the row's last number may be cut
+    (15554 of 15554.7128), so the row is dropped and said, and the complete write row stays."""
+    text = (DATA / "ior_csv_4.0.0.txt").read_text()
+    cut = tmp_path / "ior.csv"
+    cut.write_text(text[:text.index("read,") + len("read,6300")])
+    run = load_run(cut)
+    (test,) = run.tests
+    assert set(test.summaries) == {"write"} and test.summaries["write"].max_mib == 1993.8311
+    assert any("the output ends inside it" in n for n in run.notes)
+    cut.write_text(text[:text.index("write,") + len("write,1993")])
+    with pytest.raises(InputError, match="without any result row"):
+        load_run(cut)
+
+
+def test_what_ior_reset_and_the_exact_sizes_win():
+    """IO500 on CHFS (review13): -e was asked for, but IOR warned "fsync() not supported in selected
+    backend. Using value of 0." and ran without it; the block is "9.46 TiB" in the parameters and
+    10158080000 KiB, exactly, in the result row (IO500 prints no summary table)."""
+    (test,) = load_run(DATA / "io500_chfs_easy_write.txt").tests
+    p = test.params
+    assert p.fsync is False and "-e" in test.command_line.split()
+    assert p.block_size == 9920000 << 20 and p.aggregate_size == 4992899481600000  # IOR's "Expected" size
+    (rnd,) = load_run(DATA / "io500_rnd4k_read.txt").tests
+    assert (rnd.params.block_size, rnd.params.aggregate_size) == (4096, 4096 * 1000000 * 410)  # "1.53 TiB"
+    (hard,) = load_run(DATA / "io500_no_summary.txt").tests
+    assert hard.params.fsync is True  # -e honoured: no reset warning
+
+
 def test_ior_2_10_script_with_two_tests_and_a_headerless_table():
     run = load_run(DATA / "ior_2.10_two_tests.txt")
     shared, fpp = run.tests

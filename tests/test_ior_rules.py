@@ -100,3 +100,23 @@ def test_every_format_is_diagnosed_with_benchmark_rules_only(name, note):
     assert any(note in n for n in result.source["notes"])
     codes = {f.code for f in result.findings}
     assert codes and all(code.startswith("BEN") for code in codes)  # no Darshan rule on an IOR run
+
+
+def test_io500_random_read_phase_size_is_the_benchmarks():
+    """IO500's ior-rnd4K phase (GWDG, review13) reads 4 KiB at random offsets of ior-easy's files:
+    the size is IO500's, like ior-hard's 47,008 bytes; the same test outside IO500 keeps BEN003."""
+    found, unchecked = _findings("io500_rnd4k_read.txt")
+    assert "BEN003" not in found and "benchmark's definition" in unchecked["BEN003"]
+    assert "BEN004" not in found
+
+
+def test_csv_output_does_not_claim_the_reorder_flag():
+    """IOR's CSV states no options (review13): BEN002 rests on the read/write ratio and says that
+    whether -C or -Z was set is unknown, instead of "without -C"."""
+    found, _ = _findings("ior_csv_4.0.0.txt")
+    (read,) = found["BEN002"].evidence["ior_unshuffled_reads"]
+    assert read["reorder_unknown"] and read["why"] == "reads much faster than writes"
+    assert "does not say whether -C or -Z was set" in found["BEN002"].message
+    assert "Without -C" not in found["BEN002"].message
+    found, _ = _findings("tutorial_fragment_2.txt")  # its command line has no -C: known, not unknown
+    assert not found["BEN002"].evidence["ior_unshuffled_reads"][0]["reorder_unknown"]

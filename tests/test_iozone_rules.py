@@ -3,11 +3,14 @@ each reads from them, and the thresholds that move them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from advisor import pipeline
 from advisor.config import SiteConfig, from_dict
 from tests.conftest import CORPUS
 
 IOZONE = CORPUS / "iozone"
+DATA_FIO = Path(__file__).parent / "data" / "fio"
 
 
 def _findings(path, config=None) -> dict:
@@ -44,3 +47,15 @@ def test_BEN025_a_latency_tail_in_the_corpus_fio_run(corpus):
     (t,) = _findings(path)["BEN025"].evidence["fio_latency_tails"]
     assert (t["job"], t["ios"], t["tail_ratio"]) == ("randwrite4k", 16384, round(63744 / 3312, 1))
     assert "BEN025" not in _findings(path, from_dict({"thresholds": {"fio_tail_ratio": 20}}))
+    assert "--direct=1" in _findings(path)["BEN025"].recommendation.commands[0]  # buffered: compare with direct
+
+
+def test_BEN025_does_not_ask_an_o_direct_job_for_direct():
+    """fio recorded for review13 (tests/data/fio): a direct=1 random 4 KiB reader at iodepth 16 with a
+    99.9th percentile 160x its median. Its tail is not page-cache writeback, and direct=1 is set."""
+    path = DATA_FIO / "review13-seqwrite-randread4k.json"
+    found = _findings(path)["BEN025"]
+    (t,) = found.evidence["fio_latency_tails"]
+    assert (t["job"], t["direct"], t["ios"]) == ("randread4k", True, 52328)
+    assert "writeback" not in found.recommendation.text and "already bypass the page cache" in found.recommendation.text
+    assert not any("--direct=1" in c for c in found.recommendation.commands)

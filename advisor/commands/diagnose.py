@@ -14,7 +14,6 @@ from pathlib import Path
 import click
 
 from advisor import fileio
-from advisor.errors import InputError
 from advisor.formatting import printable
 from advisor.gcpolicy import loading
 
@@ -55,6 +54,7 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     with loading():  # modules, which live as long as the process
         from advisor import pipeline  # after OPENBLAS_NUM_THREADS: it imports numpy
         from advisor.config import load_config
+        from advisor.ingest import expand_inputs
 
     if verify and not target:
         raise click.UsageError("--verify needs --target DIR (a scratch directory on the mount to test)")
@@ -69,7 +69,7 @@ def command(paths, config_path, json_out, html_out, fail_on, verify, target, rep
     stages = pipeline.Stages.from_config(config, model=model_path, verify=checked,
                                          figures=bool(json_out or html_out), campaign=True,
                                          baselines=tuple(baselines))
-    done = pipeline.run(_expand(paths), stages, config)
+    done = pipeline.run(expand_inputs(paths), stages, config)
     from advisor.findings import SEVERITY_RANK, diagnoses_json  # loaded by run() beside the first parse
 
     for failure in done.failures:
@@ -111,35 +111,3 @@ def _attach_tune(diagnoses, tuned: dict) -> None:
     for d in diagnoses if len(diagnoses) == 1 else [d for d in diagnoses if same(d)]:
         if not d.error:
             d.data["tune"] = tuned
-
-
-def _expand(paths: tuple[str, ...]) -> list[str | InputError]:
-    """Directories stand for the inputs in them (one level, recognised formats only); a
-    directory that holds none, or cannot be listed, is an unusable input of its own. A Recorder
-    trace folder is one input (its per-rank files are not inputs)."""
-    from advisor.ingest import detect
-    from advisor.ingest.recorder_folder import is_trace
-
-    out: list[str | InputError] = []
-    for path in paths:
-        if not os.path.isdir(path) or is_trace(Path(path)):
-            out.append(path)
-            continue
-        try:
-            entries = sorted(Path(path).iterdir())
-        except OSError as exc:
-            out.append(InputError(path, f"cannot list the directory: {exc.strerror or exc}"))
-            continue
-        found = [str(entry) for entry in entries if _recognised(entry, detect)]
-        out += found or [InputError(path, "no Darshan log, darshan-parser dump, IOR output, "
-                                          "Recorder trace or snapshot in this directory")]
-    return out
-
-
-def _recognised(entry: Path, detect) -> bool:
-    from advisor.ingest.recorder_folder import is_trace
-
-    try:
-        return (entry.is_file() or is_trace(entry)) and bool(detect(entry))
-    except (InputError, OSError):
-        return False  # READMEs, scripts, per-rank CSVs next to the logs

@@ -12,20 +12,22 @@ from advisor.errors import InputError
 from advisor.formatting import printable
 
 
-def _one(path: str, top_files: int, printed: bool) -> dict:
+def _one(path: str | InputError, top_files: int, printed: bool) -> dict:
     """The show entry of one input (printed too if `printed`); errors become an entry plus
     one line on stderr."""
     from advisor import api
     from advisor.report.show import error_entry, render, show_entry
 
     try:
+        if isinstance(path, InputError):  # a directory with no input in it
+            raise path
         entry = show_entry(api.load(path), top_files)
         if printed:
             render(entry)
         return entry
     except InputError as exc:
         click.echo(printable(f"ioadvisor: error: {exc}"), err=True)
-        return error_entry(path, exc.reason)
+        return error_entry(exc.path if isinstance(path, InputError) else path, exc.reason)
     except Exception as exc:  # a bug on one input must not hide the others
         if os.environ.get("IOADVISOR_DEBUG"):
             raise
@@ -51,7 +53,9 @@ def command(paths: tuple[str, ...], json_out: str | None, top_files: int) -> Non
     """
     from advisor.report.show import SCHEMA
 
-    results = [_one(path, top_files, printed=json_out != "-") for path in paths]
+    from advisor.ingest import expand_inputs
+
+    results = [_one(path, top_files, printed=json_out != "-") for path in expand_inputs(paths)]
     if json_out:
         write_json({"schema": SCHEMA, "results": results}, json_out)
     failed = [r for r in results if not r["ok"]]

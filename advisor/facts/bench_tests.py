@@ -33,7 +33,7 @@ CACHED = {**SIZE, "read_mib_s": "rate MiB/s", "write_mib_s": "rate MiB/s", "read
 PATTERN = {**SIZE, "read_mib_s": "rate MiB/s", "backward_share": "fraction", "stride_share": "fraction",
            "lowest_share": "fraction"}
 TAIL = {"job": "text", "direction": "enum", "rw": "text", "block_size": "text", "ios": "ops", "p50_s": "seconds",
-        "p99_s": "seconds", "p999_s": "seconds", "tail_ratio": "ratio"}
+        "p99_s": "seconds", "p999_s": "seconds", "tail_ratio": "ratio", "direct": "flag"}
 
 
 def largest_files(ctx: FactContext) -> list[tuple[dict, list[dict[str, float]]]]:
@@ -107,5 +107,5 @@ def fio_latency_tails(ctx: FactContext) -> list[dict]:
         if ratio >= ctx.param(TAIL_RATIO):
             out.append({"job": m.job, "direction": m.direction, "rw": m.rw, "block_size": m.block_size, "ios": ios,
                         "p50_s": p["50.000000"] / 1e6, "p99_s": p.get("99.000000", 0) / 1e6,
-                        "p999_s": p["99.900000"] / 1e6, "tail_ratio": round(ratio, 1)})
+                        "p999_s": p["99.900000"] / 1e6, "tail_ratio": round(ratio, 1), "direct": bool(m.direct)})
     return out

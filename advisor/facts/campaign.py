@@ -5,6 +5,7 @@ from __future__ import annotations
 from advisor.campaign import (Campaign, CampaignProfile, collapse, exceed_point, gain_per_doubling, knee,
                               pair_curves, regressions)
 from advisor.facts import FactContext, Missing, NotApplicable, fact, param
+from advisor.facts.ior import OBJECT_APIS
 
 KNEE_GAIN = param("campaign_knee_gain", 0.10, "after the knee, adding clients gains less than this per doubling",
                   kind="fraction")
@@ -165,6 +166,14 @@ def campaign_compared_tests(ctx: FactContext) -> int:
     return len(regressions(campaign))
 
 
-@fact("campaign_regressed_sources", "path", "Files of the tests that regressed.", label="files of the regressed tests")
+@fact("campaign_regressed_sources", "path", "Files of the tests that regressed, and of their baseline tests.",
+      label="files of the regressed tests")
 def campaign_regressed_sources(ctx: FactContext) -> list[str]:
-    return sorted({r["source"] for r in ctx.get("campaign_regressions")})
+    return sorted({r[key] for r in ctx.get("campaign_regressions") for key in ("source", "baseline_source")})
+
+
+@fact("campaign_through_files", "flag", "Every curve's IOR API writes files of a file system (not an object "
+      "store's or a burst buffer's client: DFS, S3, CHFS, IME ...), where OSTs and `lfs` can mean something.",
+      label="every curve through a file system")
+def campaign_through_files(ctx: FactContext) -> bool:
+    return all(c.key.api.upper() not in OBJECT_APIS for c in _campaign(ctx).curves)

@@ -24,7 +24,8 @@ MB_PER_MIB = 1.048576
 # Record fields of the facts below (IOR's rates are MiB/s as it prints them, MB/s for IO500's unit).
 CACHE_TEST = {"test": "text", "data_per_node": "bytes", "memory": "bytes", "operations": "enum",
               "suggest_block": "text"}
-UNSHUFFLED = {"test": "text", "read_mib_s": "rate MiB/s", "write_mib_s": "rate MiB/s", "nodes": "count", "why": "text"}
+UNSHUFFLED = {"test": "text", "read_mib_s": "rate MiB/s", "write_mib_s": "rate MiB/s", "nodes": "count", "why": "text",
+              "reorder_unknown": "flag"}
 TRANSFER = {"test": "text", "transfer_size": "bytes", "rpc_size": "bytes", "stripe_size": "bytes", "below_rpc": "flag",
             "misaligned": "flag"}
 STRIPES = {"test": "text", "kind": "text", "osts": "count", "tasks": "count", "stripe_count": "count",
@@ -99,6 +100,12 @@ def _reorder(test: IorTest) -> bool:
     return bool(test.params.reorder_tasks or test.params.reorder_random)
 
 
+def _reorder_unknown(test: IorTest, run: IorRun) -> bool:
+    """Neither the test's parameters nor a command line say whether -C/-Z was set (IOR's CSV output)."""
+    p = test.params
+    return p.reorder_tasks is None and p.reorder_random is None and not (test.command_line or run.command_line)
+
+
 @fact("ior_unshuffled_reads", "record", "Read tests without -C/-Z whose reads can be served from the "
       "reading node's cache (data fits its memory, or reads beat the writes by ior_cache_read_ratio).",
       label="read tests the cache can serve", fields=UNSHUFFLED)
@@ -116,7 +123,8 @@ def ior_unshuffled_reads(ctx: FactContext) -> list[dict]:
         fast = write is not None and write > 0 and read / write >= ratio
         if fits or fast:
             out.append({"test": label(test), "read_mib_s": read, "write_mib_s": write,
-                        "nodes": _nodes(test), "why": "fits in memory" if fits else "reads much faster than writes"})
+                        "nodes": _nodes(test), "why": "fits in memory" if fits else "reads much faster than writes",
+                        "reorder_unknown": _reorder_unknown(test, run)})
     return out
 
 
@@ -135,33 +143,41 @@ def _stripe_size(ctx: FactContext, test: IorTest) -> int | None:
 
 IO500_PATH = re.compile(r"(?:^|/)ior[-_](hard|easy)(?:/|$)|ior_file_(hard|easy)")
 IO500_HARD_TRANSFER = 47008  # ior-hard's fixed record: the benchmark's definition
+# IO500 phases whose transfer size IO500 fixes, not the submitter: what BEN003 would otherwise blame
+IO500_FIXED_TRANSFER = {"ior-hard": "its 47,008-byte transfers are",
+                        "ior-rnd": "the size of its random reads (ior-rnd4K: 4 KiB) is"}
 
 
 def _io500_phase(test: IorTest) -> str:
-    """'ior-hard' or 'ior-easy' when the test is an IO500 phase (its file path says so), else ''."""
+    """'ior-hard', 'ior-easy' or 'ior-rnd' (the random reads of ior-easy's files, -z) when the test
+    is an IO500 phase (its file path says so), else ''."""
     p = test.params
     for text in (p.test_file, test.command_line):
         m = IO500_PATH.search(text or "")
         if m:
-            return f"ior-{m.group(1) or m.group(2)}"
+            return "ior-rnd" if p.random_offsets else f"ior-{m.group(1) or m.group(2)}"
     return "ior-hard" if p.transfer_size == IO500_HARD_TRANSFER == p.block_size else ""
 
 
-@fact("io500_phases", "enum", "IO500 phases (ior-easy, ior-hard) among the run's tests: from their file paths, "
-      "or -t and -b of 47,008 bytes (ior-hard's record).", label="IO500 phases")
+@fact("io500_phases", "enum", "IO500 phases (ior-easy, ior-hard, ior-rnd) among the run's tests: from their "
+      "file paths (-z on ior-easy's files: the random-read phase), or -t and -b of 47,008 bytes (ior-hard's record).",
+      label="IO500 phases")
 def io500_phases(ctx: FactContext) -> list[str]:
     return sorted({phase for t in _run(ctx).tests if (phase := _io500_phase(t))})
 
 
 @fact("ior_transfer_issues", "record", "Tests whose transfer size is below the RPC size ([system] rpc_size) "
-      "or neither a multiple nor a divisor of the stripe size (IO500 ior-hard excepted: its size is fixed).",
+      "or neither a multiple nor a divisor of the stripe size (IO500's ior-hard and random-read phases excepted: "
+      "their sizes are fixed).",
       label="tests with an unfit transfer size", fields=TRANSFER)
 def ior_transfer_issues(ctx: FactContext) -> list[dict]:
-    if "ior-hard" in ctx.get("io500_phases"):
-        raise Missing("an IO500 ior-hard run: its 47,008-byte transfers are the benchmark's definition")
+    tests = [t for t in _run(ctx).tests if _io500_phase(t) not in IO500_FIXED_TRANSFER]
+    if not tests:
+        phase = next(_io500_phase(t) for t in _run(ctx).tests)
+        raise Missing(f"an IO500 {phase} run: {IO500_FIXED_TRANSFER[phase]} the benchmark's definition")
     rpc = ctx.get("rpc_size")
     out = []
-    for test in _run(ctx).tests:
+    for test in tests:
         xfer = test.params.transfer_size
         if not xfer:
             continue
@@ -259,8 +275,10 @@ def ior_stripe_issues(ctx: FactContext) -> list[dict]:
 
 
 # IOR backends that store objects of an object store (DAOS's DFS, S3, RADOS, ...), not files of a
-# file system: a stripe count, an OST or `lfs` means nothing to them (IO500 on Aurora's DAOS, 62,400 tasks)
-OBJECT_APIS = frozenset({"DFS", "DAOS", "S3", "S3-4C", "S3-LIBS3", "RADOS", "CHFS", "FINCHFS", "HDFS", "GFARM"})
+# file system: a stripe count, an OST or `lfs` means nothing to them (IO500 on Aurora's DAOS, 62,400 tasks);
+# nor to IME's client, which writes to the burst buffer's flash servers (Oakforest-PACS, review13), or DUMMY's
+OBJECT_APIS = frozenset({"DFS", "DAOS", "S3", "S3-4C", "S3-LIBS3", "RADOS", "CHFS", "FINCHFS", "HDFS", "GFARM",
+                         "IME", "DUMMY"})
 
 
 def _through_files(test: IorTest) -> bool:

@@ -11,7 +11,7 @@ import functools
 import importlib
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from advisor.errors import InputError
@@ -34,6 +34,9 @@ class InputFormat(Frozen):
     # a format whose input is a folder of files (a Recorder trace) says which folders (or which of
     # their files) are one input
     folder: Callable[[Path], bool] | None = None
+    # a file a run writes beside its output that is no input of its own (IOR's per-rank CSV): skipped
+    # where a directory is walked, refused with its reason where it is named
+    companion: Callable[[Path, bytes], bool] | None = None
 
 
 FORMATS: list[InputFormat] = []
@@ -83,6 +86,42 @@ def detect(path: str | Path) -> InputFormat:
     raise InputError(str(path),
                      "not a recognised input (Darshan log, darshan-parser dump, IOR, IOzone, fio JSON or mdtest "
                      "output, Recorder trace folder or ioadvisor snapshot)")
+
+
+def expand_inputs(paths: Iterable[str]) -> list[str | InputError]:
+    """Directories stand for the inputs in them (one level, recognised formats only; READMEs,
+    scripts and a run's companion files are skipped); a directory that holds none, or cannot be
+    listed, is an unusable input of its own. A folder input (a Recorder trace) is one input."""
+    out: list[str | InputError] = []
+    for path in paths:
+        if not os.path.isdir(path) or _folder_input(Path(path)):
+            out.append(path)
+            continue
+        try:
+            entries = sorted(Path(path).iterdir())
+        except OSError as exc:
+            out.append(InputError(path, f"cannot list the directory: {exc.strerror or exc}"))
+            continue
+        found = [str(entry) for entry in entries if _an_input(entry)]
+        out += found or [InputError(path, "no Darshan log, darshan-parser dump, benchmark output, "
+                                          "Recorder trace or snapshot in this directory")]
+    return out
+
+
+def _folder_input(path: Path) -> bool:
+    from advisor.ingest.recorder_folder import is_trace
+
+    return is_trace(path)
+
+
+def _an_input(entry: Path) -> bool:
+    try:
+        if not (entry.is_file() or _folder_input(entry)):
+            return False
+        fmt = detect(entry)
+        return not (fmt.companion and entry.is_file() and fmt.companion(entry, read_head(entry)))
+    except (InputError, OSError):
+        return False  # READMEs, scripts, configs next to the logs
 
 
 def _may_be_folder_input(path: Path) -> bool:

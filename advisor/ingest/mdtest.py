@@ -10,7 +10,9 @@ mean, standard deviation, unit). The tables' headers differ by version:
 
 from __future__ import annotations
 
+import calendar
 import re
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -107,12 +109,23 @@ def _sniff(path: Path, head: bytes) -> bool:
                 or (re.search(r"^\s*SUMMARY", text, re.MULTILINE) and "mdtest" in text))
 
 
+def _stamp(text: str, marker: str) -> float | None:
+    """POSIX seconds of mdtest's "-- started at 11/27/2026 10:46:11 --" line (the node's local
+    time, read as UTC: mdtest prints no zone), or None."""
+    m = re.search(re.escape(marker) + r" (\d\d/\d\d/\d{4} \d\d:\d\d:\d\d) --", text)
+    return float(calendar.timegm(time.strptime(m.group(1), "%m/%d/%Y %H:%M:%S"))) if m else None
+
+
 def load(path: Path) -> JobProfile:
     """Read one mdtest output; InputError (one line) when it holds no SUMMARY table."""
-    run = parse(read_bounded(path, MAX_BYTES, "an mdtest output").decode("utf-8", "replace"))
+    text = read_bounded(path, MAX_BYTES, "an mdtest output").decode("utf-8", "replace")
+    run = parse(text)
     if not run.measurements:
         raise InputError(str(path), "an mdtest output with no SUMMARY table (an interrupted or failed run?)")
+    began, ended = (_stamp(text, f"-- {word} at") for word in ("started", "finished"))
     job = JobInfo(nprocs=run.tasks or 0, exe=run.command_line, library_version=run.version,
+                  start_time=began, end_time=ended,
+                  runtime_s=ended - began if began is not None and ended is not None else 0.0,
                   metadata={"mdtest_version": run.version, "nodes": str(run.nodes or "")})
     source = Provenance(path=str(path), format="mdtest-text", parser="ioadvisor mdtest-text",
                         log_version=run.version, notes=list(run.notes))

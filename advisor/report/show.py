@@ -231,7 +231,7 @@ class Sections:
         j, s = e["job"], e["summary"]
         out = cls(title=printable(e["path"]))
         job = (f"job {printable(j['jobid'])}, {counted(j['nprocs'], 'process')}, "
-               f"run time {fmt_seconds(j['runtime_s'])}, ")
+               f"run time {fmt_seconds(j['runtime_s']) if j['runtime_s'] else 'unknown'}, ")  # 0: not stated
         snapshot = e["source"]["format"] == "snapshot"  # a node's settings: no job, no ranks, no run time
         out.header = [
             f"{'collected' if snapshot else job + 'started'} {when(j['start_time'])}",

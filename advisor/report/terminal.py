@@ -100,7 +100,7 @@ def _job_line(job: dict[str, Any]) -> str:
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when)) if isinstance(when, (int, float)) else ""
         return f"{exe}  {stamp}".rstrip()
     return (f"job {_markup(job.get('jobid') or '-')}  ranks {fmt_num(job.get('nprocs', 0))}  "
-            f"run time {fmt_secs(job.get('runtime_s'))}  exe {exe}")
+            f"run time {fmt_secs(job['runtime_s']) if job.get('runtime_s') else '-'}  exe {exe}")  # 0: not stated
 
 
 def _finding(f: Finding, verbose: bool, fix_no: int | None = None, assumes: str = "") -> Padding:

@@ -92,4 +92,8 @@ def load(path: Path) -> JobProfile:
     return profile_of(load_run(path), str(path))
 
 
-FORMAT = register(InputFormat(name="ior", sniff=_sniff, load=load))
+def _per_rank_csv(path: Path, head: bytes) -> bool:
+    return head.decode("utf-8", "replace").lstrip().startswith(RANK_HEADER)
+
+
+FORMAT = register(InputFormat(name="ior", sniff=_sniff, load=load, companion=_per_rank_csv))

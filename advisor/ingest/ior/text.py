@@ -26,6 +26,9 @@ _KEYVAL = re.compile(
 _TABLE = re.compile(r"^access\s+bw\(MiB/s\)")
 _ROW = re.compile(r"^(write|read)\s+[-+]?(?:\d|inf|nan)", re.IGNORECASE)
 _MAX = re.compile(r"^Max (Write|Read):\s+([\d.]+) MiB/sec")
+# IOR's WARN_RESET: an option the backend cannot honour, reset before the test ran (CHFS's -e)
+_RESET = re.compile(r"WARNING:\s*(.+?)\.\s+Using value of (-?\d+)")
+_RESET_PARAMS = {"fsync() not supported": "fsync", "collective not available": "collective"}
 _DATE = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} +\d+ [\d:]+ \d{4}$")
 _TASK_HOST = re.compile(r"^task \d+ on (\S+)")
 _IOR_SOURCE = re.compile(r"\(\S*ior\S*\.c:\d+\)")
@@ -314,10 +317,15 @@ class _Parser:
             test.params.repetitions = len({it.iteration for it in test.iterations})
         if test.params.transfer_size is None and test.iterations and test.iterations[0].xfer_kib:
             test.params.transfer_size = int(test.iterations[0].xfer_kib * 1024)
-        if test.params.block_size is None and test.iterations and test.iterations[0].block_kib:
-            test.params.block_size = int(test.iterations[0].block_kib * 1024)
+        if test.iterations and test.iterations[0].block_kib:
+            _exact_block(test.params, test.iterations[0].block_kib)
         if test.params.nodes is None and test.hosts:
             test.params.nodes = test.hosts
+        for warning in test.warnings + [w for it in test.iterations for w in it.warnings]:
+            if m := _RESET.search(warning):
+                for what, name in _RESET_PARAMS.items():
+                    if m.group(1).startswith(what):  # what IOR ran with, not what was asked for
+                        setattr(test.params, name, m.group(2) != "0")
         p = test.params
         if p.nodes is None and p.tasks and p.tasks_per_node:
             p.nodes = max(1, p.tasks // p.tasks_per_node)
@@ -345,6 +353,21 @@ class _Parser:
         if not self.header.version and not run.version:
             run.notes.append("no IOR header (a table-only fragment): parameters from the "
                              "command line where one is given")
+
+
+def _exact_block(params, block_kib: float) -> None:
+    """Block and aggregate sizes from a result row where the parameter block printed them rounded
+    ("9.46 TiB", "1.53 TiB"): a row's whole number of KiB is exact, and of two statements of one
+    size the finer wins; the aggregate is then IOR's block x segments x tasks."""
+    row = int(block_kib * 1024)
+    if params.block_size is None:
+        params.block_size = row
+    if block_kib != int(block_kib) or abs(row - params.block_size) >= 0.01 * row:
+        return
+    params.block_size = row
+    total = row * (params.segments or 0) * (params.tasks or 0)
+    if params.aggregate_size and abs(total - params.aggregate_size) < 0.01 * total:
+        params.aggregate_size = total
 
 
 def parse_text(text: str, path: str = "<text>") -> IorRun:
