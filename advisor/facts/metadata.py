@@ -194,9 +194,14 @@ def _sync_seconds(ctx: FactContext) -> tuple[float, float, list[str]]:
     on = synced[at] == rec.ids
     write_s = np.bincount(at[on], weights=col(rec, "F_WRITE_TIME")[on], minlength=len(synced))
     writes = (trace.op == DXT_WRITE) & np.isin(trace.record_id, synced)
-    dxt_s = np.bincount(np.searchsorted(synced, trace.record_id[writes]),
-                        weights=(trace.end - trace.start)[writes], minlength=len(synced))
-    sync_s = (write_s - dxt_s).clip(min=0)
+    where = np.searchsorted(synced, trace.record_id[writes])
+    dxt_s = np.bincount(where, weights=(trace.end - trace.start)[writes], minlength=len(synced))
+    # only files whose every write DXT timed (a trace filtered to some files would make all their
+    # write time look like syncs)
+    seen = np.bincount(where, minlength=len(synced)) >= np.bincount(at[on], weights=col(rec, "WRITES")[on],
+                                                                     minlength=len(synced))
+    write_s = np.where(seen, write_s, 0.0)
+    sync_s = np.where(seen, write_s - dxt_s, 0.0).clip(min=0)
     weight = np.zeros(len(rec))
     weight[on] = sync_s[at[on]]
     return float(sync_s.sum()), float(write_s.sum()), top_files(ctx, rec, weight)
