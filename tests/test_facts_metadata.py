@@ -56,3 +56,25 @@ def test_the_syncs_time_is_the_write_time_the_writes_themselves_did_not_take():
     log.dxt["DXT_POSIX"] = dxt.subset(~one_file | (np.cumsum(one_file) > 10))  # 10 of its writes untimed
     partial = FactContext(log, SiteConfig())
     assert 0.6 * ctx.get("sync_time_s") < partial.get("sync_time_s") < 0.8 * ctx.get("sync_time_s")
+
+
+def test_md011_reports_syncs_every_few_writes_by_their_time_and_leaves_md010s_to_it(corpus):
+    """MD011 fires on the syncs every 4 writes (its evidence the syncs' own time, its fix fsync at
+    close), stays silent where MD010 (a sync per write) fires and on IOR -e's 4 syncs at close."""
+    from pathlib import Path
+
+    from advisor import api
+    from advisor.config import SiteConfig
+    from advisor.engine import diagnose
+
+    trace = Path(__file__).parent / "data" / "recorder" / "posix-fsync-every-4"
+    found = {f.code: f for f in diagnose(api.load(str(trace)), SiteConfig()).findings}
+    md011 = found["MD011"]
+    assert "MD010" not in found and md011.severity == "high"
+    assert md011.evidence["writes_per_sync"] == 4 and md011.evidence["sync_share_of_write_time"] > 0.9
+    assert 0.85 < md011.cost_s < 1.0 and "one every 4 writes" in md011.message
+    assert md011.fix == {"transform": "fsync", "mode": "at-close"}
+    for name, silent_because in (("n_fsync_per_write_Y_4k", "MD010"), ("h2_fsync_e", None)):
+        codes = {f.code for f in diagnose(api.load(str(corpus / "generated" / name / "case.darshan")),
+                                          SiteConfig()).findings}
+        assert "MD011" not in codes and (silent_because is None or silent_because in codes)
