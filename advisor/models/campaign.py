@@ -267,7 +267,7 @@ SMALL: dict[str, list[Workload]] = {
         _w(order="random", api="mpiio", transfer=128, **_WO),
         _w(order="random", transfer=512, nprocs=1, fsync="every-16"),
         _w(order="random", api="mpiio", transfer=1 * KiB, layout="fpp", fsync="per-write"),
-        _w(order="random", api="collective", transfer=512),
+        _w(order="random", api="collective", transfer=256),
     ],
     "small-unaligned": [
         _w(aligned=False, transfer=1 * KiB, fsync="per-write"),
