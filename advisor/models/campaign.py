@@ -330,10 +330,12 @@ kept: each belongs to the pattern family :func:`pattern` names; their fixes were
 campaign chose them."""
 
 
-def families() -> dict[str, list[Workload]]:
-    """Pattern family -> every workload of the design (the first campaign's, then the new ones)."""
+def families(small: bool = True) -> dict[str, list[Workload]]:
+    """Pattern family -> every workload of the design (the first campaign's, then the new ones;
+    without the fourth design's when not `small`: the campaign other mounts' samples were drawn from)."""
     out: dict[str, list[Workload]] = {}
-    for w in FIRST_CAMPAIGN + [w for ws in (*NEW.values(), *VOLUME.values(), *SMALL.values()) for w in ws]:
+    designs = (NEW, VOLUME, SMALL) if small else (NEW, VOLUME)
+    for w in FIRST_CAMPAIGN + [w for d in designs for ws in d.values() for w in ws]:
         out.setdefault(pattern(w), []).append(w)
     return dict(sorted(out.items()))
 
