@@ -42,7 +42,7 @@ def _values(w: Workload) -> set[tuple[str, str]]:
 def sample(per_family: int = PER_FAMILY) -> dict[str, list[Workload]]:
     """Pattern family -> its sampled workloads (greedy cover of factor values, ties by name)."""
     out = {}
-    for family, workloads in families().items():
+    for family, workloads in families(small=False).items():  # the sample was frozen before SMALL
         pool = sorted(workloads, key=lambda w: w.name)
         chosen: list[Workload] = []
         covered: set[tuple[str, str]] = set()
