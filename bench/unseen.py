@@ -210,7 +210,15 @@ def judge(paths: list[Path], model_path: str | None, rule: str = "") -> list[tup
     """Print every measured fix re-predicted, and the protocol's figures by half; return the fixes."""
     rows = []
     for p in paths:
-        rows += judged(json.loads(p.read_text()), model_path, rule)
+        try:
+            doc = json.loads(p.read_text())
+            gone = [w["path"] for w in doc["workloads"].values() if not Path(w["path"]).exists()]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            sys.exit(f"{p}: not a saved measurement file ({exc})")
+        if gone and (model_path or rule):  # re-predicting reads each workload again
+            sys.exit(f"{p}: {len(gone)} workload(s) are no longer where they were measured, e.g. {gone[0]} "
+                     "(put them back, or edit their paths in the file)")
+        rows += judged(doc, model_path, rule)
     print(f"{'family':26} {'workload':40} {'fix':12} {'measured':>9} {'predicted [80 %]':>24} error")
     for fam, _, c in rows:
         pred = f"{c.predicted:.2f}x [{c.interval[0]:.2f}-{c.interval[1]:.2f}]" if c.predicted else "no prediction"
