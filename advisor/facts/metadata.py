@@ -133,15 +133,20 @@ def small_files(ctx: FactContext) -> list[str]:
     return [f.path for f in data_files(ctx) if not f.shared and _size(f) < limit]
 
 
+def _syncs(rec) -> np.ndarray:
+    """fsync + fdatasync calls of each POSIX record."""
+    return col(rec, "FSYNCS") + col(rec, "FDSYNCS")
+
+
 @fact("fsync_count", "ops", "fsync + fdatasync calls, all ranks.", label="fsync calls")
 def fsync_count(ctx: FactContext) -> int:
     rec = records(ctx, "POSIX")
-    return int(col(rec, "FSYNCS").sum() + col(rec, "FDSYNCS").sum())
+    return int(_syncs(rec).sum())
 
 
 def _fsync_heavy(ctx: FactContext) -> np.ndarray:
     rec = records(ctx, "POSIX")
-    syncs = col(rec, "FSYNCS") + col(rec, "FDSYNCS")
+    syncs = _syncs(rec)
     writes = col(rec, "WRITES")
     return (writes >= 8) & (syncs >= 0.5 * writes)
 
@@ -152,7 +157,7 @@ def fsync_per_write(ctx: FactContext) -> float:
     rec = records(ctx, "POSIX")
     heavy = _fsync_heavy(ctx)
     writes = col(rec, "WRITES")[heavy].sum()
-    return float((col(rec, "FSYNCS") + col(rec, "FDSYNCS"))[heavy].sum() / writes) if writes else 0.0
+    return float(_syncs(rec)[heavy].sum() / writes) if writes else 0.0
 
 
 @fact("fsync_heavy_writes", "ops", "Writes to files synced after (almost) every write.",
@@ -185,7 +190,7 @@ def _sync_seconds(ctx: FactContext) -> tuple[float, float, list[str]]:
     from advisor.profile import DXT_WRITE
 
     rec = records(ctx, "POSIX")
-    syncs = col(rec, "FSYNCS") + col(rec, "FDSYNCS")
+    syncs = _syncs(rec)
     trace = dxt(ctx)
     synced = np.unique(rec.ids[syncs > 0])
     if not len(synced):
@@ -230,5 +235,5 @@ def synced_files(ctx: FactContext) -> list[str]:
       label="writes per sync")
 def writes_per_sync(ctx: FactContext) -> float:
     rec = records(ctx, "POSIX")
-    syncs = col(rec, "FSYNCS") + col(rec, "FDSYNCS")
+    syncs = _syncs(rec)
     return float(col(rec, "WRITES")[syncs > 0].sum() / syncs.sum()) if syncs.sum() else 0.0
